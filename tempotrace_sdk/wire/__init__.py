@@ -1,0 +1,36 @@
+"""The tt-ext v3 wire contract: header value, text form, SVC sketch, Lamport counter.
+
+Sans-IO: nothing here reads a clock, touches a socket or imports OpenTelemetry.
+"""
+
+from ._layout import (
+    BINARY_HEADER,
+    HEADER_LEN,
+    TEXT_HEADER,
+    TEXT_LEN,
+    TRACESTATE_KEY,
+    UNCERTAINTY_SATURATED,
+    ClockQuality,
+    TsSource,
+)
+from .header import TTExt
+from .lamport import LamportClock
+from .sketch import Sketch, sketch_indices
+from .text import decode_text, encode_text
+
+__all__ = [
+    "BINARY_HEADER",
+    "HEADER_LEN",
+    "TEXT_HEADER",
+    "TEXT_LEN",
+    "TRACESTATE_KEY",
+    "UNCERTAINTY_SATURATED",
+    "ClockQuality",
+    "LamportClock",
+    "Sketch",
+    "TTExt",
+    "TsSource",
+    "decode_text",
+    "encode_text",
+    "sketch_indices",
+]
