@@ -1,0 +1,147 @@
+"""The CPU clock source: CLOCK_TAI, corrected and judged by the kernel's NTP state.
+
+Rules (spec/clocks.md §CPU):
+- STA_UNSYNC (or TIME_ERROR / STA_CLOCKERR) → UNKNOWN: nothing disciplines the clock.
+- Otherwise the bound is the kernel's ``maxerror`` (its own worst-case error,
+  which it grows by 500 ppm/s between daemon updates) plus 500 ppm × the
+  longest time a snapshot may be used, saturated into the uint16 field.
+- When the kernel's TAI offset is 0, CLOCK_TAI reads UTC (37 s off since
+  2017): the leap-second table's TAI − UTC is added and ``describe()`` says so.
+  If that table has expired, a leap second may have been missed → DEGRADED.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ClockError
+from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
+from . import refresh
+from ._fast import make_timestamp
+from ._native import native_status
+from .base import Timestamp, saturate_uncertainty
+from .kernel import STA_CLOCKERR, TIME_ERROR, KernelSync, read_kernel_sync
+from .leapseconds import leap_table
+
+__all__ = ["KERNEL_MAXFREQ_PPM", "SNAPSHOT_VALID_S", "CpuClock"]
+
+#: The kernel adds MAXFREQ (500 ppm) of error per second to maxerror
+#: (kernel/time/ntp.c, second_overflow); we use the same worst-case rate.
+KERNEL_MAXFREQ_PPM = 500
+
+#: A snapshot older than this is refreshed inline (the refresher thread is
+#: meant to renew it every second; this is the guard if it stalls).
+SNAPSHOT_VALID_S = 3
+
+_CLOCK_TAI: int = getattr(time, "CLOCK_TAI", 11)
+_gettime = time.clock_gettime_ns
+
+
+@dataclass(frozen=True, slots=True)
+class _CpuState:
+    read_at_ns: int  # CLOCK_TAI (uncorrected) when this snapshot was taken
+    valid_until_ns: int
+    offset_ns: int  # added to CLOCK_TAI: the leap correction when the kernel's TAI offset is 0
+    quality: ClockQuality
+    uncertainty_ns: int
+    reason: str
+    kernel: KernelSync | None
+    correction: dict[str, Any]
+
+
+def _judge(ks: KernelSync, table_expired: bool, correcting: bool) -> tuple[ClockQuality, int, str]:
+    if ks.unsync:
+        return (
+            ClockQuality.UNKNOWN,
+            UNCERTAINTY_SATURATED,
+            f"kernel reports STA_UNSYNC (adjtimex status 0x{ks.status:04x}, maxerror {ks.maxerror_us} µs): "
+            "no NTP/PTP daemon is disciplining the system clock",
+        )
+    if ks.clock_state == TIME_ERROR or ks.status & STA_CLOCKERR:
+        return ClockQuality.UNKNOWN, UNCERTAINTY_SATURATED, f"kernel clock state {ks.as_dict()['clock_state']}"
+    bound = ks.maxerror_us * 1000 + KERNEL_MAXFREQ_PPM * 1000 * SNAPSHOT_VALID_S
+    unc = saturate_uncertainty(bound)
+    if correcting and table_expired:
+        return ClockQuality.DEGRADED, unc, "kernel TAI offset is 0 and the leap-second table has expired"
+    return ClockQuality.OK, unc, f"kernel synchronised; bound = maxerror {ks.maxerror_us} µs + 500 ppm staleness"
+
+
+def _snapshot() -> _CpuState:
+    raw = _gettime(_CLOCK_TAI)
+    valid_until = raw + SNAPSHOT_VALID_S * 1_000_000_000
+    try:
+        ks = read_kernel_sync()
+    except ClockError as err:
+        # Without the kernel's word we cannot know the TAI offset or the error.
+        table = leap_table()
+        offset = table.offset_at_utc(time.time())
+        reason = f"adjtimex failed ({err}): sync state unknown"
+        corr = {"applied_s": offset, "table": table.origin, "why": "kernel TAI offset unreadable; assumed 0"}
+        return _CpuState(
+            raw, valid_until, offset * 10**9, ClockQuality.UNKNOWN, UNCERTAINTY_SATURATED, reason, None, corr
+        )
+    table = leap_table()
+    utc_s = time.time()
+    table_offset = table.offset_at_utc(utc_s)
+    expired = table.expires_unix_s is not None and utc_s > table.expires_unix_s
+    if ks.tai_s == 0:
+        offset_s = table_offset
+        why = f"kernel TAI offset is 0 so CLOCK_TAI reads UTC; added TAI-UTC = {table_offset} s from {table.origin}"
+    else:
+        offset_s = 0
+        why = "kernel TAI offset is set; CLOCK_TAI used as is"
+        if ks.tai_s != table_offset:
+            why += f" (note: kernel says {ks.tai_s} s, {table.origin} says {table_offset} s)"
+    corr = {
+        "kernel_tai_offset_s": ks.tai_s,
+        "applied_s": offset_s,
+        "table": table.origin,
+        "table_expires_unix_s": table.expires_unix_s,
+        "table_expired": expired,
+        "why": why,
+    }
+    quality, unc, reason = _judge(ks, expired, ks.tai_s == 0)
+    Timestamp(raw + offset_s * 10**9, TsSource.CPU, quality, unc)  # validates what the hot path will reuse
+    return _CpuState(raw, valid_until, offset_s * 10**9, quality, unc, reason, ks, corr)
+
+
+class CpuClock:
+    """CLOCK_TAI with honest quality from adjtimex; ``ts_source`` CPU."""
+
+    name = "cpu"
+
+    def __init__(self, *, background: bool = True) -> None:
+        self._state = _snapshot()
+        if background:
+            refresh.register(self)
+
+    def refresh(self) -> None:
+        """Re-read the kernel state (called by the refresher thread, ~1/s)."""
+        self._state = _snapshot()
+
+    def now(self) -> Timestamp:
+        st = self._state
+        t = _gettime(_CLOCK_TAI)
+        if not st.read_at_ns <= t <= st.valid_until_ns:  # stale, or the clock stepped back
+            st = self._state = _snapshot()
+        return make_timestamp(t + st.offset_ns, TsSource.CPU, st.quality, st.uncertainty_ns)
+
+    @property
+    def reason(self) -> str:
+        return self._state.reason
+
+    def describe(self) -> dict[str, Any]:
+        st = self._state
+        return {
+            "name": self.name,
+            "ts_source": TsSource.CPU.name,
+            "clock": "CLOCK_TAI",
+            "quality": st.quality.name,
+            "uncertainty_ns": st.uncertainty_ns,
+            "reason": st.reason,
+            "kernel": st.kernel.as_dict() if st.kernel is not None else None,
+            "tai_correction": st.correction,
+            "native": native_status().as_dict(),
+        }

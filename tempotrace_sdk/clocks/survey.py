@@ -1,0 +1,67 @@
+"""``survey()``: every clock source on this host, what it says, and why the others are absent.
+
+JSON-ready (the CLI prints it as is): plain dicts, lists, strings, ints and
+bools; 64-bit nanosecond values are decimal strings.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import os
+from typing import Any
+
+from ..errors import ClockError
+from ._native import native_status
+from .cpu import CpuClock
+
+__all__ = ["survey"]
+
+
+def _phc_section() -> dict[str, Any]:
+    paths = sorted(glob.glob("/dev/ptp[0-9]*"))
+    if not paths:
+        return {"devices": [], "why_none": "no /dev/ptp* device on this host (no NIC with a PTP hardware clock)"}
+    try:
+        phc = importlib.import_module(".phc", __package__)
+    except ImportError as err:
+        return {"devices": [{"path": p} for p in paths], "why_unusable": f"PHC support not importable: {err}"}
+    devices: list[dict[str, Any]] = phc.survey_devices(paths)
+    return {"devices": devices}
+
+
+def _ptp4l_section() -> dict[str, Any]:
+    try:
+        ptp4l = importlib.import_module(".ptp4l", __package__)
+    except ImportError as err:
+        return {"reachable": False, "why": f"ptp4l client not importable: {err}"}
+    path = os.environ.get("TEMPOTRACE_PTP4L_UDS", ptp4l.DEFAULT_UDS)
+    result: dict[str, Any] = ptp4l.survey_ptp4l(path)
+    return result
+
+
+def survey() -> dict[str, Any]:
+    """Every source, its state and the Timestamp fields a span would get now."""
+    from .select import auto_choice
+
+    cpu = CpuClock(background=False)
+    report: dict[str, Any] = {
+        "native": native_status().as_dict(),
+        "cpu": cpu.describe(),
+        "phc": _phc_section(),
+        "ptp4l": _ptp4l_section(),
+    }
+    try:
+        chosen, why = auto_choice()
+        ts = chosen.now()
+        report["auto"] = {"source": chosen.name, "why": why}
+        report["now"] = {
+            "source": chosen.name,
+            "ptp_ns": str(ts.ptp_ns),
+            "ts_source": ts.ts_source.name,
+            "clk_quality": ts.clk_quality.name,
+            "uncertainty_ns": ts.uncertainty_ns,
+        }
+    except (ClockError, ValueError) as err:
+        report["auto"] = {"source": None, "why": f"no usable source: {err}"}
+    return report
