@@ -49,6 +49,7 @@ SEND_UNCERTAINTY_NS = "tempotrace.send.uncertainty_ns"
 POLICY_VERDICT = "tempotrace.policy.verdict"  #: str: "pass" | "flag" | "suspend_alerting" | "degrade"
 POLICY_REASON = "tempotrace.policy.reason"  #: str: which rule failed, empty on pass
 POLICY_TIER = "tempotrace.policy.tier"  #: str: the tenant's tier
+POLICY_RETENTION_DAYS = "tempotrace.policy.retention_days"  #: int, days: how long the tenant keeps spans
 
 # -- demo / simulation ------------------------------------------------------------
 CLOCK_PROFILE = "tempotrace.clock.profile"  #: str: simulated clock profile name (demo only)
