@@ -1,0 +1,175 @@
+"""``configure()``: one call installs clock, processor, propagator and exporter.
+
+Every argument has an environment variable, read when the argument is None:
+
+==============================  ==================================================
+TEMPOTRACE_CLOCK                clock spec for ``select_clock`` (default ``auto``)
+TEMPOTRACE_TENANT               local tenant id 0..15 (default 0)
+TEMPOTRACE_HOST                 host name on spans (default: the real host name)
+TEMPOTRACE_POLICY               path of a confidence policy TOML file
+TEMPOTRACE_EXPORT_PATH          OTLP JSON-lines file, shared safely by processes
+TEMPOTRACE_EXPORT_DIR           a directory: one ``spans-<pid>.jsonl`` per process
+TEMPOTRACE_EXPORT_SYNC          ``1``: export each span as it ends (no batching)
+TEMPOTRACE_TRACESTATE_FALLBACK  ``1``: also carry the header in tracestate ``tt=``
+==============================  ==================================================
+
+plus the standard OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_PROPAGATORS,
+OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_* variables.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from opentelemetry import trace
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
+from opentelemetry.propagate import set_global_textmap
+from opentelemetry.propagators.composite import CompositePropagator
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from ..clocks.base import ClockSource
+from .context import TempoTraceState, default_clock, env_host, env_tenant, get_state
+from .export import select_exporter
+from .policy import Policy
+from .processor import TempoTraceSpanProcessor
+from .propagator import TempoTracePropagator
+
+__all__ = ["POLICY_ENV", "TempoTraceHandle", "configure"]
+
+_log = logging.getLogger(__name__)
+
+POLICY_ENV = "TEMPOTRACE_POLICY"
+SYNC_ENV = "TEMPOTRACE_EXPORT_SYNC"
+
+
+@dataclass
+class TempoTraceHandle:
+    """What ``configure()`` installed; ``shutdown()`` flushes and stops it."""
+
+    provider: TracerProvider
+    processor: TempoTraceSpanProcessor
+    export_processors: list[SpanProcessor]
+    #: The OTLP JSON-lines file this process writes, or None (collector/none).
+    export_path: str | None
+    state: TempoTraceState
+    _done: bool = field(default=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Export every ended span now; False if an exporter did not finish in time."""
+        return all(p.force_flush(timeout_millis) for p in self.export_processors)
+
+    def shutdown(self) -> None:
+        """Flush and stop our processors (idempotent). Spans started later carry no stamps."""
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        self.processor.shutdown()
+        for p in self.export_processors:
+            p.shutdown()
+
+
+_current: TempoTraceHandle | None = None
+
+
+def configure(
+    *,
+    service_name: str | None = None,
+    clock: ClockSource | str | None = None,
+    tenant: int | None = None,
+    host: str | None = None,
+    policy: str | os.PathLike[str] | Policy | None = None,
+    export_path: str | os.PathLike[str] | None = None,
+    export_dir: str | os.PathLike[str] | None = None,
+    exporter: SpanExporter | None = None,
+    batch: bool | None = None,
+    tracestate_fallback: bool | None = None,
+    set_propagator: bool = True,
+) -> TempoTraceHandle:
+    """Install TempoTrace into this process's OpenTelemetry setup.
+
+    Reuses the global SDK ``TracerProvider`` if one is set, else creates one
+    (resource from ``service_name`` / OTEL_SERVICE_NAME). Adds the TempoTrace
+    processor and an export processor (Batch, or Simple with ``batch=False``).
+    Sets the global propagator to tracecontext + baggage + tempotrace unless
+    OTEL_PROPAGATORS is set (then the SDK already built it from that list).
+    Calling it again replaces the previous TempoTrace pipeline.
+
+    Raises ValueError/PolicyError/ClockError for bad arguments or variables:
+    configuration mistakes are loud; only the network path is silent.
+    """
+    global _current
+    resolved_clock = clock if clock is not None and not isinstance(clock, str) else default_clock(clock)
+    resolved_tenant = tenant if tenant is not None else env_tenant()
+    if not isinstance(resolved_tenant, int) or isinstance(resolved_tenant, bool) or not 0 <= resolved_tenant <= 15:
+        raise ValueError(f"tenant must be an integer 0..15, got {resolved_tenant!r}")
+    policy_source = policy if policy is not None else (os.environ.get(POLICY_ENV) or None)
+    resolved_policy = (
+        policy_source if isinstance(policy_source, Policy) or policy_source is None else Policy.load(policy_source)
+    )
+    exporters, where = ([exporter], None) if exporter is not None else select_exporter(export_path, export_dir)
+    if batch is None:
+        batch = os.environ.get(SYNC_ENV, "").strip().lower() not in ("1", "true", "yes", "on")
+
+    state = get_state()
+    state.clock = resolved_clock
+    state.tenant = resolved_tenant
+    state.host = host if host is not None else env_host()
+    state.policy = resolved_policy
+
+    if _current is not None:
+        _current.shutdown()
+    provider = _provider(service_name)
+    processor = TempoTraceSpanProcessor()
+    provider.add_span_processor(processor)
+    export_processors: list[SpanProcessor] = []
+    for exp in exporters:
+        export_processor = BatchSpanProcessor(exp) if batch else SimpleSpanProcessor(exp)
+        provider.add_span_processor(export_processor)
+        export_processors.append(export_processor)
+
+    if set_propagator:
+        _install_propagator(tracestate_fallback)
+    handle = TempoTraceHandle(
+        provider, processor, export_processors, str(Path(where).resolve()) if where else None, state
+    )
+    _current = handle
+    _log.debug("tempotrace configured: clock=%s tenant=%d export=%s", resolved_clock.name, resolved_tenant, where)
+    return handle
+
+
+def _provider(service_name: str | None) -> TracerProvider:
+    current = trace.get_tracer_provider()
+    if isinstance(current, TracerProvider):
+        return current
+    attributes = {"service.name": service_name} if service_name else {}
+    provider = TracerProvider(resource=Resource.create(attributes))
+    trace.set_tracer_provider(provider)
+    installed = trace.get_tracer_provider()
+    # set_tracer_provider refuses a second provider; use whichever won.
+    return installed if isinstance(installed, TracerProvider) else provider
+
+
+def _install_propagator(tracestate_fallback: bool | None) -> None:
+    configured = os.environ.get("OTEL_PROPAGATORS")
+    if configured is not None:
+        if "tempotrace" not in [p.strip() for p in configured.split(",")]:
+            _log.warning("OTEL_PROPAGATORS=%r has no 'tempotrace': hops will not carry tt-ext", configured)
+        return
+    set_global_textmap(
+        CompositePropagator(
+            [
+                TraceContextTextMapPropagator(),
+                W3CBaggagePropagator(),
+                TempoTracePropagator(tracestate_fallback=tracestate_fallback),
+            ]
+        )
+    )

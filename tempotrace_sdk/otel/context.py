@@ -1,0 +1,276 @@
+"""Per-process TempoTrace state shared by the propagator, the processor and the decorators.
+
+One process has one Lamport counter, one configured clock, one local tenant
+and one table of span sketches, whoever reads them: a propagator loaded from
+the ``opentelemetry_propagator`` entry point (no arguments) and the processor
+installed by ``configure()`` must agree, so both default to ``get_state()``.
+Tests build their own ``TempoTraceState`` with a fake clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import weakref
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as context_api
+from opentelemetry.trace import SpanContext
+
+from ..clocks.base import ClockSource, Timestamp
+from ..clocks.leapseconds import utc_to_tai_ns
+from ..wire import LamportClock, Sketch, TTExt
+from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
+
+if TYPE_CHECKING:
+    from .policy import Contract, Policy
+
+__all__ = [
+    "REMOTE_HOP_KEY",
+    "RemoteHop",
+    "SpanRecord",
+    "TempoTraceState",
+    "get_state",
+    "remote_hop",
+]
+
+_log = logging.getLogger(__name__)
+
+#: Where extract() leaves the received header for the processor to find.
+REMOTE_HOP_KEY = context_api.create_key("tempotrace.remote-hop")
+
+#: Ended spans whose sketch is kept for children that start after their parent
+#: ended (async fan-out). 8192 entries is about 1 MiB.
+ENDED_SKETCHES = 8192
+
+#: Open spans tracked at once; beyond this new spans still get attributes but
+#: their children fall back to a sketch of the parent id alone (counted).
+LIVE_SPANS_MAX = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteHop:
+    """A header received at extract, and the Lamport value of that receive."""
+
+    header: TTExt
+    recv_lts: int
+    #: The remote parent's span id when the tracecontext propagator ran first
+    #: (0 when unknown): a span only takes this hop if its parent is that span.
+    parent_span_id: int = 0
+
+    def applies_to(self, parent: SpanContext | None) -> bool:
+        if self.parent_span_id == 0:
+            return parent is None or parent.is_remote
+        return parent is not None and parent.is_remote and parent.span_id == self.parent_span_id
+
+
+def remote_hop(context: context_api.Context | None = None) -> RemoteHop | None:
+    """The header extracted into ``context`` (default: the current one), if any."""
+    ctx = context if context is not None else context_api.get_current()
+    hop = ctx.get(REMOTE_HOP_KEY)
+    return hop if isinstance(hop, RemoteHop) else None
+
+
+class SpanRecord:
+    """What we remember about an open span: its sketch and its sends."""
+
+    __slots__ = ("finished", "sends", "sketch")
+
+    def __init__(self, sketch: Sketch) -> None:
+        self.sketch = sketch
+        self.sends: list[tuple[int, int, int]] | None = None  # (lts, ptp_ns, uncertainty_ns)
+        self.finished = False
+
+
+class _UnsyncedWallClock:
+    """Used only when no clock layer is available: says honestly that it knows nothing."""
+
+    name = "cpu-unsynced"
+
+    def now(self) -> Timestamp:
+        return Timestamp(utc_to_tai_ns(time.time_ns()), TsSource.CPU, ClockQuality.UNKNOWN, UNCERTAINTY_SATURATED)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": "fallback", "note": "clock layer unavailable; quality UNKNOWN"}
+
+
+def default_clock(spec: str | None = None) -> ClockSource:
+    """``select_clock(spec)`` (env TEMPOTRACE_CLOCK when spec is None); raises its errors."""
+    # Imported lazily: the clock layer may pull in the native module, and the
+    # propagator must import (entry point) even where that is unavailable.
+    from ..clocks.select import select_clock
+
+    return select_clock(spec)
+
+
+def env_tenant() -> int:
+    """TEMPOTRACE_TENANT as an int 0..15 (0 when unset); ValueError otherwise."""
+    raw = os.environ.get("TEMPOTRACE_TENANT", "").strip()
+    if not raw:
+        return 0
+    value = int(raw, 0)
+    if not 0 <= value <= 15:
+        raise ValueError(f"TEMPOTRACE_TENANT must be 0..15, got {raw!r}")
+    return value
+
+
+def env_host() -> str:
+    return os.environ.get("TEMPOTRACE_HOST", "").strip() or socket.gethostname()
+
+
+class TempoTraceState:
+    """Clock, Lamport counter, tenant, host, policy, span records and counters."""
+
+    def __init__(
+        self,
+        *,
+        clock: ClockSource | None = None,
+        tenant: int | None = None,
+        host: str | None = None,
+        policy: Policy | None = None,
+        lamport: LamportClock | None = None,
+    ) -> None:
+        if tenant is not None and (not isinstance(tenant, int) or isinstance(tenant, bool) or not 0 <= tenant <= 15):
+            raise ValueError(f"tenant must be an integer 0..15, got {tenant!r}")
+        self._clock = clock
+        self._tenant = tenant
+        self.host = host if host is not None else env_host()
+        self.lamport = lamport if lamport is not None else LamportClock()
+        self.policy = policy
+        self.live: dict[int, SpanRecord] = {}
+        self.ended: OrderedDict[int, Sketch] = OrderedDict()
+        self._counts_lock = threading.Lock()
+        self._rejections: Counter[str] = Counter()
+        self._errors: Counter[str] = Counter()
+        _STATES.add(self)
+
+    # -- configuration, resolved lazily so the entry point works unconfigured --
+    @property
+    def clock(self) -> ClockSource:
+        clock = self._clock
+        if clock is None:
+            try:
+                clock = default_clock()
+            except Exception as err:  # ImportError before the clock layer lands, or a bad TEMPOTRACE_CLOCK
+                _log.warning("tempotrace: no usable clock (%s); stamping with quality UNKNOWN", err)
+                clock = _UnsyncedWallClock()
+            self._clock = clock
+        return clock
+
+    @clock.setter
+    def clock(self, clock: ClockSource) -> None:
+        self._clock = clock
+
+    @property
+    def tenant(self) -> int:
+        tenant = self._tenant
+        if tenant is None:
+            try:
+                tenant = env_tenant()
+            except ValueError as err:
+                _log.warning("tempotrace: %s; using tenant 0", err)
+                tenant = 0
+            self._tenant = tenant
+        return tenant
+
+    @tenant.setter
+    def tenant(self, tenant: int) -> None:
+        if not isinstance(tenant, int) or isinstance(tenant, bool) or not 0 <= tenant <= 15:
+            raise ValueError(f"tenant must be an integer 0..15, got {tenant!r}")
+        self._tenant = tenant
+
+    @property
+    def contract(self) -> Contract | None:
+        """The LOCAL tenant's contract; a remote tenant's is never consulted."""
+        policy = self.policy
+        return None if policy is None else policy.contract_for(self.tenant)
+
+    # -- span records ---------------------------------------------------------
+    def open_span(self, span_id: int, sketch: Sketch) -> SpanRecord:
+        record = SpanRecord(sketch)
+        if len(self.live) < LIVE_SPANS_MAX:
+            self.live[span_id] = record
+        else:
+            self.count_error("live_table_full")
+        return record
+
+    def sketch_of(self, span_id: int) -> Sketch | None:
+        record = self.live.get(span_id)
+        if record is not None:
+            return record.sketch
+        return self.ended.get(span_id)
+
+    def close_span(self, span_id: int) -> SpanRecord | None:
+        record = self.live.pop(span_id, None)
+        if record is not None:
+            ended = self.ended
+            ended[span_id] = record.sketch
+            if len(ended) > ENDED_SKETCHES:
+                try:
+                    ended.popitem(last=False)
+                except KeyError:  # another thread emptied it first
+                    pass
+        return record
+
+    # -- counters (the rare path only: rejections and internal errors) -------
+    def count_rejection(self, error_class: str) -> None:
+        with self._counts_lock:
+            self._rejections[error_class] += 1
+
+    def count_error(self, where: str) -> None:
+        with self._counts_lock:
+            self._errors[where] += 1
+
+    def rejections(self) -> dict[str, int]:
+        """Headers refused at extract, by error class (e.g. TEXT_LENGTH, VERSION, DUPLICATE)."""
+        with self._counts_lock:
+            return dict(self._rejections)
+
+    def errors(self) -> dict[str, int]:
+        """Internal errors swallowed in hooks, by hook name."""
+        with self._counts_lock:
+            return dict(self._errors)
+
+    def _after_fork_in_child(self) -> None:
+        # A lock held by another thread at fork time stays held forever in
+        # the child. Span records are kept: the child's spans descend from them.
+        self._counts_lock = threading.Lock()
+
+
+_STATES: weakref.WeakSet[TempoTraceState] = weakref.WeakSet()
+
+
+def _renew_after_fork() -> None:
+    global _GLOBAL_LOCK
+    _GLOBAL_LOCK = threading.Lock()
+    for state in list(_STATES):
+        state._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_after_fork)
+
+_GLOBAL: TempoTraceState | None = None
+_GLOBAL_LOCK = threading.Lock()
+
+
+def get_state() -> TempoTraceState:
+    """The process-wide state (created on first use from the environment)."""
+    state = _GLOBAL
+    if state is None:
+        with _GLOBAL_LOCK:
+            state = _GLOBAL
+            if state is None:
+                state = _set_global(TempoTraceState())
+    return state
+
+
+def _set_global(state: TempoTraceState) -> TempoTraceState:
+    global _GLOBAL
+    _GLOBAL = state
+    return state

@@ -1,0 +1,91 @@
+"""The two ends of a hop, shared by the text propagator and the gRPC binary helpers.
+
+``send`` is the inject-side event: Lamport tick, a fresh clock reading, the
+sketch of the current span's causal past and the local tenant, packed into
+the 53-byte form. ``receive`` validates a peer's header, merges its Lamport
+value and returns the context carrying it. Neither raises on a peer's bad
+bytes: ``receive`` returns None and the caller counts the refusal.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from opentelemetry import context as context_api
+from opentelemetry import trace
+
+from ..errors import HeaderError
+from ..wire import Sketch, TTExt
+from ..wire._layout import STRUCT, VERSION
+from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, remote_hop
+
+__all__ = ["receive", "send"]
+
+_log = logging.getLogger(__name__)
+
+
+def _send_sketch(state: TempoTraceState, context: context_api.Context | None) -> tuple[Sketch, Any]:
+    span = trace.get_current_span(context)
+    span_context = span.get_span_context()
+    if span_context.is_valid:
+        record = state.live.get(span_context.span_id)
+        if record is not None:
+            return record.sketch, (span, record)
+        sketch = state.sketch_of(span_context.span_id)
+        if sketch is not None:
+            return sketch, None
+        # A span we never saw start (no processor, another provider, or a
+        # remote span being forwarded by a proxy): its id, plus what came in.
+        hop = remote_hop(context)
+        base = hop.header.svc_sketch if hop is not None else Sketch.EMPTY
+        return base.with_span(span_context.span_id), None
+    hop = remote_hop(context)
+    return (hop.header.svc_sketch if hop is not None else Sketch.EMPTY), None
+
+
+def send(state: TempoTraceState, context: context_api.Context | None = None) -> bytes:
+    """Record a send event and return the 53-byte header for it.
+
+    The send is remembered on the current span (if we track it) and written
+    as ``tempotrace.send.*`` arrays when the span ends.
+    """
+    sketch, owner = _send_sketch(state, context)
+    ts = state.clock.now()
+    lts = state.lamport.tick()
+    # Every field is already valid (Timestamp, LamportClock and the state
+    # check their ranges), so pack directly instead of building a TTExt.
+    raw = STRUCT.pack(
+        (state.tenant << 4) | VERSION,
+        ts.ptp_ns,
+        ts.ts_source,
+        ts.clk_quality,
+        ts.uncertainty_ns,
+        lts,
+        sketch.to_bytes(),
+    )
+    if owner is not None:
+        span, record = owner
+        if span.is_recording():
+            sends = record.sends
+            if sends is None:
+                record.sends = [(lts, ts.ptp_ns, ts.uncertainty_ns)]
+            else:
+                sends.append((lts, ts.ptp_ns, ts.uncertainty_ns))
+    return raw
+
+
+def receive(state: TempoTraceState, header: TTExt, context: context_api.Context | None) -> context_api.Context:
+    """Merge a validated header's Lamport value and return ``context`` carrying it."""
+    recv_lts = state.lamport.merge(header.lts)
+    ctx = context if context is not None else context_api.Context()
+    parent = trace.get_current_span(ctx).get_span_context()
+    parent_id = parent.span_id if parent.is_valid and parent.is_remote else 0
+    return context_api.set_value(REMOTE_HOP_KEY, RemoteHop(header, recv_lts, parent_id), ctx)
+
+
+def reject(state: TempoTraceState, err: Exception, where: str) -> None:
+    """Count and log (at debug) a refused header."""
+    error_class = err.error_class if isinstance(err, HeaderError) else type(err).__name__
+    state.count_rejection(error_class)
+    _log.debug("tempotrace: refused %s: %s", where, err)

@@ -1,0 +1,211 @@
+"""TempoTraceSpanProcessor: stamps every span with tt-ext fields (spec/semantic-conventions.md).
+
+on_start reads the clock, ticks the Lamport counter, builds the span's sketch
+(the parent's sketch plus the span's own id) and writes the ``tempotrace.*``
+start attributes, the remote header's fields when the parent came over the
+wire, and the local tenant's policy verdict.
+
+The end of a span: our decorators and ``span()`` stamp ``tempotrace.end.*``
+with public API before ``span.end()``. For any other span the SDK's
+``_on_ending`` hook (called after the end time is fixed and before any
+exporter's ``on_end``) stamps them; the SDK has already frozen the
+attributes by then, so we lift the freeze for our own keys only and restore
+it. Either way exporters see the end stamp, whatever the processor order.
+
+Hooks never block and never raise: failures are counted (``errors()``) and
+logged at debug.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import context as context_api
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.util import types
+
+from .. import semconv as S
+from ..clocks.base import Timestamp
+from ..wire import Sketch
+from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, get_state
+
+__all__ = ["TempoTraceSpanProcessor", "end_attributes", "pending_start"]
+
+_log = logging.getLogger(__name__)
+
+#: Set by our decorators around start_span so on_start uses the very reading
+#: whose UTC form became the span's start time (one clock read, not two).
+pending_start: contextvars.ContextVar[tuple[int, Timestamp] | None] = contextvars.ContextVar(
+    "tempotrace_pending_start", default=None
+)
+
+
+_SOURCE_NAMES = ("GTE", "SW_GCC", "CPU")
+_QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
+
+
+def end_attributes(state: TempoTraceState, span_id: int, ts: Timestamp, start_verdict: Any) -> dict[str, Any]:
+    """The ``tempotrace.end.*`` stamp (and pending send arrays) for a span ending now."""
+    attrs: dict[str, Any] = {
+        S.END_PTP_NS: ts.ptp_ns,
+        S.END_UNCERTAINTY_NS: ts.uncertainty_ns,
+        S.END_CLK_QUALITY: _QUALITY_NAMES[ts.clk_quality],
+        S.END_LTS: state.lamport.tick(),
+    }
+    record = state.live.get(span_id)
+    if record is not None and record.sends:
+        sends = record.sends
+        record.sends = None
+        attrs[S.SEND_LTS] = [s[0] for s in sends]
+        attrs[S.SEND_PTP_NS] = [s[1] for s in sends]
+        attrs[S.SEND_UNCERTAINTY_NS] = [s[2] for s in sends]
+    contract = state.contract
+    if contract is not None and start_verdict == "pass":
+        verdict, reason = contract.verdict(ts)
+        if verdict != "pass":  # the start kept the contract, the end did not
+            attrs[S.POLICY_VERDICT] = verdict
+            attrs[S.POLICY_REASON] = "end: " + reason
+    return attrs
+
+
+class TempoTraceSpanProcessor(SpanProcessor):
+    """Adds tt-ext start/end stamps, hop fields and policy verdicts to SDK spans."""
+
+    def __init__(self, *, state: TempoTraceState | None = None) -> None:
+        self._state = state
+        self._shut = False
+
+    @property
+    def state(self) -> TempoTraceState:
+        return self._state if self._state is not None else get_state()
+
+    def errors(self) -> dict[str, int]:
+        """Internal errors swallowed by the hooks, by hook name."""
+        return self.state.errors()
+
+    # -- start ------------------------------------------------------------------
+    def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
+        if self._shut:
+            return
+        try:
+            self._on_start(span, parent_context)
+        except Exception:
+            self.state.count_error("on_start")
+            _log.debug("tempotrace: on_start failed", exc_info=True)
+
+    def _on_start(self, span: Span, parent_context: context_api.Context | None) -> None:
+        state = self.state
+        pending = pending_start.get()
+        ts = pending[1] if pending is not None and pending[0] == span.start_time else state.clock.now()
+        own = span.get_span_context().span_id
+        parent = span.parent
+        hop: RemoteHop | None = None
+        if parent is None or parent.is_remote:
+            ctx = parent_context if parent_context is not None else context_api.get_current()
+            found = ctx.get(REMOTE_HOP_KEY)
+            if isinstance(found, RemoteHop) and found.applies_to(parent):
+                hop = found
+        if parent is None:
+            sketch = Sketch.EMPTY if hop is None else hop.header.svc_sketch
+        elif parent.is_remote:
+            sketch = (hop.header.svc_sketch if hop is not None else Sketch.EMPTY).with_span(parent.span_id)
+        else:
+            known = state.sketch_of(parent.span_id)
+            if known is None:  # parent from before this process's tracking (or evicted)
+                state.count_error("parent_sketch_missing")
+                known = Sketch.EMPTY.with_span(parent.span_id)
+            sketch = known
+        sketch = sketch.with_span(own)
+        state.open_span(own, sketch)
+        attrs: dict[str, types.AttributeValue] = {
+            S.PTP_NS: ts.ptp_ns,
+            S.UNCERTAINTY_NS: ts.uncertainty_ns,
+            S.CLK_QUALITY: _QUALITY_NAMES[ts.clk_quality],
+            S.TS_SOURCE: _SOURCE_NAMES[ts.ts_source],
+            S.LTS: state.lamport.tick(),
+            S.TENANT_ID: state.tenant,
+            S.SVC_SKETCH: sketch.to_bytes().hex(),
+            S.CLOCK: state.clock.name,
+            S.HOST: state.host,
+        }
+        if hop is not None:
+            h = hop.header
+            attrs[S.REMOTE_PTP_NS] = h.ptp_ns
+            attrs[S.REMOTE_UNCERTAINTY_NS] = h.uncertainty_ns
+            attrs[S.REMOTE_CLK_QUALITY] = h.clk_quality.name
+            attrs[S.REMOTE_TS_SOURCE] = h.ts_source.name
+            attrs[S.REMOTE_LTS] = h.lts
+            attrs[S.REMOTE_TENANT_ID] = h.tenant_id
+            attrs[S.REMOTE_SVC_SKETCH] = h.svc_sketch.to_bytes().hex()
+            attrs[S.RECV_LTS] = hop.recv_lts
+        contract = state.contract  # the local tenant's, never the remote header's
+        if contract is not None:
+            verdict, reason = contract.verdict(ts)
+            attrs[S.POLICY_VERDICT] = verdict
+            attrs[S.POLICY_REASON] = reason
+            attrs[S.POLICY_TIER] = contract.tier
+            if contract.retention_days is not None:
+                attrs[S.POLICY_RETENTION_DAYS] = contract.retention_days
+        span.set_attributes(attrs)
+
+    # -- end ----------------------------------------------------------------------
+    def _on_ending(self, span: Span) -> None:
+        if self._shut:
+            return
+        try:
+            self._ending(span)
+        except Exception:
+            self.state.count_error("on_ending")
+            _log.debug("tempotrace: _on_ending failed", exc_info=True)
+
+    def _ending(self, span: Span) -> None:
+        state = self.state
+        own = span.get_span_context().span_id
+        record = state.live.get(own)
+        if record is None:  # started before this processor was added, or by another state
+            return
+        attributes: Mapping[str, Any] = span.attributes or {}
+        if S.END_PTP_NS in attributes:
+            extra: dict[str, Any] = {}
+            if record.sends:  # sends after our decorator stamped the end: rare, keep them
+                sends, record.sends = record.sends, None
+                extra = {
+                    S.SEND_LTS: [s[0] for s in sends],
+                    S.SEND_PTP_NS: [s[1] for s in sends],
+                    S.SEND_UNCERTAINTY_NS: [s[2] for s in sends],
+                }
+        else:
+            extra = end_attributes(state, own, state.clock.now(), attributes.get(S.POLICY_VERDICT))
+        state.close_span(own)
+        if extra:
+            _set_on_ending_span(span, extra)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        # Everything happened in _on_ending, before any exporter saw the span.
+        return None
+
+    def shutdown(self) -> None:
+        """Stop stamping. Nothing is buffered here, so nothing is lost."""
+        self._shut = True
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing is buffered in this processor: always done."""
+        return True
+
+
+def _set_on_ending_span(span: Span, attrs: Mapping[str, Any]) -> None:
+    # The SDK froze the span's BoundedAttributes before calling _on_ending.
+    # Lift the freeze for our keys only, under the attributes' own lock
+    # discipline (each __setitem__ takes it), and restore it.
+    bounded = getattr(span, "_attributes", None)
+    if bounded is None or not hasattr(bounded, "_immutable"):
+        return
+    bounded._immutable = False
+    try:
+        for key, value in attrs.items():
+            bounded[key] = value
+    finally:
+        bounded._immutable = True

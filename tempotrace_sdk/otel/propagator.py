@@ -1,0 +1,158 @@
+"""The ``tempotrace`` TextMapPropagator: tt-ext on every hop (spec/tt-ext-v3.md §5, §6).
+
+Load it with ``OTEL_PROPAGATORS=tracecontext,baggage,tempotrace`` (entry point
+``opentelemetry_propagator: tempotrace``) or construct it directly. Every
+instance shares the process's Lamport counter, clock and tenant.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import typing
+
+from opentelemetry import context as context_api
+from opentelemetry import trace
+from opentelemetry.propagators.textmap import (
+    CarrierT,
+    Getter,
+    Setter,
+    TextMapPropagator,
+    default_getter,
+    default_setter,
+)
+from opentelemetry.trace.span import TraceState
+
+from ..errors import TextFormError
+from ..wire import TTExt
+from ..wire._layout import TEXT_HEADER, TRACESTATE_KEY
+from ..wire.text import encode_text
+from .context import TempoTraceState, get_state
+from .hop import receive, reject, send
+
+__all__ = ["TRACESTATE_FALLBACK_ENV", "TempoTracePropagator"]
+
+_log = logging.getLogger(__name__)
+
+#: "1"/"true"/"yes"/"on" turns the tracestate fallback on for no-argument instances.
+TRACESTATE_FALLBACK_ENV = "TEMPOTRACE_TRACESTATE_FALLBACK"
+
+_DUPLICATE = TextFormError("text", "header present more than once", error_class="TEXT_MULTIPLE", remote=True)
+_NOT_STR = TextFormError("text", "must be a single string", error_class="TEXT_TYPE", remote=True)
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class TempoTracePropagator(TextMapPropagator):
+    """Injects and extracts the ``tt-ext`` header.
+
+    Options (keywords): ``tracestate_fallback`` also writes the header as the
+    ``tt=`` member of ``tracestate`` (merged into the current span's
+    tracestate, never replacing it) and reads it from there when ``tt-ext``
+    is absent; default from $TEMPOTRACE_TRACESTATE_FALLBACK. ``state`` uses
+    a private ``TempoTraceState`` instead of the process one (tests).
+    """
+
+    TT_EXT_HEADER = TEXT_HEADER
+    TRACESTATE_HEADER = "tracestate"
+
+    def __init__(self, *, tracestate_fallback: bool | None = None, state: TempoTraceState | None = None) -> None:
+        self._fallback = _env_flag(TRACESTATE_FALLBACK_ENV) if tracestate_fallback is None else tracestate_fallback
+        self._state = state
+
+    @property
+    def state(self) -> TempoTraceState:
+        return self._state if self._state is not None else get_state()
+
+    @property
+    def tracestate_fallback(self) -> bool:
+        return self._fallback
+
+    @property
+    def fields(self) -> set[str]:
+        if self._fallback:
+            return {self.TT_EXT_HEADER, self.TRACESTATE_HEADER}
+        return {self.TT_EXT_HEADER}
+
+    def rejections(self) -> dict[str, int]:
+        """Headers this process refused at extract, by error class."""
+        return self.state.rejections()
+
+    # -- extract: a receive event -------------------------------------------------
+    def extract(
+        self,
+        carrier: CarrierT,
+        context: context_api.Context | None = None,
+        getter: Getter[CarrierT] = default_getter,
+    ) -> context_api.Context:
+        if context is None:
+            context = context_api.Context()
+        state = self.state
+        try:
+            value = self._read(carrier, getter)
+            if value is None:
+                return context
+            header = TTExt.from_header(value)
+        except Exception as err:  # HeaderError, or a hostile getter/carrier: never into the user's program
+            reject(state, err, self.TT_EXT_HEADER)
+            return context
+        try:
+            return receive(state, header, context)
+        except Exception:
+            state.count_error("extract")
+            _log.debug("tempotrace: extract failed", exc_info=True)
+            return context
+
+    def _read(self, carrier: CarrierT, getter: Getter[CarrierT]) -> str | None:
+        values = getter.get(carrier, self.TT_EXT_HEADER)
+        if values is None and self._fallback:
+            return _tracestate_member(getter.get(carrier, self.TRACESTATE_HEADER))
+        if values is None:
+            return None
+        if isinstance(values, str):  # a getter that breaks the list contract
+            return values
+        if not isinstance(values, (list, tuple)):
+            raise _NOT_STR
+        if len(values) != 1:
+            if not values:
+                return None
+            raise _DUPLICATE
+        value = values[0]
+        if not isinstance(value, str):
+            raise _NOT_STR
+        return value
+
+    # -- inject: a send event -------------------------------------------------------
+    def inject(
+        self,
+        carrier: CarrierT,
+        context: context_api.Context | None = None,
+        setter: Setter[CarrierT] = default_setter,
+    ) -> None:
+        state = self.state
+        try:
+            text = encode_text(send(state, context))
+            setter.set(carrier, self.TT_EXT_HEADER, text)
+            if self._fallback:
+                span_context = trace.get_current_span(context).get_span_context()
+                if span_context.is_valid:  # tracestate without traceparent means nothing (W3C)
+                    setter.set(carrier, self.TRACESTATE_HEADER, _merged_tracestate(span_context.trace_state, text))
+        except Exception:
+            state.count_error("inject")
+            _log.debug("tempotrace: inject failed", exc_info=True)
+
+
+def _merged_tracestate(existing: TraceState, text: str) -> str:
+    # Other vendors' members are kept; ours moves to the front as W3C asks of
+    # an updated member.
+    members = [(TRACESTATE_KEY, text)] + [(k, v) for k, v in existing.items() if k != TRACESTATE_KEY]
+    return TraceState(members[:32]).to_header()
+
+
+def _tracestate_member(values: typing.Any) -> str | None:
+    if not values or not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+        return None
+    member = TraceState.from_header(list(values)).get(TRACESTATE_KEY)
+    return member if isinstance(member, str) else None
