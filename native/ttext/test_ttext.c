@@ -251,6 +251,10 @@ static void test_sketch(void)
     ttext_sketch_indices(id, idx);
     ttext_sketch_indices_u64(UINT64_C(0x0102030405060708), idx2);
     CHECK(memcmp(idx, idx2, sizeof idx) == 0);
+    CHECK_ST(ttext_sketch_indices_n(id, 8, idx2), TTEXT_OK);
+    CHECK(memcmp(idx, idx2, sizeof idx) == 0);
+    CHECK_ST(ttext_sketch_indices_n(id, 7, idx2), TTEXT_E_SPAN_ID);
+    CHECK_ST(ttext_sketch_indices_n(NULL, 0, idx2), TTEXT_E_SPAN_ID);
     ttext_murmur3_x64_128(id, 8, 0, h);
     for (i = 0; i < TTEXT_SKETCH_K; i++) {
         CHECK(idx[i] == (unsigned)((h[0] + i * h[1]) & 0xFFu));
@@ -269,22 +273,28 @@ static void test_sketch(void)
 
 static void test_lamport(void)
 {
-    ttext_lamport c = {0};
+    ttext_lamport c = {0, 0};
 
+    CHECK_ST(ttext_lamport_init(&c, UINT64_C(1) << 63), TTEXT_E_LTS_RANGE);
+    CHECK_ST(ttext_lamport_init(&c, 0), TTEXT_OK);
     CHECK(ttext_lamport_tick(&c) == 0 && c.value == 1);
     CHECK_ST(ttext_lamport_merge(&c, 10), TTEXT_OK);
     CHECK(c.value == 11);
     CHECK_ST(ttext_lamport_merge(&c, 3), TTEXT_OK);
     CHECK(c.value == 12);
     CHECK_ST(ttext_lamport_merge(&c, UINT64_C(1) << 63), TTEXT_E_LTS_RANGE);
-    CHECK(c.value == 12);
+    CHECK(c.value == 12 && !c.saturated);
     CHECK_ST(ttext_lamport_merge(&c, UINT64_MAX), TTEXT_E_LTS_RANGE);
     CHECK(c.value == 12);
+    /* Reaching the ceiling exactly is not saturation; going past it is. */
     CHECK_ST(ttext_lamport_merge(&c, TTEXT_LTS_MAX - 1), TTEXT_OK);
-    CHECK(c.value == TTEXT_LTS_MAX && ttext_lamport_saturated(&c));
-    CHECK(ttext_lamport_tick(&c) == 1 && c.value == TTEXT_LTS_MAX);
+    CHECK(c.value == TTEXT_LTS_MAX && !c.saturated);
+    CHECK(ttext_lamport_tick(&c) == 1 && c.value == TTEXT_LTS_MAX && c.saturated);
+    CHECK_ST(ttext_lamport_merge(&c, UINT64_C(1) << 63), TTEXT_E_LTS_RANGE);
+    CHECK(c.value == TTEXT_LTS_MAX && c.saturated);
+    CHECK_ST(ttext_lamport_init(&c, 0), TTEXT_OK);
     CHECK_ST(ttext_lamport_merge(&c, TTEXT_LTS_MAX), TTEXT_OK);
-    CHECK(c.value == TTEXT_LTS_MAX);
+    CHECK(c.value == TTEXT_LTS_MAX && c.saturated);
 }
 
 static void test_names(void)
@@ -293,6 +303,7 @@ static void test_names(void)
     CHECK(strcmp(ttext_status_name(TTEXT_E_LTS_RANGE), "LTS_RANGE") == 0);
     CHECK(strcmp(ttext_status_name(TTEXT_E_TEXT_NON_CANONICAL), "TEXT_NON_CANONICAL") == 0);
     CHECK(strcmp(ttext_status_name(TTEXT_E_ARGUMENT), "ARGUMENT") == 0);
+    CHECK(strcmp(ttext_status_name(TTEXT_E_SPAN_ID), "SPAN_ID") == 0);
     CHECK(strcmp(ttext_status_name((ttext_status)999), "UNKNOWN_STATUS") == 0);
 }
 

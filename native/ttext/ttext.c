@@ -34,6 +34,7 @@ static const char *const status_names[] = {
     "TEXT_ALPHABET",
     "TEXT_NON_CANONICAL",
     "TEXT_TYPE",
+    "SPAN_ID",
     "ARGUMENT",
 };
 
@@ -288,6 +289,16 @@ void ttext_sketch_indices(const uint8_t span_id[TTEXT_SPAN_ID_LEN], unsigned idx
         idx[i] = (unsigned)((h[0] + (uint64_t)i * h[1]) % TTEXT_SKETCH_BITS);
 }
 
+ttext_status ttext_sketch_indices_n(const uint8_t *span_id, size_t len, unsigned idx[TTEXT_SKETCH_K])
+{
+    if (span_id == NULL && len != 0)
+        return TTEXT_E_ARGUMENT;
+    if (len != TTEXT_SPAN_ID_LEN)
+        return TTEXT_E_SPAN_ID;
+    ttext_sketch_indices(span_id, idx);
+    return TTEXT_OK;
+}
+
 void ttext_sketch_indices_u64(uint64_t span_id, unsigned idx[TTEXT_SKETCH_K])
 {
     uint8_t be[TTEXT_SPAN_ID_LEN];
@@ -341,27 +352,41 @@ double ttext_sketch_fp_rate(const uint8_t sketch[TTEXT_SKETCH_BYTES])
 
 /* ---- Lamport counter --------------------------------------------------- */
 
+ttext_status ttext_lamport_init(ttext_lamport *clock, uint64_t start)
+{
+    if (clock == NULL)
+        return TTEXT_E_ARGUMENT;
+    if (start > TTEXT_LTS_MAX)
+        return TTEXT_E_LTS_RANGE;
+    clock->value = start;
+    clock->saturated = 0;
+    return TTEXT_OK;
+}
+
+/* value = base + 1, or stay at the ceiling and remember that an event was
+ * squeezed onto it (ordering information lost from here on). */
+static void advance_from(ttext_lamport *clock, uint64_t base)
+{
+    if (base >= TTEXT_LTS_MAX) {
+        clock->value = TTEXT_LTS_MAX;
+        clock->saturated = 1;
+    } else {
+        clock->value = base + 1;
+    }
+}
+
 int ttext_lamport_tick(ttext_lamport *clock)
 {
-    if (clock->value < TTEXT_LTS_MAX)
-        clock->value++;
-    return clock->value >= TTEXT_LTS_MAX;
+    advance_from(clock, clock->value);
+    return clock->saturated;
 }
 
 ttext_status ttext_lamport_merge(ttext_lamport *clock, uint64_t remote)
 {
-    uint64_t base;
-
     if (clock == NULL)
         return TTEXT_E_ARGUMENT;
     if (remote > TTEXT_LTS_MAX)
         return TTEXT_E_LTS_RANGE; /* poisoning guard: state unchanged */
-    base = clock->value > remote ? clock->value : remote;
-    clock->value = base < TTEXT_LTS_MAX ? base + 1 : TTEXT_LTS_MAX;
+    advance_from(clock, clock->value > remote ? clock->value : remote);
     return TTEXT_OK;
-}
-
-int ttext_lamport_saturated(const ttext_lamport *clock)
-{
-    return clock->value >= TTEXT_LTS_MAX;
 }

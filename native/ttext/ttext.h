@@ -79,13 +79,15 @@ typedef enum ttext_status {
     TTEXT_E_TEXT_ALPHABET,     /* a character outside A-Z a-z 0-9 - _ */
     TTEXT_E_TEXT_NON_CANONICAL,/* unused low 2 bits of the last char set */
     TTEXT_E_TEXT_TYPE,         /* carrier value is not a string (adapters) */
+    /* sketch */
+    TTEXT_E_SPAN_ID,           /* a span id is not exactly 8 bytes */
     /* C only */
     TTEXT_E_ARGUMENT           /* NULL pointer or output buffer too small */
 } ttext_status;
 
 /*
  * Return the errorClass name of a status ("OK", "LENGTH", "VERSION",
- * "PTP_NS_RANGE", ..., "TEXT_NON_CANONICAL", "TEXT_TYPE", "ARGUMENT");
+ * "PTP_NS_RANGE", ..., "TEXT_NON_CANONICAL", "TEXT_TYPE", "SPAN_ID", "ARGUMENT");
  * a static string, never NULL ("UNKNOWN_STATUS" for values outside the enum).
  */
 const char *ttext_status_name(ttext_status status);
@@ -152,6 +154,9 @@ ttext_status ttext_from_text(const char *text, size_t len, ttext_header *out);
  */
 void ttext_sketch_indices(const uint8_t span_id[TTEXT_SPAN_ID_LEN], unsigned idx[TTEXT_SKETCH_K]);
 
+/* Same for a span id of len bytes; TTEXT_E_SPAN_ID unless len == 8. */
+ttext_status ttext_sketch_indices_n(const uint8_t *span_id, size_t len, unsigned idx[TTEXT_SKETCH_K]);
+
 /* Same, for a span id held as an integer (big-endian serialisation). */
 void ttext_sketch_indices_u64(uint64_t span_id, unsigned idx[TTEXT_SKETCH_K]);
 
@@ -173,25 +178,33 @@ unsigned ttext_sketch_popcount(const uint8_t sketch[TTEXT_SKETCH_BYTES]);
  */
 double ttext_sketch_fp_rate(const uint8_t sketch[TTEXT_SKETCH_BYTES]);
 
-/* A Lamport counter; start it with {0}.  value never exceeds TTEXT_LTS_MAX. */
+/*
+ * A Lamport counter; start it with {0, 0} or ttext_lamport_init().
+ * value never exceeds TTEXT_LTS_MAX.  saturated is sticky: it becomes 1 the
+ * first time a tick or merge could not advance the counter because it would
+ * have passed 2^63-1 (reaching 2^63-1 exactly is not saturation).
+ */
 typedef struct ttext_lamport {
     uint64_t value;
+    int saturated;
 } ttext_lamport;
 
+/* Start a counter at start (not saturated); TTEXT_E_LTS_RANGE, clock untouched, if start >= 2^63. */
+ttext_status ttext_lamport_init(ttext_lamport *clock, uint64_t start);
+
 /*
- * Local event: value += 1, saturating at 2^63-1 (never wraps).  Returns 1 if
- * the counter is saturated after the call (the caller should report it), else 0.
+ * Local event: value += 1, or, at 2^63-1, stay there and mark the counter
+ * saturated (never wraps).  Returns the counter's saturated flag, so the
+ * caller can report it.
  */
 int ttext_lamport_tick(ttext_lamport *clock);
 
 /*
- * Receive: value = max(value, remote) + 1, saturating at 2^63-1.  A remote
- * value >= 2^63 is a poisoned header: TTEXT_E_LTS_RANGE, clock unchanged.
+ * Receive: value = max(value, remote) + 1; when that would pass 2^63-1 the
+ * value becomes 2^63-1 and the counter is marked saturated.  A remote value
+ * >= 2^63 is a poisoned header: TTEXT_E_LTS_RANGE, clock unchanged.
  */
 ttext_status ttext_lamport_merge(ttext_lamport *clock, uint64_t remote);
-
-/* 1 when the counter has reached 2^63-1 and can no longer advance, else 0. */
-int ttext_lamport_saturated(const ttext_lamport *clock);
 
 #ifdef __cplusplus
 }
