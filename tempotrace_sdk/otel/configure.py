@@ -27,7 +27,6 @@ from pathlib import Path
 
 from opentelemetry import trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
-from opentelemetry.propagate import set_global_textmap
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
@@ -159,6 +158,11 @@ def _provider(service_name: str | None) -> TracerProvider:
 
 
 def _install_propagator(tracestate_fallback: bool | None) -> None:
+    # Imported here: opentelemetry.propagate loads the entry points (ours
+    # included) while it initialises, so importing it at module level would
+    # be circular when OTEL_PROPAGATORS names tempotrace.
+    from opentelemetry.propagate import set_global_textmap
+
     configured = os.environ.get("OTEL_PROPAGATORS")
     if configured is not None:
         if "tempotrace" not in [p.strip() for p in configured.split(",")]:

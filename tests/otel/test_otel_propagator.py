@@ -1,0 +1,242 @@
+"""The ``tempotrace`` propagator: inject is a send event, extract a strict receive (spec §5, §6)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from _otel_helpers import Pipeline, StepClock, subprocess_env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry import context as context_api
+from opentelemetry import trace
+from opentelemetry.propagators.textmap import Getter
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from tempotrace_sdk.otel import TempoTracePropagator, TempoTraceState, remote_hop
+from tempotrace_sdk.wire import Sketch, TsSource, TTExt, encode_text
+
+TC = TraceContextTextMapPropagator()
+
+
+def _valid_header(**over: Any) -> TTExt:
+    fields: dict[str, Any] = dict(
+        ptp_ns=1_700_000_000_000_000_000,
+        ts_source=TsSource.GTE,
+        clk_quality=0,
+        uncertainty_ns=80,
+        lts=41,
+        svc_sketch=Sketch.of(7),
+        tenant_id=2,
+    )
+    fields.update(over)
+    return TTExt(**fields)
+
+
+def test_inject_writes_a_send_event_of_the_current_span(pipe: Pipeline, clock: StepClock) -> None:
+    """inject: Lamport tick, fresh reading, current span's sketch, local tenant; recorded as tempotrace.send.*."""
+    with pipe.tracer.start_as_current_span("parent") as parent:
+        with pipe.tracer.start_as_current_span("client") as client:
+            lts_before = pipe.state.lamport.value
+            reading = len(clock.readings)
+            carrier: dict[str, str] = {}
+            pipe.propagator.inject(carrier)
+    assert set(carrier) == {"tt-ext"}
+    assert len(carrier["tt-ext"]) == 71
+    header = TTExt.from_header(carrier["tt-ext"])
+    assert header.lts == lts_before + 1
+    assert header.ptp_ns == clock.readings[reading].ptp_ns  # a fresh reading, taken by inject
+    assert header.tenant_id == 5
+    assert header.svc_sketch.contains(client.get_span_context().span_id)
+    assert header.svc_sketch.contains(parent.get_span_context().span_id)
+    attrs = pipe.spans()["client"].attributes
+    assert list(attrs["tempotrace.send.lts"]) == [header.lts]
+    assert list(attrs["tempotrace.send.ptp_ns"]) == [header.ptp_ns]
+    assert list(attrs["tempotrace.send.uncertainty_ns"]) == [header.uncertainty_ns]
+
+
+def test_every_inject_is_its_own_send(pipe: Pipeline) -> None:
+    with pipe.tracer.start_as_current_span("client"):
+        headers = []
+        for _ in range(3):
+            carrier: dict[str, str] = {}
+            pipe.propagator.inject(carrier)
+            headers.append(TTExt.from_header(carrier["tt-ext"]))
+    sends = list(pipe.spans()["client"].attributes["tempotrace.send.lts"])
+    assert sends == [h.lts for h in headers]
+    assert sends == sorted(set(sends))
+
+
+def test_inject_without_a_span_still_ticks(state: TempoTraceState) -> None:
+    """Unsampled or span-less code keeps causality: the counter advances anyway."""
+    prop = TempoTracePropagator(state=state)
+    carrier: dict[str, str] = {}
+    prop.inject(carrier, context=context_api.Context())
+    prop.inject(carrier, context=context_api.Context())
+    assert TTExt.from_header(carrier["tt-ext"]).lts == 2
+    assert TTExt.from_header(carrier["tt-ext"]).svc_sketch == Sketch.EMPTY
+
+
+def test_extract_merges_lamport_and_stores_the_hop(state: TempoTraceState) -> None:
+    prop = TempoTracePropagator(state=state)
+    header = _valid_header(lts=1000)
+    ctx = prop.extract({"tt-ext": header.to_header()})
+    hop = remote_hop(ctx)
+    assert hop is not None
+    assert hop.header == header
+    assert hop.recv_lts == 1001 == state.lamport.value
+
+
+def test_extract_after_tracecontext_remembers_the_remote_parent(state: TempoTraceState) -> None:
+    carrier = {
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "tt-ext": _valid_header().to_header(),
+    }
+    ctx = TempoTracePropagator(state=state).extract(carrier, TC.extract(carrier))
+    hop = remote_hop(ctx)
+    assert hop is not None and hop.parent_span_id == 0xB7AD6B7169203331
+    assert trace.get_current_span(ctx).get_span_context().span_id == 0xB7AD6B7169203331
+
+
+GOOD = _valid_header().to_header()
+BAD_CARRIERS = [
+    ("duplicate values", ["tt-ext"], [GOOD, GOOD], "TEXT_MULTIPLE"),
+    ("comma-joined", ["tt-ext"], [GOOD + "," + GOOD], "TEXT_MULTIPLE"),
+    ("oversized", ["tt-ext"], ["A" * 10_000], "TEXT_LENGTH"),
+    ("one char short", ["tt-ext"], [GOOD[:-1]], "TEXT_LENGTH"),
+    ("padding", ["tt-ext"], [GOOD + "="], "TEXT_PADDING"),
+    ("non-canonical last char", ["tt-ext"], [GOOD[:-1] + "B"], "TEXT_NON_CANONICAL"),
+    ("not base64url", ["tt-ext"], [GOOD[:-2] + "+A"], "TEXT_ALPHABET"),
+    ("bytes value", ["tt-ext"], [GOOD.encode()], "TEXT_TYPE"),
+    ("version 2", ["tt-ext"], [encode_text(bytes([0x22]) + _valid_header().encode()[1:])], "VERSION"),
+]
+
+
+@pytest.mark.parametrize(("why", "keys", "values", "error_class"), BAD_CARRIERS, ids=[c[0] for c in BAD_CARRIERS])
+def test_extract_refuses_bad_input_and_leaves_context_alone(
+    state: TempoTraceState, why: str, keys: list[str], values: list[Any], error_class: str
+) -> None:
+    """Spec §7: refuse, count by errorClass, never raise, never store, keep the Lamport counter."""
+
+    class ListGetter(Getter[dict[str, list[Any]]]):
+        def get(self, carrier: dict[str, list[Any]], key: str) -> list[str] | None:
+            return carrier.get(key)
+
+        def keys(self, carrier: dict[str, list[Any]]) -> list[str]:
+            return list(carrier)
+
+    prop = TempoTracePropagator(state=state)
+    ctx = context_api.set_value("user-key", "kept")
+    out = prop.extract({keys[0]: values}, ctx, getter=ListGetter())
+    assert out is ctx
+    assert remote_hop(out) is None
+    assert state.lamport.value == 0
+    assert state.rejections() == {error_class: 1}
+
+
+def test_extract_refuses_a_poisoned_lamport_value(state: TempoTraceState) -> None:
+    raw = bytearray(_valid_header().encode())
+    raw[13:21] = (2**63).to_bytes(8, "big")
+    ctx = context_api.Context()
+    assert TempoTracePropagator(state=state).extract({"tt-ext": encode_text(bytes(raw))}, ctx) is ctx
+    assert state.lamport.value == 0
+    assert state.rejections() == {"LTS_RANGE": 1}
+
+
+def test_absent_header_is_not_a_rejection(state: TempoTraceState) -> None:
+    ctx = context_api.Context()
+    assert TempoTracePropagator(state=state).extract({"other": "x"}, ctx) is ctx
+    assert state.rejections() == {}
+
+
+def test_a_getter_that_raises_is_contained(state: TempoTraceState) -> None:
+    class Broken(Getter[Any]):
+        def get(self, carrier: Any, key: str) -> list[str] | None:
+            raise RuntimeError("boom")
+
+        def keys(self, carrier: Any) -> list[str]:
+            return []
+
+    ctx = context_api.Context()
+    assert TempoTracePropagator(state=state).extract({}, ctx, getter=Broken()) is ctx
+    assert state.rejections() == {"RuntimeError": 1}
+
+
+hostile_values = st.one_of(
+    st.text(max_size=300),
+    st.binary(max_size=80),
+    st.integers(),
+    st.none(),
+    st.lists(st.one_of(st.text(max_size=80), st.binary(max_size=60), st.integers()), max_size=4),
+    st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_ \t,=", min_size=60, max_size=80),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    value=hostile_values,
+    tracestate=hostile_values,
+    fallback=st.booleans(),
+)
+def test_hostile_carriers_never_raise_and_never_change_the_context(value: Any, tracestate: Any, fallback: bool) -> None:
+    state = TempoTraceState(clock=StepClock(), tenant=0, host="h")
+    prop = TempoTracePropagator(state=state, tracestate_fallback=fallback)
+    ctx = context_api.set_value("user-key", "kept")
+    carrier = {"tt-ext": value, "tracestate": tracestate}
+    out = prop.extract(carrier, ctx)
+    if remote_hop(out) is None:
+        assert out is ctx
+        assert state.lamport.value == 0
+    else:  # hypothesis found a valid header: then it must really be one
+        assert TTExt.from_header(value if isinstance(value, str) else value[0]) == remote_hop(out).header  # type: ignore[union-attr]
+
+
+def test_tracestate_fallback_merges_and_is_read_back(state: TempoTraceState, pipe: Pipeline) -> None:
+    prop = TempoTracePropagator(state=pipe.state, tracestate_fallback=True)
+    assert prop.fields == {"tt-ext", "tracestate"}
+    upstream = {
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "tracestate": "vendor=abc,tt=old",
+    }
+    ctx = TC.extract(upstream)
+    with pipe.tracer.start_as_current_span("client", context=ctx):
+        carrier: dict[str, str] = {}
+        TC.inject(carrier)
+        prop.inject(carrier)
+    members = dict(m.split("=", 1) for m in carrier["tracestate"].split(","))
+    assert members["vendor"] == "abc"  # merged, never overwritten
+    assert members["tt"] == carrier["tt-ext"]  # ours replaced, moved to the front
+    assert carrier["tracestate"].startswith("tt=")
+    # A receiver whose proxy stripped tt-ext still gets the header from tracestate.
+    del carrier["tt-ext"]
+    receiver = TempoTraceState(clock=StepClock(), tenant=0, host="b")
+    hop = remote_hop(TempoTracePropagator(state=receiver, tracestate_fallback=True).extract(carrier))
+    assert hop is not None and hop.header.to_header() == members["tt"]
+
+
+def test_separate_header_wins_over_tracestate(state: TempoTraceState) -> None:
+    a, b = _valid_header(lts=1), _valid_header(lts=2)
+    carrier = {"tt-ext": a.to_header(), "tracestate": f"tt={b.to_header()}"}
+    hop = remote_hop(TempoTracePropagator(state=state, tracestate_fallback=True).extract(carrier))
+    assert hop is not None and hop.header == a
+
+
+def test_fields_without_fallback() -> None:
+    assert TempoTracePropagator(tracestate_fallback=False).fields == {"tt-ext"}
+
+
+def test_entry_point_loads_in_a_fresh_process() -> None:
+    """OTEL_PROPAGATORS=tracecontext,baggage,tempotrace builds a composite holding our class."""
+    code = (
+        "from opentelemetry.propagate import get_global_textmap as g\n"
+        "from tempotrace_sdk.otel import TempoTracePropagator as T\n"
+        "p = g()\n"
+        "assert any(isinstance(x, T) for x in p._propagators), p._propagators\n"
+        "print(sorted(p.fields))\n"
+    )
+    env = subprocess_env(OTEL_PROPAGATORS="tracecontext,baggage,tempotrace")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "tt-ext" in out.stdout and "traceparent" in out.stdout
