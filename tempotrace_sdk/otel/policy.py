@@ -104,6 +104,8 @@ class Policy:
         unknown = sorted(set(data) - {"tenants", "version"})
         if unknown:
             raise _error(origin, _find_line(text, None, unknown[0]), unknown[0], "unknown top-level key")
+        if data.get("version", 1) != 1:
+            raise _error(origin, _find_line(text, None, "version"), "version", "must be 1")
         tenants = data.get("tenants", {})
         if not isinstance(tenants, dict):
             raise _error(origin, _find_line(text, None, "tenants"), "tenants", "must be a table of [tenants.N]")
