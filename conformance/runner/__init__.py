@@ -1,0 +1,7 @@
+"""Conformance runner for tt-ext v3: drives any implementation through conformance/PROTOCOL.md."""
+
+from .adapter import Adapter
+from .cli import main, run
+from .vectors import Case, load_cases
+
+__all__ = ["Adapter", "Case", "load_cases", "main", "run"]

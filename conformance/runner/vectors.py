@@ -1,0 +1,172 @@
+"""Turn vector files (conformance/vectors/*.json) into protocol requests and expectations.
+
+Every vector becomes one flat request (all values strings, lists of strings) as
+conformance/PROTOCOL.md defines, plus the expected answer in the same
+normalised form, so that comparing an adapter's response with a vector, or two
+adapters' responses with each other, is a dictionary comparison.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Enumerations as numbers on the protocol (vectors may use the spec's names).
+TS_SOURCE = {"GTE": "0", "SW_GCC": "1", "CPU": "2"}
+CLK_QUALITY = {"OK": "0", "DEGRADED": "1", "UNKNOWN": "2"}
+ENUMS = {"tsSource": TS_SOURCE, "clkQuality": CLK_QUALITY}
+HEADER_FIELDS = ("tenantId", "ptpNs", "tsSource", "clkQuality", "uncertaintyNs", "lts", "svcSketch")
+FLOAT_KEYS = frozenset({"falsePositiveEstimate"})
+
+Value = str | float | list[str]
+
+
+class VectorError(ValueError):
+    """A vector file the runner cannot translate (unknown group type, missing key)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One vector operation: what to ask, what must come back."""
+
+    file: str
+    group: str
+    tc_id: int
+    comment: str
+    request: dict[str, Any]
+    expect: dict[str, Value] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.file} tcId {self.tc_id} [{self.group}] {self.comment}"
+
+
+def norm(key: str, value: Any) -> Value:
+    """The comparable form of one field, from a vector or from a response."""
+    if key in FLOAT_KEYS:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return [str(norm(key, v)) for v in value]
+    if key in ENUMS and isinstance(value, str) and value in ENUMS[key]:
+        return ENUMS[key][value]
+    return str(value)
+
+
+def norm_response(resp: dict[str, Any]) -> dict[str, Value]:
+    """A response without its id, every value normalised."""
+    return {k: norm(k, v) for k, v in resp.items() if k != "id"}
+
+
+def _need(test: dict[str, Any], key: str) -> Any:
+    if key not in test:
+        raise VectorError(f"tcId {test.get('tcId')}: missing key {key!r}")
+    return test[key]
+
+
+def _error_or(test: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Value]:
+    if test.get("result") == "invalid" and "errorClass" in test:
+        return {"errorClass": str(test["errorClass"])}
+    return {k: norm(k, test[k]) for k in keys if k in test}
+
+
+def _fields(test: dict[str, Any]) -> dict[str, Value]:
+    fields = test.get("fields") or {}
+    return {k: norm(k, fields[k]) for k in HEADER_FIELDS if k in fields}
+
+
+def _binary_decode(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
+    req = {"op": "decode_bytes", "wire": _need(t, "wire")}
+    if t.get("result") == "invalid":
+        return req, _error_or(t, ())
+    # "text" of a binary vector is the text form of the decoded header.
+    return req, {**_fields(t), **_error_or(t, ("reencoded", "text"))}
+
+
+def _text_decode(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
+    req = {"op": "decode_text", "text": _need(t, "text")}
+    if t.get("result") == "invalid":
+        return req, _error_or(t, ())
+    # "text" is the input here; "wire" is the 53 bytes it carries.
+    return req, {**_fields(t), **_error_or(t, ("reencoded", "wire"))}
+
+
+def _encode(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
+    fields = _need(t, "fields")
+    req: dict[str, Any] = {"op": "encode"}
+    for k in HEADER_FIELDS:
+        req[k] = norm(k, _need(fields, k))
+    return req, _error_or(t, ("wire", "text"))
+
+
+def _sketch_hash(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
+    return {"op": "sketch_indices", "spanId": _need(t, "spanId")}, _error_or(t, ("h1", "h2", "indices", "sketch"))
+
+
+def _sketch_merge(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
+    req = {"op": "sketch_merge", "sketches": [str(s) for s in _need(t, "sketches")]}
+    return req, _error_or(t, ("merged", "popcount"))
+
+
+def _sketch_membership(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
+    req = {"op": "sketch_contains", "sketch": _need(t, "sketch"), "spanId": _need(t, "spanId")}
+    return req, _error_or(t, ("member", "popcount", "falsePositiveEstimate"))
+
+
+def _lamport(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
+    steps = []
+    for op in _need(t, "ops"):
+        if op.get("op") == "tick":
+            steps.append("tick")
+        elif op.get("op") == "merge":
+            steps.append(f"merge:{_need(op, 'remote')}")
+        else:
+            raise VectorError(f"tcId {t.get('tcId')}: unknown Lamport op {op!r}")
+    # Each step yields the new lts, or the errorClass of a refused merge.
+    values = [str(r["errorClass"]) if "errorClass" in r else str(_need(r, "lts")) for r in _need(t, "results")]
+    expect: dict[str, Value] = {"values": values}
+    expect.update({k: norm(k, t[k]) for k in ("final", "saturated") if k in t})
+    return {"op": "lamport", "start": str(_need(t, "start")), "steps": steps}, expect
+
+
+GROUPS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Value]]]] = {
+    "TtExtBinaryDecode": _binary_decode,
+    "TtExtTextDecode": _text_decode,
+    "TtExtEncode": _encode,
+    "SvcSketchHash": _sketch_hash,
+    "SvcSketchMerge": _sketch_merge,
+    "SvcSketchMembership": _sketch_membership,
+    "LamportSequence": _lamport,
+}
+
+
+def vector_files(paths: list[Path]) -> list[Path]:
+    """Expand directories to their *.json files (sorted); schema files are skipped."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files.extend(sorted(q for q in p.glob("*.json") if not q.name.endswith("_schema.json")))
+        else:
+            files.append(p)
+    return files
+
+
+def load_cases(paths: list[Path]) -> Iterator[Case]:
+    """Every vector of every file, in file order. Unknown group types are an error, not a skip."""
+    for path in vector_files(paths):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        for group in doc.get("testGroups", []):
+            kind = group.get("type")
+            translate = GROUPS.get(kind)
+            if translate is None:
+                raise VectorError(f"{path.name}: unknown test group type {kind!r}")
+            for test in group.get("tests", []):
+                request, expect = translate(test)
+                yield Case(path.name, kind, int(test["tcId"]), str(test.get("comment", "")), request, expect)
