@@ -1,0 +1,9 @@
+"""The ``tempotrace demo``: a traced multi-process training step with simulated skewed clocks.
+
+For demonstration and end-to-end tests; see ``tempotrace demo --help``.
+"""
+
+from .coordinator import DemoConfig, DemoResult, run_demo
+from .plan import RankPlan, plan_ranks
+
+__all__ = ["DemoConfig", "DemoResult", "RankPlan", "plan_ranks", "run_demo"]
