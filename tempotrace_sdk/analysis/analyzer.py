@@ -1,0 +1,183 @@
+"""The streaming analysis: spans in, known edges decided, evidence counted
+(spec/analysis.md §1, §4, §5).
+
+Spans are buffered per trace; a trace is analysed when it has not been seen
+for ``window_spans`` spans (or at end of input). Memory is therefore the spans
+of the traces active within the last window (default 200,000 spans), plus
+per-host and per-host-pair counters, plus whatever is kept for rendering
+(``keep`` spans, capped). An edge whose spans fall on both sides of a flush
+(a trace idle for longer than the window) is counted as unresolved, not guessed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import IO, Any
+
+from .events import Event, SpanRecord
+from .faults import FaultLedger
+from .order import CONSISTENT, Decision, Method, Relation, decide
+from .report import AnalysisReport, EdgeCounts
+from .topology import Topology
+
+__all__ = ["Analyzer"]
+
+SERVER, CLIENT = 2, 3
+DEFAULT_WINDOW = 200_000
+DEFAULT_KEEP = 20_000
+
+
+class Analyzer:
+    """Feed spans with ``add``; call ``finish`` for the report."""
+
+    def __init__(
+        self,
+        topology: Topology | None = None,
+        *,
+        window_spans: int = DEFAULT_WINDOW,
+        keep: int = 0,
+        progress: IO[str] | None = None,
+        source: str = "",
+    ) -> None:
+        self.topology = topology or Topology()
+        self.window = max(1, window_spans)
+        self.keep = keep
+        self.progress = progress
+        self._open: OrderedDict[str, list[SpanRecord]] = OrderedDict()
+        self._buffered = 0
+        self.ledger = FaultLedger()
+        self.counts = EdgeCounts()
+        self.report = AnalysisReport(source=source, topology=self.topology.to_dict() if topology else None)
+        self._t0 = time.monotonic()
+        self._next_progress = self._t0 + 2.0
+
+    # -- input ------------------------------------------------------------------
+    def add(self, span: SpanRecord) -> None:
+        rep = self.report
+        rep.spans += 1
+        bucket = self._open.get(span.trace_id)
+        if bucket is None:
+            self._open[span.trace_id] = [span]
+        else:
+            bucket.append(span)
+            self._open.move_to_end(span.trace_id)
+        self._buffered += 1
+        if self._buffered > self.window:
+            self._flush_oldest()
+        if self.progress is not None and rep.spans % 20_000 == 0:
+            now = time.monotonic()
+            if now >= self._next_progress:
+                self._next_progress = now + 2.0
+                rate = rep.spans / (now - self._t0)
+                print(f"analyze: {rep.spans:,} spans, {rep.traces:,} traces done, {rate:,.0f} spans/s",
+                      file=self.progress, flush=True)
+
+    def add_all(self, spans: Iterable[SpanRecord]) -> None:
+        for span in spans:
+            self.add(span)
+
+    def _flush_oldest(self) -> None:
+        # Release the least recently seen traces until half the window is free.
+        while self._buffered > self.window // 2 and self._open:
+            _, spans = self._open.popitem(last=False)
+            self._buffered -= len(spans)
+            self._analyse_trace(spans)
+
+    def finish(self) -> AnalysisReport:
+        while self._open:
+            _, spans = self._open.popitem(last=False)
+            self._analyse_trace(spans)
+        self._buffered = 0
+        rep = self.report
+        rep.edges = self.counts
+        rep.faults = self.ledger.attribute()
+        rep.elapsed_s = time.monotonic() - self._t0
+        return rep
+
+    # -- one trace ----------------------------------------------------------------
+    def _analyse_trace(self, spans: list[SpanRecord]) -> None:
+        rep = self.report
+        rep.traces += 1
+        by_id = {s.span_id: s for s in spans}
+        keep = len(rep.spans_kept) < self.keep
+        for s in spans:
+            if keep:
+                rep.keep_span(s)
+            parent = by_id.get(s.parent_id) if s.parent_id else None
+            if s.parent_id and parent is None:
+                rep.unresolved_parents += 1
+            if parent is not None:
+                self._edge("parent_child", parent.start_event(), s.start_event())
+                if s.end is not None and parent.end is not None and self._end_edge(parent, s):
+                    self._edge("child_end", s.end_event(), parent.end_event())
+            if s.remote is not None:
+                self._hop(s, parent, keep)
+
+    @staticmethod
+    def _end_edge(parent: SpanRecord, child: SpanRecord) -> bool:
+        """Is "child ended before parent ended" known from structure alone (§1.2)?"""
+        if parent.host == child.host:
+            # Same process clock: only children that ended first (not async leftovers).
+            return child.otel_end_ns <= parent.otel_end_ns
+        return parent.kind == CLIENT and child.kind == SERVER
+
+    def _hop(self, s: SpanRecord, client: SpanRecord | None, keep: bool) -> None:
+        rep = self.report
+        remote = s.remote
+        assert remote is not None
+        rep.hops += 1
+        matched = client is not None and any(lts == remote.lts for lts, _, _ in client.sends)
+        if matched:
+            rep.hops_matched += 1
+        host = client.host if client is not None else "?"
+        send = Event("send", s.parent_id, host, remote, s.remote_sketch, remote.ptp_ns)
+        recv = s.start_event()
+        decision = self._edge("hop", send, recv)
+        if keep and len(rep.hops_kept) < self.keep:
+            rep.hops_kept.append(_hop_record(s, host, send, recv, decision, matched))
+
+    def _edge(self, kind: str, a: Event, b: Event) -> Decision:
+        extra = self.topology.extra_ns(a.host, b.host) if a.host != b.host else 0
+        d = decide(a, b, extra)
+        c = self.counts
+        c.total += 1
+        c.by_kind[kind] = c.by_kind.get(kind, 0) + 1
+        if a.raw_ns is not None and b.raw_ns is not None:
+            if a.raw_ns > b.raw_ns:
+                c.naive_inversions += 1
+            elif a.raw_ns == b.raw_ns:
+                c.naive_ties += 1
+        self.ledger.edge(a.host, b.host)
+        rel = d.relation
+        if rel in CONSISTENT:
+            c.decided[d.method.value] += 1
+        elif rel is Relation.UNDECIDED:
+            c.decided["undecided"] += 1
+        else:
+            c.wrong[d.method.value] += 1
+            if d.method is Method.PHYSICS:
+                self.ledger.physics_violation(a.host, b.host, d.gap_ns or 0, a.stamp.uncertainty_ns,
+                                              b.stamp.uncertainty_ns)
+            elif d.method is Method.LAMPORT:
+                self.ledger.lamport_violation(a.host, b.host)
+        return d
+
+
+def _hop_record(s: SpanRecord, host: str, send: Event, recv: Event, d: Decision, matched: bool) -> dict[str, Any]:
+    return {
+        "trace_id": s.trace_id,
+        "send_span": s.parent_id,
+        "recv_span": s.span_id,
+        "send_host": host,
+        "recv_host": s.host,
+        "send_ptp_ns": send.stamp.ptp_ns,
+        "send_uncertainty_ns": send.stamp.uncertainty_ns,
+        "recv_ptp_ns": recv.stamp.ptp_ns,
+        "recv_uncertainty_ns": recv.stamp.uncertainty_ns,
+        "matched": matched,
+        "decision": d.to_dict(),
+        "outcome": "consistent" if d.relation in CONSISTENT else
+                   ("undecided" if d.relation is Relation.UNDECIDED else "contradiction"),
+    }

@@ -1,0 +1,156 @@
+"""``tempotrace analyze`` and ``tempotrace simulate`` (spec/analysis.md §6, §7).
+
+The CLI package calls ``add_analyze_command(subparsers)`` and
+``add_simulate_command(subparsers)``; each sets ``func(args) -> exit code``.
+Exit codes follow the CLI's convention: 0 ok, 1 a check failed (analyze
+--fail-on-wrong found a wrong decision; simulate found one with honest
+clocks), 2 bad input (unreadable/foreign trace, bad topology), 3 I/O failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .analyzer import DEFAULT_KEEP, DEFAULT_WINDOW
+from .api import analyze_file, atomic_write
+from .otlp_reader import TraceFileError
+from .topology import TopologyError
+
+__all__ = ["add_analyze_command", "add_simulate_command", "format_simulation", "run_analyze", "run_simulate"]
+
+EXIT_OK, EXIT_CHECK, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
+
+
+def _fail(command: str, message: str, code: int) -> int:
+    print(f"tempotrace {command}: {message}", file=sys.stderr)
+    return code
+
+
+def add_analyze_command(subparsers: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "analyze",
+        help="order a trace's events with uncertainty, Lamport and SVC; find lying clocks",
+        description="Read OTLP JSON lines (what TempoTrace's exporter writes), decide every known causal edge "
+        "(parent -> child, send -> receive) by physics / Lamport / SVC, count naive inversions, and "
+        "attribute clock faults to hosts.",
+    )
+    p.add_argument("trace", help="OTLP JSON lines file ('-' for stdin)")
+    p.add_argument("--topology", metavar="FILE", help="host -> rack map and rack-pair extra error (JSON, spec §3)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
+    p.add_argument("--perfetto", metavar="OUT.json", help="write a Chrome trace-event file for ui.perfetto.dev")
+    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML timeline")
+    p.add_argument("--window", type=int, default=DEFAULT_WINDOW, metavar="SPANS",
+                   help=f"spans kept in memory before idle traces are analysed (default {DEFAULT_WINDOW:,})")
+    p.add_argument("--keep", type=int, default=DEFAULT_KEEP, metavar="SPANS",
+                   help=f"spans kept for --perfetto/--html (default {DEFAULT_KEEP:,})")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--fail-on-wrong", action="store_true", help="exit 1 when any confident decision is wrong")
+    p.set_defaults(func=run_analyze)
+    return p
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    keep = args.keep if (args.perfetto or args.html) else 0
+    progress = None if args.quiet else sys.stderr
+    try:
+        report = analyze_file(args.trace, args.topology, keep=keep, window_spans=args.window, progress=progress)
+    except (TraceFileError, TopologyError) as err:
+        return _fail("analyze", str(err), EXIT_USAGE)
+    from .writers import write_html, write_perfetto
+
+    try:
+        if args.perfetto:
+            write_perfetto(report, args.perfetto)
+        if args.html:
+            write_html(report, args.html)
+    except OSError as err:
+        return _fail("analyze", f"cannot write output: {err}", EXIT_IO)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(report.to_text())
+        for label, path in (("perfetto", args.perfetto), ("html", args.html)):
+            if path:
+                print(f"  wrote {label}: {path}")
+    if args.fail_on_wrong and sum(report.edges.wrong.values()):
+        return EXIT_CHECK
+    return EXIT_OK
+
+
+def add_simulate_command(subparsers: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "simulate",
+        help="Monte Carlo: reproduce the paper's Table 2, then run the edges through the ordering engine",
+        description="Naive inversion rates under NTP (Gaussian / Laplace models) beside the paper's Table 2, "
+        "and the ordering engine's decisions with tt-ext bounds (PTP 55/230/630 ns, NTP), honest and with one "
+        "lying clock. Seeded and reproducible.",
+    )
+    p.add_argument("--edges", type=int, default=1_000_000, help="edges per class (default 1,000,000)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--nodes", type=int, default=256, help="nodes in the simulated cluster (default 256)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--out", metavar="FILE", help="also write the JSON results to FILE")
+    p.set_defaults(func=run_simulate)
+    return p
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    if args.edges < 1 or args.nodes < 2:
+        return _fail("simulate", "--edges must be >= 1 and --nodes >= 2", EXIT_USAGE)
+    try:
+        from .simulate import run_simulation
+    except ImportError as err:
+        return _fail("simulate", f"needs numpy (pip install 'tempotrace-sdk[analysis]'): {err}", EXIT_USAGE)
+    result = run_simulation(args.edges, args.seed, args.nodes)
+    if args.out:
+        try:
+            atomic_write(args.out, lambda fh: json.dump(result, fh, indent=2))
+        except OSError as err:
+            return _fail("simulate", f"cannot write {args.out}: {err}", EXIT_IO)
+    print(json.dumps(result, indent=2) if args.json else format_simulation(result))
+    honest_wrong = sum(c["wrong_total"] for c in result["classes"])
+    return EXIT_CHECK if honest_wrong else EXIT_OK
+
+
+def format_simulation(result: dict[str, Any]) -> str:
+    """The human table: Table 2 beside the paper, then the engine classes."""
+    out = [f"Table 2 (naive inversion %, NTP σ = {result['ntp_sigma_ns'] / 1000:.0f} µs per node; "
+           f"{result['table2'] and result['edges_per_class']:,} samples, seed {result['seed']})",
+           f"  {'operation':<22}{'L':>9}  {'paper':>6}  {'gaussian':>9}  {'laplace-node':>12}  {'laplace-pair':>12}"
+           "  matches"]
+    for row in result["table2"]:
+        sim = row["simulated_pct"]
+        lat = row["latency_ns"]
+        lat_s = f"{lat / 1000:g} µs" if lat < 1_000_000 else f"{lat / 1e6:g} ms"
+        out.append(f"  {row['operation']:<22}{lat_s:>9}  {row['published_pct']:>6.1f}  {sim['gaussian']:>9.2f}  "
+                   f"{sim['laplace-node']:>12.2f}  {sim['laplace-pair']:>12.2f}  {', '.join(row['matches']) or '-'}")
+    out.append("  (gaussian: per-node N(0, σ), σ_pair = 707 µs; laplace-node: per-node Laplace(b = σ); "
+               "laplace-pair: pairwise Laplace(b = σ), σ_pair = 707 µs)")
+    out.append("")
+    out.append(f"Ordering engine, {result['edges_per_class']:,} causal edges per class, {result['nodes']} nodes")
+    out.append(f"  {'class':<26}{'physics':>9}{'lamport':>9}{'svc':>9}{'undecided':>10}{'WRONG':>7}"
+               f"{'naive inv.':>12}  svc fp (mean/max)")
+    for c in [*result["classes"], result["liar"]]:
+        n = c["edges"]
+        d = c["decided"]
+        out.append(f"  {c['class']:<26}" + "".join(f"{100 * d[k] / n:>8.2f}%" for k in ("physics", "lamport", "svc"))
+                   + f"{100 * d['undecided'] / n:>9.2f}%{c['wrong_total']:>7}{100 * c['naive_inversions'] / n:>11.2f}%"
+                   + f"  {c['svc_fp_mean']:.1e}/{c['svc_fp_max']:.1e}")
+    liar = result["liar"]
+    flagged = [f for f in liar["faults"] if f["verdict"] == "lying"]
+    out.append("")
+    for f in flagged:
+        out.append(f"  lying clock caught: {f['host']}: {f['violations']:,} of {f['edges']:,} edges violated "
+                   f"({100 * f['rate']:.1f}%), {f['peers']} peers, up to {f['max_excess_ns']:,} ns beyond the bounds")
+    others = [f["host"] for f in liar["faults"] if f["host"] != liar["liar"]["node"]]
+    out.append(f"  honest hosts blamed: {len(others)}")
+    after = liar.get("after_demotion")
+    if after is not None:
+        out.append(f"  after demoting the flagged clock's stamps: WRONG {after['wrong_total']}, physics "
+                   f"{100 * after['decided']['physics'] / after['edges']:.2f}%, lamport "
+                   f"{100 * after['decided']['lamport'] / after['edges']:.2f}%, svc "
+                   f"{100 * after['decided']['svc'] / after['edges']:.2f}%")
+    return "\n".join(out)
