@@ -8,7 +8,6 @@ JSON-lines file) and runs the analysis on that file.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -190,11 +189,11 @@ def run_demo(config: DemoConfig, out: TextIO | None = None) -> DemoResult:
     if hops != expected_hops(len(plans), config.iterations):
         raise WorkerError(f"workload made {hops} hops, expected {expected_hops(len(plans), config.iterations)}")
     say(f"workers stopped; spans flushed to {paths['trace'].name}")
-    from ..analysis import analyze_file, write_html, write_perfetto
+    from ..analysis import analyze_file, write_html, write_json, write_perfetto
 
     report = analyze_file(str(paths["trace"]))
     data = report.to_dict()
-    paths["report"].write_text(json.dumps(data, indent=2) + "\n")
+    write_json(report, str(paths["report"]))
     write_perfetto(report, str(paths["perfetto"]))
     write_html(report, str(paths["html"]))
     say(f"analysed {data['spans']:,} spans in {data['traces']:,} traces")

@@ -1,0 +1,168 @@
+"""The demo end to end: real processes, real sockets, simulated clocks, real analysis (issue 6)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tempotrace_sdk.cli.main import main
+from tempotrace_sdk.demo import DemoConfig, plan_ranks, run_demo
+from tempotrace_sdk.demo import coordinator as coordinator_module
+from tempotrace_sdk.demo import processes as processes_module
+from tempotrace_sdk.demo.plan import RankPlan, expected_hops
+from tempotrace_sdk.demo.processes import WorkerError
+
+pytestmark = pytest.mark.slow
+
+
+def test_with_a_liar_every_hop_is_traced_honest_edges_are_never_wrong_and_the_liar_is_flagged(
+    tmp_path: Path,
+) -> None:
+    out = io.StringIO()
+    result = run_demo(DemoConfig(ranks=3, iterations=2, out=tmp_path), out)
+    report = result.report
+    plans = result.plans
+    assert [p.profile for p in plans] == ["ptp", "liar", "ptp", "ntp"]
+
+    # Known edges: every HTTP hop the workload made is in the trace, matched send -> receive.
+    hops = expected_hops(len(plans), 2)
+    assert result.hops_sent == hops == 2 * (4 * 3 + 3 + 4)
+    assert report["hops"] == {"total": hops, "matched": hops}
+    assert report["edges"]["by_kind"]["hop"] == hops
+    assert report["edges"]["total"] > hops  # plus parent/child and end edges
+
+    # The NTP rank is 800 µs behind: a plain tracer shows some receivers acting before senders.
+    assert report["edges"]["naive_inversions"] > 0
+    # Its bound saturates, so Lamport/SVC decide edges physics cannot.
+    assert report["edges"]["decided"]["lamport"] + report["edges"]["decided"]["svc"] > 0
+
+    # Every wrong decision is blamed on the liar, and only the liar is blamed.
+    assert report["lying_hosts"] == ["node1"]
+    assert [f["host"] for f in report["faults"]] == ["node1"]
+    assert report["faults"][0]["kind"] == "physics"
+    assert report["edges"]["wrong"]["lamport"] == 0 and report["edges"]["wrong"]["svc"] == 0
+    assert report["edges"]["wrong_total"] == report["faults"][0]["violations"] > 0
+    assert result.ok, result.checks
+
+    # One folder holds everything, and the printed summary names it all.
+    text = out.getvalue()
+    for key in ("trace", "report", "perfetto", "html"):
+        assert result.paths[key].parent == tmp_path.resolve()
+        assert result.paths[key].stat().st_size > 0
+        assert str(result.paths[key]) in text
+    assert "LYING clock: node1" in text and "[ok] the lying clock was flagged" in text
+    assert json.loads(result.paths["report"].read_text())["edges"] == report["edges"]
+    events = json.loads(result.paths["perfetto"].read_text())["traceEvents"]
+    tracks = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert tracks == {p.host for p in plans}  # one track per (simulated) host
+    assert "<html" in result.paths["html"].read_text()[:500].lower()
+
+
+def test_honest_clocks_only_give_zero_wrong_decisions_and_no_faults(tmp_path: Path) -> None:
+    result = run_demo(DemoConfig(ranks=2, iterations=1, out=tmp_path, liar=False), io.StringIO())
+    assert [p.profile for p in result.plans] == ["ptp", "ntp"]
+    assert result.report["edges"]["wrong_total"] == 0
+    assert result.report["faults"] == []
+    assert result.report["hops"]["matched"] == expected_hops(2, 1)
+    assert result.ok and "the lying clock was flagged" not in result.checks
+
+
+def test_a_rerun_in_the_same_folder_starts_from_a_clean_trace(tmp_path: Path) -> None:
+    first = run_demo(DemoConfig(ranks=2, iterations=1, out=tmp_path, liar=False), io.StringIO())
+    second = run_demo(DemoConfig(ranks=2, iterations=1, out=tmp_path, liar=False), io.StringIO())
+    assert second.report["spans"] == first.report["spans"]
+
+
+def test_a_worker_that_cannot_start_fails_the_demo_and_no_process_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def recording_popen(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        proc: subprocess.Popen[bytes] = real_popen(*args, **kwargs)  # type: ignore[call-overload]
+        started.append(proc)
+        return proc
+
+    def broken_plan(ranks: int, **kwargs: object) -> list[RankPlan]:
+        plans = plan_ranks(ranks, liar=False)
+        return [*plans[:-1], RankPlan(ranks - 1, "nodeX", "ntp", 0.0, "sim:no-such-profile")]
+
+    monkeypatch.setattr(processes_module.subprocess, "Popen", recording_popen)
+    monkeypatch.setattr(coordinator_module, "plan_ranks", broken_plan)
+    with pytest.raises(WorkerError, match="exited before it was ready") as info:
+        run_demo(DemoConfig(ranks=3, iterations=1, out=tmp_path, liar=False), io.StringIO())
+    assert "unknown profile 'no-such-profile'" in str(info.value)  # the worker's own reason, from its log
+    assert len(started) == 3
+    assert all(p.poll() is not None for p in started)
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry))
+    return kids
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupting_the_demo_stops_every_worker(tmp_path: Path, sig: signal.Signals) -> None:
+    demo = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tempotrace_sdk",
+            "demo",
+            "--ranks",
+            "2",
+            "--iterations",
+            "100000",
+            "--out",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert demo.stdout is not None
+        for line in demo.stdout:
+            if "iteration 2/" in line:
+                break
+        workers = _children(demo.pid)
+        assert len(workers) == 3
+        demo.send_signal(sig)
+        _, err = demo.communicate(timeout=30)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    assert demo.returncode == 130 and "interrupted" in err
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
+        time.sleep(0.05)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists()]
+
+
+def test_demo_command_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--ranks", "1"]) == 2
+    assert "at least 2 honest ranks" in capsys.readouterr().err
+    assert main(["demo", "--iterations", "0"]) == 2
+    assert "must be at least 1" in capsys.readouterr().err
+    assert main(["demo", "--liar-offset", "lots"]) == 2
+    assert "a duration such as 3ms" in capsys.readouterr().err
+    assert main(["demo", "--help"]) == 0
+    helptext = capsys.readouterr().out
+    assert "exit codes:" in helptext and "examples:" in helptext
