@@ -46,12 +46,20 @@ def _tracer() -> trace.Tracer:
     return tracer
 
 
-def _start_span(name: str, attributes: types.Attributes, kind: SpanKind, tracer: trace.Tracer | None) -> Span:
+def _start_span(
+    name: str,
+    attributes: types.Attributes,
+    kind: SpanKind,
+    tracer: trace.Tracer | None,
+    context: context_api.Context | None = None,
+) -> Span:
     ts = get_state().clock.now()
     start_utc = tai_to_utc_ns(ts.ptp_ns)
     token = pending_start.set((start_utc, ts))
     try:
-        return (tracer or _tracer()).start_span(name, kind=kind, attributes=attributes, start_time=start_utc)
+        return (tracer or _tracer()).start_span(
+            name, context=context, kind=kind, attributes=attributes, start_time=start_utc
+        )
     finally:
         pending_start.reset(token)
 
@@ -77,11 +85,13 @@ class span:  # lower case: it reads like a function, ``with span("step"):``
     """Context manager: a current span whose start/end come from our clock.
 
     ``with span("all-reduce", attributes={"bytes": n}) as s: ...`` and the
-    same with ``async with``. Exceptions are recorded and set the status to
-    ERROR, then propagate. One ``span`` object is used for one ``with``.
+    same with ``async with``. ``context`` gives the parent explicitly (a
+    server handler passes what ``extract`` returned). Exceptions are
+    recorded and set the status to ERROR, then propagate. One ``span``
+    object is used for one ``with``.
     """
 
-    __slots__ = ("_attributes", "_kind", "_name", "_span", "_token", "_tracer")
+    __slots__ = ("_attributes", "_context", "_kind", "_name", "_span", "_token", "_tracer")
 
     def __init__(
         self,
@@ -89,9 +99,11 @@ class span:  # lower case: it reads like a function, ``with span("step"):``
         *,
         attributes: types.Attributes = None,
         kind: SpanKind = SpanKind.INTERNAL,
+        context: context_api.Context | None = None,
         tracer: trace.Tracer | None = None,
     ) -> None:
         self._name = name
+        self._context = context
         self._attributes = attributes
         self._kind = kind
         self._tracer = tracer
@@ -99,7 +111,7 @@ class span:  # lower case: it reads like a function, ``with span("step"):``
         self._token: object = None
 
     def __enter__(self) -> Span:
-        sp = _start_span(self._name, self._attributes, self._kind, self._tracer)
+        sp = _start_span(self._name, self._attributes, self._kind, self._tracer, self._context)
         self._span = sp
         self._token = context_api.attach(trace.set_span_in_context(sp))
         return sp

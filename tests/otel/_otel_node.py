@@ -1,0 +1,102 @@
+"""A node of the multi-process HTTP tests. Configured only by environment + configure().
+
+    python _otel_node.py server NAME [NEXT_URL]   stdlib http.server; prints its port
+    python _otel_node.py flask NAME               Flask + OTel instrumentation; prints its port
+    python _otel_node.py client URL urllib|requests
+
+Every process reads OTEL_PROPAGATORS, TEMPOTRACE_CLOCK, TEMPOTRACE_HOST and
+TEMPOTRACE_EXPORT_PATH (one shared file) from its environment.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from opentelemetry.propagate import extract, inject
+from opentelemetry.trace import SpanKind
+
+from tempotrace_sdk.otel import configure, span, traced
+
+
+def call(url: str, name: str) -> str:
+    with span(f"{name} GET", kind=SpanKind.CLIENT):
+        headers: dict[str, str] = {}
+        inject(headers)
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as response:
+            return str(response.read().decode())
+
+
+def stdlib_server(name: str, next_url: str | None) -> None:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            ctx = extract(self.headers)
+            with span(f"{name} {self.path}", kind=SpanKind.SERVER, context=ctx):
+                body = name + ("," + call(next_url, name) if next_url else "")
+                data = body.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+def flask_server(name: str) -> None:
+    from flask import Flask, request
+    from opentelemetry.instrumentation.flask import FlaskInstrumentor
+    from werkzeug.serving import make_server
+
+    app = Flask(name)
+    FlaskInstrumentor().instrument_app(app)
+
+    @app.get("/hop")
+    def hop() -> str:
+        @traced(name=f"{name} work")
+        def work() -> str:
+            return name + ":" + request.path
+
+        return work()
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    print(server.port, flush=True)
+    server.serve_forever()
+
+
+def client(url: str, how: str) -> None:
+    if how == "requests":
+        import requests
+        from opentelemetry.instrumentation.requests import RequestsInstrumentor
+
+        RequestsInstrumentor().instrument()
+        with span("client-root"):
+            print(requests.get(url, timeout=10).text, flush=True)
+    else:
+        with span("client-root"):
+            print(call(url, "client"), flush=True)
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    handle = configure(service_name=f"node-{mode}")
+    try:
+        if mode == "server":
+            threading.current_thread().name = sys.argv[2]
+            stdlib_server(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+        elif mode == "flask":
+            flask_server(sys.argv[2])
+        else:
+            client(sys.argv[2], sys.argv[3])
+    finally:
+        handle.shutdown()
+
+
+if __name__ == "__main__":
+    main()

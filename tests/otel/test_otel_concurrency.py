@@ -1,0 +1,125 @@
+"""Threads, asyncio tasks and a forked child: right parents, sketches, monotone Lamport values."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import threading
+
+import pytest
+from _otel_helpers import Pipeline
+from opentelemetry import trace
+
+from tempotrace_sdk import semconv as S
+from tempotrace_sdk.wire import Sketch, TTExt
+
+
+def _sketch(attrs: object, key: str = S.SVC_SKETCH) -> Sketch:
+    return Sketch.from_bytes(bytes.fromhex(attrs[key]))  # type: ignore[index]
+
+
+def test_threads_keep_parents_sketches_and_lose_no_tick(pipe: Pipeline) -> None:
+    per_thread = 50
+    injected: dict[int, list[int]] = {}
+
+    def work(n: int) -> None:
+        sent = injected.setdefault(n, [])
+        with pipe.tracer.start_as_current_span(f"root-{n}"):
+            for i in range(per_thread):
+                with pipe.tracer.start_as_current_span(f"child-{n}-{i}"):
+                    carrier: dict[str, str] = {}
+                    pipe.propagator.inject(carrier)
+                    sent.append(TTExt.from_header(carrier["tt-ext"]).lts)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    spans = pipe.spans()
+    all_lts = []
+    for n in range(8):
+        root = spans[f"root-{n}"]
+        for i in range(per_thread):
+            child = spans[f"child-{n}-{i}"]
+            assert child.parent.span_id == root.context.span_id
+            assert _sketch(child.attributes).contains(root.context.span_id)
+            all_lts += [child.attributes[S.LTS], child.attributes[S.END_LTS]]
+        assert injected[n] == sorted(injected[n])  # monotone within a thread
+        all_lts += injected[n] + [root.attributes[S.LTS], root.attributes[S.END_LTS]]
+    # Every event took its own tick: 8 roots x 2 + 8 x 50 x 3 events, no duplicates.
+    assert len(all_lts) == len(set(all_lts)) == 8 * 2 + 8 * per_thread * 3
+    assert max(all_lts) == pipe.state.lamport.value
+
+
+def test_asyncio_tasks_keep_their_parents(pipe: Pipeline) -> None:
+    async def leaf(i: int) -> None:
+        with pipe.tracer.start_as_current_span(f"leaf-{i}"):
+            await asyncio.sleep(0.001 * (3 - i))
+
+    async def branch(i: int) -> None:
+        with pipe.tracer.start_as_current_span(f"branch-{i}"):
+            await asyncio.gather(leaf(i))
+
+    async def main() -> None:
+        with pipe.tracer.start_as_current_span("main"):
+            await asyncio.gather(*(branch(i) for i in range(3)))
+
+    asyncio.run(main())
+    spans = pipe.spans()
+    for i in range(3):
+        leaf_span, branch_span = spans[f"leaf-{i}"], spans[f"branch-{i}"]
+        assert leaf_span.parent.span_id == branch_span.context.span_id
+        assert _sketch(branch_span.attributes).issubset(_sketch(leaf_span.attributes))
+        assert leaf_span.attributes[S.LTS] > branch_span.attributes[S.LTS]
+        for j in range(3):
+            if j != i:
+                assert not _sketch(leaf_span.attributes).contains(spans[f"branch-{j}"].context.span_id)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_child_continues_causality_even_with_locks_held(pipe: Pipeline) -> None:
+    """A lock held by another thread at fork time must not deadlock the child."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_locks() -> None:
+        with pipe.state.lamport._lock, pipe.state._counts_lock:
+            holding.set()
+            release.wait(5)
+
+    with pipe.tracer.start_as_current_span("parent") as parent:
+        parent_lts = pipe.state.lamport.value
+        holder = threading.Thread(target=hold_locks)
+        holder.start()
+        holding.wait(5)
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child: report what it sees, then leave without running pytest's teardown
+            os.close(read_fd)
+            signal.alarm(5)  # a deadlock kills the child instead of hanging the suite
+            try:
+                with pipe.tracer.start_as_current_span("in-child") as child:
+                    carrier: dict[str, str] = {}
+                    pipe.propagator.inject(carrier)
+                out = {
+                    "parent": trace.format_span_id(child.parent.span_id),  # type: ignore[union-attr]
+                    "attrs": {k: v for k, v in child.attributes.items() if isinstance(v, (int, str))},
+                    "sent_lts": TTExt.from_header(carrier["tt-ext"]).lts,
+                }
+                os.write(write_fd, json.dumps(out).encode())
+            finally:
+                os._exit(0)
+        os.close(write_fd)
+        release.set()
+        holder.join()
+        with os.fdopen(read_fd) as reader:
+            report = json.loads(reader.read() or "{}")
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status), "child deadlocked or crashed"
+    assert report, "child wrote nothing"
+    assert report["parent"] == trace.format_span_id(parent.get_span_context().span_id)
+    child_sketch = _sketch(report["attrs"])
+    assert child_sketch.contains(parent.get_span_context().span_id)
+    assert parent_lts < report["attrs"][S.LTS] < report["sent_lts"]

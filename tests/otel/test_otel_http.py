@@ -1,0 +1,136 @@
+"""Real processes over HTTP on localhost, configured only through OTEL_PROPAGATORS and configure().
+
+The receiver's spans carry the sender's header fields, Lamport values
+increase along every hop, and sketches contain every ancestor's span id,
+all read back from the one OTLP JSON-lines file the processes share.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _otel_helpers import read_spans, subprocess_env
+
+from tempotrace_sdk import semconv as S
+from tempotrace_sdk.wire import Sketch
+
+NODE = str(Path(__file__).with_name("_otel_node.py"))
+
+
+class Cluster:
+    def __init__(self, export: Path) -> None:
+        self.export = export
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def env(self, host: str, clock: str) -> dict[str, str]:
+        return subprocess_env(
+            OTEL_PROPAGATORS="tracecontext,baggage,tempotrace",
+            TEMPOTRACE_EXPORT_PATH=str(self.export),
+            TEMPOTRACE_EXPORT_SYNC="1",
+            TEMPOTRACE_HOST=host,
+            TEMPOTRACE_CLOCK=clock,
+        )
+
+    def server(self, *args: str, host: str, clock: str = "sim:ptp") -> int:
+        proc = subprocess.Popen(
+            [sys.executable, NODE, *args], env=self.env(host, clock), stdout=subprocess.PIPE, text=True
+        )
+        self.procs.append(proc)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip().isdigit(), f"{args} did not start"
+        return int(line)
+
+    def client(self, url: str, how: str, host: str = "node-a", clock: str = "sim:ntp") -> str:
+        out = subprocess.run(
+            [sys.executable, NODE, "client", url, how],
+            env=self.env(host, clock),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    def spans(self, expected: int) -> list[dict[str, Any]]:
+        # Servers end their span just after the response is written: wait for the export.
+        deadline = time.monotonic() + 10
+        while True:
+            spans = read_spans(self.export) if self.export.exists() else []
+            if len(spans) >= expected or time.monotonic() > deadline:
+                return spans
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            proc.wait(10)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(tmp_path / "spans.jsonl")
+    yield c
+    c.close()
+
+
+def by_name(spans: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {s["name"]: s for s in spans}
+
+
+def sketch(span: dict[str, Any]) -> Sketch:
+    return Sketch.from_bytes(bytes.fromhex(span["attrs"][S.SVC_SKETCH]))
+
+
+def assert_hop(sender: dict[str, Any], receiver: dict[str, Any]) -> None:
+    """The receiver saw exactly what the sender sent, and the counters moved forward."""
+    sent, got = sender["attrs"], receiver["attrs"]
+    i = sent[S.SEND_LTS].index(got[S.REMOTE_LTS])  # matched the way the analysis matches hops
+    assert got[S.REMOTE_PTP_NS] == sent[S.SEND_PTP_NS][i]
+    assert got[S.REMOTE_UNCERTAINTY_NS] == sent[S.SEND_UNCERTAINTY_NS][i]
+    assert got[S.REMOTE_CLK_QUALITY] == sent[S.CLK_QUALITY]
+    assert got[S.REMOTE_TS_SOURCE] == sent[S.TS_SOURCE]
+    assert sent[S.LTS] < got[S.REMOTE_LTS] < got[S.RECV_LTS] < got[S.LTS]
+    assert receiver["parent"] == sender["span_id"]
+    assert receiver["trace_id"] == sender["trace_id"]
+    assert sketch(sender).issubset(sketch(receiver))
+
+
+def test_three_stdlib_processes(cluster: Cluster) -> None:
+    port_c = cluster.server("server", "C", host="node-c", clock="sim:ptp")
+    port_b = cluster.server("server", "B", f"http://127.0.0.1:{port_c}/hop", host="node-b", clock="sim:liar")
+    assert cluster.client(f"http://127.0.0.1:{port_b}/hop", "urllib") == "B,C"
+    spans = by_name(cluster.spans(5))
+    root, a_out = spans["client-root"], spans["client GET"]
+    b_in, b_out, c_in = spans["B /hop"], spans["B GET"], spans["C /hop"]
+    assert_hop(a_out, b_in)
+    assert_hop(b_out, c_in)
+    assert [s["attrs"][S.HOST] for s in (a_out, b_in, c_in)] == ["node-a", "node-b", "node-c"]
+    assert [s["attrs"][S.CLOCK] for s in (a_out, b_in, c_in)] == ["sim:ntp", "sim:liar", "sim:ptp"]
+    # Causality survives two process boundaries: C's sketch holds every ancestor.
+    for ancestor in (root, a_out, b_in, b_out, c_in):
+        assert sketch(c_in).contains(int(ancestor["span_id"], 16)), ancestor["name"]
+    # OTel span times are our clock's readings converted to UTC (TAI - 37 s).
+    for s in spans.values():
+        assert s["attrs"][S.PTP_NS] - s["start"] == 37_000_000_000
+
+
+def test_flask_and_requests_instrumentations(cluster: Cluster) -> None:
+    port = cluster.server("flask", "F", host="node-f")
+    assert cluster.client(f"http://127.0.0.1:{port}/hop", "requests") == "F:/hop"
+    spans = cluster.spans(4)
+    client_span = next(s for s in spans if s["attrs"].get(S.SEND_LTS))  # made by the requests instrumentation
+    server_span = next(s for s in spans if S.REMOTE_LTS in s["attrs"])  # made by the flask instrumentation
+    work = by_name(spans)["F work"]
+    assert_hop(client_span, server_span)
+    assert work["parent"] == server_span["span_id"]
+    assert S.REMOTE_LTS not in work["attrs"]
+    assert sketch(work).contains(int(by_name(spans)["client-root"]["span_id"], 16))
+    assert work["attrs"][S.LTS] > server_span["attrs"][S.LTS]
