@@ -23,7 +23,7 @@ from .vectors import Case, Value, VectorError, load_cases, norm_response
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_VECTORS = ROOT / "conformance" / "vectors"
-C_ADAPTER = ROOT / "native" / "build" / "ttext-adapter"
+C_ADAPTER = ROOT / "native" / "build" / "ttext" / "ttext-adapter"
 BUILTIN = ("python", "c")
 
 
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         "--c-adapter",
         type=Path,
         default=Path(os.environ.get("TTEXT_C_ADAPTER", C_ADAPTER)),
-        help="the C adapter binary (default native/build/ttext-adapter or $TTEXT_C_ADAPTER)",
+        help="the C adapter binary (default native/build/ttext/ttext-adapter or $TTEXT_C_ADAPTER)",
     )
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each answer")
     parser.add_argument("--max-reports", type=int, default=50, help="failure reports to print (all are counted)")
