@@ -29,11 +29,11 @@ FIX_HINT = "rebuild it with `pip install -e .` (or `make venv`); needs a C compi
 #: Capability flags the module exports (which ioctls the kernel headers it
 #: was compiled against know about).
 CAPABILITY_NAMES = (
-    "HAVE_SYS_OFFSET_PRECISE",
-    "HAVE_SYS_OFFSET_EXTENDED",
-    "HAVE_SYS_OFFSET",
-    "HAVE_ETHTOOL_TS_INFO",
-    "HAVE_CLOCK_TAI",
+    "SYS_OFFSET_PRECISE",
+    "SYS_OFFSET_EXTENDED",
+    "SYS_OFFSET",
+    "ETHTOOL_TS_INFO",
+    "CLOCK_TAI",
 )
 
 
@@ -77,7 +77,8 @@ def _load() -> tuple[Any, Any, NativeStatus]:
             f"{ABI_VERSION} (stale build); {FIX_HINT}"
         )
         return None, None, NativeStatus(False, reason, version)
-    caps = {name: bool(getattr(lib, "TT_" + name, 0)) for name in CAPABILITY_NAMES}
+    bits = int(lib.tt_phc_caps_compiled())
+    caps = {"has_" + name.lower(): bool(bits & getattr(lib, "TT_CAP_" + name)) for name in CAPABILITY_NAMES}
     return lib, ffi, NativeStatus(True, f"native module tempotrace_sdk._phc ABI {version}", version, caps)
 
 
