@@ -21,7 +21,7 @@ from tempotrace_sdk.errors import ClockError, TempoTraceError
 if _native.native() is None:
     pytest.skip(f"native module unavailable: {_native.native_status().reason}", allow_module_level=True)
 
-from tempotrace_sdk.clocks.phc import PhcClock, PhcDevice, select_samples  # noqa: E402
+from tempotrace_sdk.clocks.phc import PhcClock, PhcDevice, select_samples
 
 GOLDEN = json.loads((pathlib.Path(__file__).parent / "golden" / "sysoff_select.json").read_text())
 
@@ -97,7 +97,7 @@ def test_phc_clock_spec_error_reaches_caller() -> None:
 
 @pytest.mark.parametrize("samples", [0, 26, -1])
 def test_sample_count_is_bounded(samples: int) -> None:
-    with pytest.raises(ValueError, match="samples: must be 1..25"):
+    with pytest.raises(ValueError, match=r"samples: must be 1\.\.25"):
         PhcDevice("/dev/null", samples=samples)
 
 
@@ -121,7 +121,7 @@ def test_mismatched_build_says_how_to_fix(monkeypatch: pytest.MonkeyPatch) -> No
         status = _native.native_status()
         assert not status.available
         assert "stale build" in status.reason and "pip install -e ." in status.reason
-        with pytest.raises(ClockError, match="pip install -e ."):
+        with pytest.raises(ClockError, match=r"pip install -e \."):
             PhcDevice("/dev/ptp0")
     finally:
         monkeypatch.undo()
