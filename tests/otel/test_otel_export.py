@@ -1,0 +1,125 @@
+"""configure() and the file exporter: env-only setup, shared files, per-process files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _otel_helpers import read_spans, subprocess_env
+
+from tempotrace_sdk import semconv as S
+from tempotrace_sdk.otel import AppendStream
+
+WRITER = """
+import os, sys
+from tempotrace_sdk.otel import configure, span
+handle = configure(service_name="w" + sys.argv[1])
+for i in range(int(sys.argv[2])):
+    with span(f"w{sys.argv[1]}-{i}", attributes={"pad": "x" * 3000}):
+        pass
+handle.shutdown()
+print(handle.export_path)
+"""
+
+
+def test_processes_share_one_file_without_interleaving(tmp_path: Path) -> None:
+    """Four writers, batches far larger than a pipe buffer: every line stays whole JSON."""
+    path = tmp_path / "shared.jsonl"
+    env = subprocess_env(TEMPOTRACE_EXPORT_PATH=str(path), TEMPOTRACE_CLOCK="sim:ptp")
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(n), "60"], env=env, stdout=subprocess.PIPE, text=True)
+        for n in range(4)
+    ]
+    outs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert outs == [str(path)] * 4
+    for line in path.read_text().splitlines():
+        json.loads(line)  # a torn or interleaved line would not parse
+    spans = read_spans(path)
+    assert len(spans) == 240
+    assert {s["service"] for s in spans} == {"w0", "w1", "w2", "w3"}
+    assert all(S.END_PTP_NS in s["attrs"] for s in spans)
+
+
+def test_default_configuration_writes_the_documented_file(tmp_path: Path) -> None:
+    env = subprocess_env(TEMPOTRACE_CLOCK="cpu")
+    out = subprocess.run(
+        [sys.executable, "-c", WRITER, "0", "2"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(tmp_path / "tempotrace-spans.jsonl")
+    spans = read_spans(tmp_path / "tempotrace-spans.jsonl")
+    assert [s["attrs"][S.TS_SOURCE] for s in spans] == ["CPU", "CPU"]
+    assert all(s["attrs"][S.CLOCK] == "cpu" for s in spans)
+
+
+def test_environment_sets_tenant_host_policy_and_fallback(tmp_path: Path) -> None:
+    policy = Path(__file__).resolve().parents[2] / "examples" / "policies" / "cluster.toml"
+    code = (
+        "from opentelemetry.propagate import get_global_textmap\n"
+        "from tempotrace_sdk.otel import configure, span\n"
+        "h = configure()\n"
+        "print(sorted(get_global_textmap().fields))\n"
+        "with span('x'): pass\n"
+        "h.shutdown()\n"
+    )
+    env = subprocess_env(
+        TEMPOTRACE_EXPORT_DIR=str(tmp_path / "dir"),
+        TEMPOTRACE_TENANT="2",
+        TEMPOTRACE_HOST="rack7-node3",
+        TEMPOTRACE_POLICY=str(policy),
+        TEMPOTRACE_CLOCK="sim:ptp",
+        TEMPOTRACE_TRACESTATE_FALLBACK="1",
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "tt-ext" in out.stdout and "tracestate" in out.stdout and "baggage" in out.stdout
+    (file,) = (tmp_path / "dir").iterdir()
+    assert file.name.startswith("spans-") and file.suffix == ".jsonl"
+    (span,) = read_spans(file)
+    assert span["attrs"][S.TENANT_ID] == 2
+    assert span["attrs"][S.HOST] == "rack7-node3"
+    assert span["attrs"][S.POLICY_TIER] == "tier-2"
+    assert span["attrs"][S.POLICY_VERDICT] == "pass"  # sim:ptp is GTE, 220 ns: inside 2,100 ns
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("TEMPOTRACE_TENANT", "16", "TEMPOTRACE_TENANT must be 0..15"),
+        ("TEMPOTRACE_CLOCK", "sundial", "sundial"),
+        ("TEMPOTRACE_POLICY", "/nonexistent/p.toml", "cannot read policy file"),
+    ],
+)
+def test_configuration_mistakes_are_loud(variable: str, value: str, message: str) -> None:
+    code = "from tempotrace_sdk.otel import configure\nconfigure()\n"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=subprocess_env(**{variable: value}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode != 0
+    assert message in out.stderr
+
+
+def test_per_process_directory_follows_fork(tmp_path: Path) -> None:
+    stream = AppendStream(lambda pid: str(tmp_path / f"spans-{pid}.jsonl"))
+    stream.write("parent\n")
+    stream.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            stream.write("child\n")
+            stream.flush()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    stream.close()
+    assert (tmp_path / f"spans-{os.getpid()}.jsonl").read_text() == "parent\n"
+    assert (tmp_path / f"spans-{pid}.jsonl").read_text() == "child\n"
