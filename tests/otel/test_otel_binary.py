@@ -1,0 +1,46 @@
+"""gRPC tt-ext-bin metadata helpers (spec/tt-ext-v3.md §6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from _otel_helpers import Pipeline
+from opentelemetry import context as context_api
+
+from tempotrace_sdk import semconv as S
+from tempotrace_sdk.otel import TempoTraceState, extract_binary, inject_binary, remote_hop
+from tempotrace_sdk.wire import TTExt
+
+
+def test_binary_round_trip_is_a_hop(pipe: Pipeline, state: TempoTraceState) -> None:
+    with pipe.tracer.start_as_current_span("rpc-client"):
+        metadata: list[tuple[str, Any]] = [("authorization", "x"), ("tt-ext-bin", b"stale")]
+        inject_binary(metadata, state=state)
+    assert [k for k, _ in metadata] == ["authorization", "tt-ext-bin"]
+    raw = metadata[1][1]
+    assert isinstance(raw, bytes) and len(raw) == 53
+    receiver = TempoTraceState(host="server")
+    hop = remote_hop(extract_binary(tuple(metadata), state=receiver))
+    assert hop is not None and hop.header == TTExt.decode(raw)
+    assert hop.recv_lts == hop.header.lts + 1
+    assert list(pipe.spans()["rpc-client"].attributes[S.SEND_LTS]) == [hop.header.lts]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "error_class"),
+    [
+        ([("tt-ext-bin", b"\x03" * 52)], "LENGTH"),
+        ([("tt-ext-bin", "text, not bytes")], "TYPE"),
+        ([("tt-ext-bin", b"a"), ("tt-ext-bin", b"b")], "TEXT_MULTIPLE"),
+        ([("tt-ext-bin", bytes([0x04]) + bytes(52))], "VERSION"),
+        ([42], "TypeError"),
+    ],
+    ids=["short", "str", "duplicate", "version", "not-a-pair"],
+)
+def test_bad_binary_metadata_is_refused_quietly(metadata: list[Any], error_class: str) -> None:
+    state = TempoTraceState(host="h")
+    ctx = context_api.set_value("k", "v")
+    assert extract_binary(metadata, ctx, state=state) is ctx
+    assert state.rejections() == {error_class: 1}
+    assert state.lamport.value == 0
