@@ -220,7 +220,9 @@ class SimulatedClock:
     def now(self) -> Timestamp:
         true_ns = self.true_tai_ns()
         noise = self._rng.normalvariate(0.0, self.profile.noise_ns) if self.profile.noise_ns else 0.0
-        ptp_ns = max(0, int(true_ns + self.error_ns(true_ns) + noise))
+        # Add the (small) error as an int: true_ns + a float would go through a
+        # double and lose everything below 256 ns at today's TAI values.
+        ptp_ns = max(0, true_ns + round(self.error_ns(true_ns) + noise))
         return Timestamp(ptp_ns, self.profile.source, self.profile.quality, self._bound)
 
     def describe(self) -> dict[str, Any]:

@@ -130,7 +130,7 @@ def _print_summary(result: DemoResult, out: TextIO) -> None:
         f"    undecided (said so)        {_pct(decided['undecided'], total)}",
         f"    wrong                      {_pct(edges['wrong_total'], total)}"
         + (
-            "   <- all on edges of the lying clock"
+            "   <- not silent: each is evidence against the lying clock below"
             if edges["wrong_total"] and result.checks.get("no wrong decision on edges between honest clocks")
             else ""
         ),

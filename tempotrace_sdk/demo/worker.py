@@ -33,7 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry import propagate
+from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
 
 from .. import semconv as S
@@ -65,12 +65,10 @@ class Worker:
             return self.inbox.setdefault((iteration, round_), queue.Queue(maxsize=1))
 
     # -- client side: one training step --------------------------------------
+    @traced(name="train_step")
     def step(self, iteration: int) -> dict[str, Any]:
-        traced_step = traced(name="train_step", attributes=self._attrs(iteration=iteration))(self._step)
-        result: dict[str, Any] = traced_step(iteration)
-        return result
-
-    def _step(self, iteration: int) -> dict[str, Any]:
+        """One training iteration: ring all-reduce, pipeline chain, barrier."""
+        trace.get_current_span().set_attributes(self._attrs(iteration=iteration))
         hops = 0
         value = float(self.rank + 1)
         nxt = self.ports[(self.rank + 1) % self.world]

@@ -56,6 +56,12 @@ def test_offset_is_applied_to_the_real_clock() -> None:
     assert abs(_mean_error(plus) - 5_000_000) < 200_000
 
 
+def test_readings_keep_nanosecond_resolution() -> None:
+    """ptp_ns is ~1.8e18: mixing it with floats would round every reading to 256 ns."""
+    clock = from_spec("ptp,offset=35ns,noise=15ns")
+    assert len({clock.now().ptp_ns % 256 for _ in range(50)}) > 10
+
+
 def test_noise_is_seeded_and_reproducible() -> None:
     a = from_spec("ptp,noise=1ms,seed=42")
     b = from_spec("ptp,noise=1ms,seed=42")
