@@ -1,0 +1,90 @@
+"""A deliberately broken adapter: the Python codec's adapter with one injected bug.
+
+    python broken_adapter.py BUG
+
+Used by test_conformance_runner.py to show that the runner notices each kind
+of wrong or missing answer. BUG is one of the keys of BUGS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "conformance" / "adapters"))
+import python_adapter
+
+Response = dict[str, Any]
+
+
+def wrong_text_class(req: Response, resp: Response) -> Response:
+    # A decoder that checks length before canonical bits would report this.
+    if resp.get("errorClass") == "TEXT_NON_CANONICAL":
+        resp["errorClass"] = "TEXT_LENGTH"
+    return resp
+
+
+def index_off_by_one(req: Response, resp: Response) -> Response:
+    if "indices" in resp:
+        resp["indices"][3] = str((int(resp["indices"][3]) + 1) % 256)
+    return resp
+
+
+def extra_popcount(req: Response, resp: Response) -> Response:
+    # Only a key the vectors do not state: passes alone, disagrees with python.
+    if "popcount" in resp and req.get("op") == "sketch_indices":
+        resp["popcount"] = "5"
+    return resp
+
+
+def crash_on_lamport(req: Response, resp: Response) -> Response:
+    if req.get("op") == "lamport":
+        os._exit(3)
+    return resp
+
+
+def hang_on_encode(req: Response, resp: Response) -> Response:
+    if req.get("op") == "encode":
+        time.sleep(60)
+    return resp
+
+
+def wrong_id(req: Response, resp: Response) -> Response:
+    resp["id"] = "x" + str(resp.get("id"))
+    return resp
+
+
+def unsupported_merge(req: Response, resp: Response) -> Response:
+    if req.get("op") == "lamport":
+        return {"id": req.get("id"), "unsupported": "lamport"}
+    return resp
+
+
+BUGS: dict[str, Callable[[Response, Response], Response]] = {
+    "wrong-text-class": wrong_text_class,
+    "index-off-by-one": index_off_by_one,
+    "extra-popcount": extra_popcount,
+    "crash-on-lamport": crash_on_lamport,
+    "hang-on-encode": hang_on_encode,
+    "wrong-id": wrong_id,
+    "unsupported-lamport": unsupported_merge,
+}
+
+
+def main() -> int:
+    bug = BUGS[sys.argv[1]]
+    for line in sys.stdin:
+        req = json.loads(line)
+        resp = bug(req, python_adapter.handle(line))
+        sys.stdout.write(json.dumps(resp) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
