@@ -42,6 +42,7 @@ class DemoResult:
     hops_sent: int
     elapsed_s: float
     checks: dict[str, bool] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)  #: a few hops told in words
 
     @property
     def ok(self) -> bool:
@@ -135,6 +136,9 @@ def _print_summary(result: DemoResult, out: TextIO) -> None:
             else ""
         ),
     ]
+    if result.examples:
+        lines.append("  for example:")
+        lines.extend(f"    {e}" for e in result.examples)
     for fault in rep["faults"]:
         plan = liars.get(fault["host"])
         who = f" (the {plan.profile} profile, truly {plan.offset_ns / 1e6:+.3f} ms off)" if plan else ""
@@ -198,9 +202,46 @@ def run_demo(config: DemoConfig, out: TextIO | None = None) -> DemoResult:
     write_html(report, str(paths["html"]))
     say(f"analysed {data['spans']:,} spans in {data['traces']:,} traces")
     result = DemoResult(plans, data, paths, hops, time.monotonic() - say.t0)
+    result.examples = _examples(report.hops_kept, {p.host for p in plans if p.liar})
     result.checks = _checks(plans, data, hops)
     _print_summary(result, stream)
     return result
+
+
+def _examples(hops: list[dict[str, Any]], liars: set[str]) -> list[str]:
+    """One hop a plain tracer gets backwards and TempoTrace still orders, and one the liar broke."""
+    out: list[str] = []
+    honest = [
+        h
+        for h in hops
+        if h["outcome"] == "consistent"
+        and h["send_host"] not in liars
+        and h["recv_host"] not in liars
+        and h["send_ptp_ns"] is not None
+        and h["recv_ptp_ns"] is not None
+        and h["recv_ptp_ns"] < h["send_ptp_ns"]
+    ]
+    if honest:
+        h = max(honest, key=lambda h: h["send_ptp_ns"] - h["recv_ptp_ns"])
+        d = h["decision"]
+        how = {
+            "svc": f"the SVC sketch (send in the receive's causal past; false-positive rate {d.get('fp', 0.0):.1e})",
+            "lamport": "Lamport counters (they rule out receive-before-send)",
+        }.get(d["method"], d["method"])
+        out.append(
+            f"hop {h['send_host']} -> {h['recv_host']}: raw timestamps put the receive "
+            f"{(h['send_ptp_ns'] - h['recv_ptp_ns']) / 1e3:,.0f} µs BEFORE the send; "
+            f"TempoTrace orders it correctly by {how}"
+        )
+    broken = [h for h in hops if h["outcome"] == "contradiction"]
+    if broken:
+        h = broken[0]
+        out.append(
+            f"hop {h['send_host']} -> {h['recv_host']}: both claim ±{h['send_uncertainty_ns']} / "
+            f"±{h['recv_uncertainty_ns']} ns, yet the receive is stamped "
+            f"{(h['send_ptp_ns'] - h['recv_ptp_ns']) / 1e3:,.0f} µs before the send: a clock broke its bound"
+        )
+    return out
 
 
 def _peers(fault: dict[str, Any]) -> str:
