@@ -1,0 +1,170 @@
+"""The C codec and the Python codec answer alike, through the protocol, beyond the vectors.
+
+The C adapter is compiled here (gcc, -Werror) from native/ttext so the test does
+not depend on a previous `make` step. Both adapters are driven through the
+runner's own Adapter class: hostile text (NUL, lone surrogates, non-ASCII,
+inputs around the 256-character cap), out-of-type encoder values, malformed
+request lines, and Hypothesis-generated inputs must get the same answer from
+both (spec/tt-ext-v3.md text and binary rules; conformance/PROTOCOL.md).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.runner.adapter import Adapter
+from conformance.runner.vectors import norm_response
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "native" / "ttext"
+TEXT = "AxeXnQbTiTJ7AAAA3AAAAAAAAAAqAAAAAAAAAAAEAAIAAQAAgAAAAAAAAQAIAEACAAAAAAA"
+WIRE = bytes.fromhex(
+    "0317979d06d389327b000000dc000000000000002a0000000000000000040002000100008000000000000100080040020000000000"
+)
+
+
+@pytest.fixture(scope="module")
+def c_adapter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc not installed (make test installs it: mk/conformance.mk)")
+    out = tmp_path_factory.mktemp("ttext") / "ttext-adapter"
+    sources = [SRC / n for n in ("adapter.c", "jsonline.c", "ttext.c", "murmur3.c")]
+    cmd = [gcc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-o", str(out), *map(str, sources)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def pair(c_adapter: Path) -> Iterator[tuple[Adapter, Adapter]]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    py = Adapter("python", [sys.executable, str(ROOT / "conformance" / "adapters" / "python_adapter.py")], env=env)
+    c = Adapter("c", [str(c_adapter)])
+    yield py, c
+    py.close()
+    c.close()
+    assert py.problems == [] and c.problems == []
+
+
+def both(pair: tuple[Adapter, Adapter], request: dict[str, Any]) -> dict[str, Any]:
+    """Ask both; assert they agree; return the (normalised) answer."""
+    py, c = pair
+    a, b = norm_response(py.ask(request)), norm_response(c.ask(request))
+    assert a == b, f"python {a} != c {b} for {request}"
+    return a
+
+
+@pytest.mark.parametrize(
+    ("text", "error_class"),
+    [
+        pytest.param(TEXT, None, id="canonical"),
+        pytest.param(" \t" + TEXT + "\t ", None, id="ows-stripped"),
+        pytest.param(TEXT[:10] + "\x00" + TEXT[11:], "TEXT_ALPHABET", id="nul-inside"),
+        pytest.param(TEXT[:10] + "\ud800" + TEXT[11:], "TEXT_ALPHABET", id="lone-surrogate"),
+        pytest.param(TEXT[:69] + "\U0001f600", "TEXT_ALPHABET", id="astral-char-70-chars"),
+        pytest.param("\u00e9" * 200, "TEXT_ALPHABET", id="200-chars-400-utf8-bytes-under-cap"),
+        pytest.param("\u00e9" * 257, "TEXT_LENGTH", id="257-chars-over-cap"),
+        pytest.param(" " * 185 + TEXT, None, id="256-chars-at-cap"),
+        pytest.param(" " * 186 + TEXT, "TEXT_LENGTH", id="257-chars-cap-before-strip"),
+        pytest.param("\U0001f600" * 100, "TEXT_ALPHABET", id="100-astral-chars-400-bytes"),
+        pytest.param(TEXT + "\r\n", "TEXT_ALPHABET", id="crlf-not-ows"),
+        pytest.param(TEXT + "\u00a0", "TEXT_ALPHABET", id="nbsp-not-ows"),
+        pytest.param(TEXT + "=,", "TEXT_MULTIPLE", id="comma-beats-padding"),
+    ],
+)
+def test_hostile_text_gets_the_same_answer(pair: tuple[Adapter, Adapter], text: str, error_class: str | None) -> None:
+    """spec §5.2: characters are code points, so both codecs count the cap alike."""
+    answer = both(pair, {"op": "decode_text", "text": text})
+    assert answer.get("errorClass") == error_class
+    if error_class is None:
+        assert answer["wire"] == WIRE.hex()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error_class"),
+    [
+        ("tenantId", "99999999999999999999999", "TENANT_ID"),
+        ("ptpNs", "-99999999999999999999", "PTP_NS_RANGE"),
+        ("ptpNs", "18446744073709551616", "PTP_NS_RANGE"),
+        ("tsSource", "-4294967296", "TS_SOURCE"),
+        ("clkQuality", "4294967298", "CLK_QUALITY"),
+        ("uncertaintyNs", "4294967296", "UNCERTAINTY_RANGE"),
+        ("lts", "-1", "LTS_RANGE"),
+        ("lts", "340282366920938463463374607431768211456", "LTS_RANGE"),
+    ],
+)
+def test_values_beyond_64_bits_are_refused_by_rule(
+    pair: tuple[Adapter, Adapter], field: str, value: str, error_class: str
+) -> None:
+    """spec §9.2: an encoder refuses out-of-range values; C types must not wrap them into range."""
+    request = {"op": "encode", "tenantId": "1", "ptpNs": "5", "tsSource": "0", "clkQuality": "0",
+               "uncertaintyNs": "10", "lts": "7", "svcSketch": "00" * 32, field: value}  # fmt: skip
+    assert both(pair, request) == {"errorClass": error_class}
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("not json", "adapterError"),
+        ('{"id":"1","op":"decode_bytes","wire":"0g"}', "adapterError"),
+        ('{"id":"2","op":"decode_bytes","wire":"030"}', "adapterError"),
+        ('{"id":"3"}', "adapterError"),
+        ('{"id":"4","op":"frobnicate"}', "unsupported"),
+        ('{"id":"5","op":"sketch_merge","sketches":["00"]}', "adapterError"),
+        ('{"id":"6","op":"lamport","start":"0","steps":["jump"]}', "adapterError"),
+    ],
+)
+def test_malformed_requests_are_answered_not_fatal(c_adapter: Path, line: str, kind: str) -> None:
+    """PROTOCOL.md: a bad request gets one answer line and the adapter keeps serving."""
+    script = line + "\n" + '{"id":"9","op":"decode_bytes","wire":"03"}\n'
+    for argv in ([str(c_adapter)], [sys.executable, str(ROOT / "conformance" / "adapters" / "python_adapter.py")]):
+        res = subprocess.run(argv, input=script, capture_output=True, text=True, timeout=30,
+                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})  # fmt: skip
+        lines = res.stdout.splitlines()
+        assert res.returncode == 0, res.stderr
+        assert len(lines) == 2, lines
+        assert f'"{kind}"' in lines[0], (argv[0], lines[0])
+        assert lines[1] == '{"id":"9","errorClass":"LENGTH"}'
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=80) | st.binary(min_size=53, max_size=53))
+def test_random_bytes_same_answer(pair: tuple[Adapter, Adapter], data: bytes) -> None:
+    both(pair, {"op": "decode_bytes", "wire": data.hex()})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from("AQgw-_=,+/ \t\u00e9\x00Zz09"), max_size=300)
+    | st.text(max_size=90)
+    | st.builds(lambda i, c: TEXT[:i] + c + TEXT[i + 1 :], st.integers(0, 70), st.characters())
+)
+def test_random_text_same_answer(pair: tuple[Adapter, Adapter], text: str) -> None:
+    both(pair, {"op": "decode_text", "text": text})
+
+
+@settings(max_examples=100, deadline=None)
+@given(span=st.binary(min_size=0, max_size=10), sketch=st.binary(min_size=32, max_size=32))
+def test_random_sketch_ops_same_answer(pair: tuple[Adapter, Adapter], span: bytes, sketch: bytes) -> None:
+    both(pair, {"op": "sketch_indices", "spanId": span.hex()})
+    if len(span) == 8:
+        both(pair, {"op": "sketch_contains", "sketch": sketch.hex(), "spanId": span.hex()})
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    start=st.integers(0, 2**63 - 1) | st.just(2**63 - 2),
+    steps=st.lists(st.just("tick") | st.integers(-1, 2**64).map(lambda r: f"merge:{r}"), max_size=6),
+)
+def test_random_lamport_same_answer(pair: tuple[Adapter, Adapter], start: int, steps: list[str]) -> None:
+    both(pair, {"op": "lamport", "start": str(start), "steps": steps})
