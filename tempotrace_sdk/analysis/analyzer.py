@@ -24,7 +24,7 @@ from .topology import Topology
 
 __all__ = ["Analyzer"]
 
-SERVER, CLIENT = 2, 3
+SERVER = 2
 DEFAULT_WINDOW = 200_000
 DEFAULT_KEEP = 20_000
 
@@ -117,11 +117,19 @@ class Analyzer:
 
     @staticmethod
     def _end_edge(parent: SpanRecord, child: SpanRecord) -> bool:
-        """Is "child ended before parent ended" known from structure alone (§1.2)?"""
-        if parent.host == child.host:
-            # Same process clock: only children that ended first (not async leftovers).
-            return child.otel_end_ns <= parent.otel_end_ns
-        return parent.kind == CLIENT and child.kind == SERVER
+        """Is "child ended before parent ended" known from structure alone (§1.2)?
+
+        Only inside one process: there the child's end and the parent's end share
+        one Lamport counter and one clock, and the process's own end times tell
+        synchronous children from async leftovers. Across a hop the reply would
+        have to carry a header for Lamport to hold, and nothing says it did.
+        """
+        return (
+            parent.host == child.host
+            and child.remote is None
+            and child.kind != SERVER
+            and child.otel_end_ns <= parent.otel_end_ns
+        )
 
     def _hop(self, s: SpanRecord, client: SpanRecord | None, keep: bool) -> None:
         rep = self.report

@@ -27,6 +27,7 @@ _LABELS = (
     ("spans", "Spans"),
     ("traces", "Traces"),
     ("hops", "Hops (send → receive)"),
+    ("hops_matched", "Hops matched to the sender's span"),
     ("edges", "Known causal edges"),
     ("physics", "Decided by physics"),
     ("lamport", "Decided by Lamport (inversion ruled out)"),
