@@ -232,6 +232,31 @@ static void test_text(void)
     CHECK_ST(ttext_from_text(buf, 71, &d), TTEXT_E_VERSION);
 }
 
+/* The worked example of spec/tt-ext-v3.md section 8.5, end to end. */
+static void test_spec_worked_example(void)
+{
+    static const uint8_t span[TTEXT_SPAN_ID_LEN] = {1, 2, 3, 4, 5, 6, 7, 8};
+    static const char want_text[] = "AxeXnQbTiTJ7AAAA3AAAAAAAAAAqAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAACBAgQAA";
+    ttext_header h;
+    unsigned idx[TTEXT_SKETCH_K];
+    uint64_t hash[2];
+    char text[TTEXT_TEXT_BUF];
+
+    ttext_murmur3_x64_128(span, sizeof span, 0, hash);
+    CHECK(hash[0] == UINT64_C(11306300771342204892) && hash[1] == UINT64_C(14224590727137307655));
+    ttext_sketch_indices(span, idx);
+    CHECK(idx[0] == 220 && idx[1] == 227 && idx[2] == 234 && idx[3] == 241);
+    memset(&h, 0, sizeof h);
+    ttext_sketch_add(h.svc_sketch, span);
+    CHECK(h.svc_sketch[27] == 0x08 && h.svc_sketch[28] == 0x10 && h.svc_sketch[29] == 0x20 &&
+          h.svc_sketch[30] == 0x40 && ttext_sketch_popcount(h.svc_sketch) == 4);
+    h.ptp_ns = INT64_C(1700000037000000123);
+    h.uncertainty_ns = 220;
+    h.lts = 42;
+    CHECK_ST(ttext_to_text(&h, text), TTEXT_OK);
+    CHECK(strcmp(text, want_text) == 0);
+}
+
 static void test_sketch(void)
 {
     uint8_t s[TTEXT_SKETCH_BYTES], t[TTEXT_SKETCH_BYTES];
@@ -312,6 +337,7 @@ int main(void)
     test_murmur3();
     test_binary();
     test_text();
+    test_spec_worked_example();
     test_sketch();
     test_lamport();
     test_names();

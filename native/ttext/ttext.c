@@ -194,16 +194,18 @@ ttext_status ttext_to_text(const ttext_header *h, char out[TTEXT_TEXT_BUF])
     return TTEXT_OK;
 }
 
-/* Number of UTF-8 code points in len bytes: every byte that is not a
- * continuation byte (10xxxxxx) starts one.  The length limit is stated in
- * characters, so a C caller and a caller holding a Unicode string agree. */
-static size_t count_code_points(const unsigned char *s, size_t len)
+/* 1 when len bytes hold more than max UTF-8 code points (every byte that is
+ * not a continuation byte 10xxxxxx starts one).  The cap is stated in
+ * characters, so a C caller and a caller holding a Unicode string agree; the
+ * scan stops at the first character past the cap, so a hostile value is never
+ * read further than that (spec section 12.5). */
+static int more_code_points_than(const unsigned char *s, size_t len, size_t max)
 {
     size_t i, n = 0;
     for (i = 0; i < len; i++)
-        if ((s[i] & 0xC0u) != 0x80u)
-            n++;
-    return n;
+        if ((s[i] & 0xC0u) != 0x80u && ++n > max)
+            return 1;
+    return 0;
 }
 
 static int is_ows(unsigned char c)
@@ -220,7 +222,7 @@ ttext_status ttext_text_to_bytes(const char *text, size_t len, uint8_t out[TTEXT
 
     if (out == NULL || (text == NULL && len != 0))
         return TTEXT_E_ARGUMENT;
-    if (count_code_points(s, len) > TTEXT_TEXT_MAX_INPUT)
+    if (more_code_points_than(s, len, TTEXT_TEXT_MAX_INPUT))
         return TTEXT_E_TEXT_LENGTH;
     /* Strip HTTP optional white space on both ends. */
     while (len > 0 && is_ows(s[0])) {
