@@ -43,6 +43,7 @@ class DemoResult:
     elapsed_s: float
     checks: dict[str, bool] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)  #: a few hops told in words
+    naive_hops: int = 0  #: hops whose raw timestamps put the receive before the send
 
     @property
     def ok(self) -> bool:
@@ -123,7 +124,8 @@ def _print_summary(result: DemoResult, out: TextIO) -> None:
     lines = [
         "",
         f"Known causal edges: {total:,} ({kinds}); {rep['hops']['matched']:,}/{result.hops_sent:,} hops matched",
-        f"  plain tracer (raw timestamps): {_pct(edges['naive_inversions'], total)} edges shown reversed",
+        f"  plain tracer (raw timestamps): {_pct(edges['naive_inversions'], total)} edges shown reversed, "
+        f"incl. {result.naive_hops} of {rep['hops']['total']} hops with the receive before the send",
         "  TempoTrace:",
         f"    physics (disjoint bounds)  {_pct(decided['physics'], total)}",
         f"    Lamport                    {_pct(decided['lamport'], total)}",
@@ -203,6 +205,11 @@ def run_demo(config: DemoConfig, out: TextIO | None = None) -> DemoResult:
     say(f"analysed {data['spans']:,} spans in {data['traces']:,} traces")
     result = DemoResult(plans, data, paths, hops, time.monotonic() - say.t0)
     result.examples = _examples(report.hops_kept, {p.host for p in plans if p.liar})
+    result.naive_hops = sum(
+        1
+        for h in report.hops_kept
+        if h["send_ptp_ns"] is not None and h["recv_ptp_ns"] is not None and h["recv_ptp_ns"] < h["send_ptp_ns"]
+    )
     result.checks = _checks(plans, data, hops)
     _print_summary(result, stream)
     return result
