@@ -22,10 +22,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.runner.adapter import Adapter
-from conformance.runner.vectors import norm_response
-
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # the runner lives in the repository, not in the installed package
+    sys.path.insert(0, str(ROOT))
+
+from conformance.runner.adapter import Adapter  # noqa: E402
+from conformance.runner.vectors import norm_response  # noqa: E402
+
 SRC = ROOT / "native" / "ttext"
 TEXT = "AxeXnQbTiTJ7AAAA3AAAAAAAAAAqAAAAAAAAAAAEAAIAAQAAgAAAAAAAAQAIAEACAAAAAAA"
 WIRE = bytes.fromhex(

@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance.runner.vectors import load_cases
-
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # the runner lives in the repository, not in the installed package
+    sys.path.insert(0, str(ROOT))
+
+from conformance.runner.vectors import load_cases  # noqa: E402
+
 RUN = ROOT / "conformance" / "run"
 BROKEN = Path(__file__).with_name("broken_adapter.py")
 
