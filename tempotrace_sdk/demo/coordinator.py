@@ -242,7 +242,7 @@ def _examples(hops: list[dict[str, Any]], liars: set[str]) -> list[str]:
         )
     broken = [h for h in hops if h["outcome"] == "contradiction"]
     if broken:
-        h = broken[0]
+        h = max(broken, key=lambda h: (h["send_ptp_ns"] or 0) - (h["recv_ptp_ns"] or 0))
         out.append(
             f"hop {h['send_host']} -> {h['recv_host']}: both claim ±{h['send_uncertainty_ns']} / "
             f"±{h['recv_uncertainty_ns']} ns, yet the receive is stamped "
