@@ -18,7 +18,7 @@ from opentelemetry import trace
 from ..errors import HeaderError
 from ..wire import Sketch, TTExt
 from ..wire._layout import STRUCT, VERSION
-from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, remote_hop
+from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, remote_hop, with_span
 
 __all__ = ["receive", "send"]
 
@@ -39,7 +39,7 @@ def _send_sketch(state: TempoTraceState, context: context_api.Context | None) ->
         # remote span being forwarded by a proxy): its id, plus what came in.
         hop = remote_hop(context)
         base = hop.header.svc_sketch if hop is not None else Sketch.EMPTY
-        return base.with_span(span_context.span_id), None
+        return with_span(base, span_context.span_id), None
     hop = remote_hop(context)
     return (hop.header.svc_sketch if hop is not None else Sketch.EMPTY), None
 

@@ -30,7 +30,7 @@ from opentelemetry.util import types
 from .. import semconv as S
 from ..clocks.base import Timestamp
 from ..wire import Sketch
-from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, get_state
+from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, get_state, with_span
 
 __all__ = ["TempoTraceSpanProcessor", "end_attributes", "pending_start"]
 
@@ -59,9 +59,9 @@ def end_attributes(state: TempoTraceState, span_id: int, ts: Timestamp, start_ve
     if record is not None and record.sends:
         sends = record.sends
         record.sends = None
-        attrs[S.SEND_LTS] = [s[0] for s in sends]
-        attrs[S.SEND_PTP_NS] = [s[1] for s in sends]
-        attrs[S.SEND_UNCERTAINTY_NS] = [s[2] for s in sends]
+        attrs[S.SEND_LTS] = tuple(s[0] for s in sends)
+        attrs[S.SEND_PTP_NS] = tuple(s[1] for s in sends)
+        attrs[S.SEND_UNCERTAINTY_NS] = tuple(s[2] for s in sends)
     contract = state.contract
     if contract is not None and start_verdict == "pass":
         verdict, reason = contract.verdict(ts)
@@ -98,8 +98,9 @@ class TempoTraceSpanProcessor(SpanProcessor):
 
     def _on_start(self, span: Span, parent_context: context_api.Context | None) -> None:
         state = self.state
+        clock = state.clock
         pending = pending_start.get()
-        ts = pending[1] if pending is not None and pending[0] == span.start_time else state.clock.now()
+        ts = pending[1] if pending is not None and pending[0] == span.start_time else clock.now()
         own = span.get_span_context().span_id
         parent = span.parent
         hop: RemoteHop | None = None
@@ -111,14 +112,14 @@ class TempoTraceSpanProcessor(SpanProcessor):
         if parent is None:
             sketch = Sketch.EMPTY if hop is None else hop.header.svc_sketch
         elif parent.is_remote:
-            sketch = (hop.header.svc_sketch if hop is not None else Sketch.EMPTY).with_span(parent.span_id)
+            sketch = with_span(hop.header.svc_sketch if hop is not None else Sketch.EMPTY, parent.span_id)
         else:
             known = state.sketch_of(parent.span_id)
             if known is None:  # parent from before this process's tracking (or evicted)
                 state.count_error("parent_sketch_missing")
-                known = Sketch.EMPTY.with_span(parent.span_id)
+                known = with_span(Sketch.EMPTY, parent.span_id)
             sketch = known
-        sketch = sketch.with_span(own)
+        sketch = with_span(sketch, own)
         state.open_span(own, sketch)
         attrs: dict[str, types.AttributeValue] = {
             S.PTP_NS: ts.ptp_ns,
@@ -128,7 +129,7 @@ class TempoTraceSpanProcessor(SpanProcessor):
             S.LTS: state.lamport.tick(),
             S.TENANT_ID: state.tenant,
             S.SVC_SKETCH: sketch.to_bytes().hex(),
-            S.CLOCK: state.clock.name,
+            S.CLOCK: clock.name,
             S.HOST: state.host,
         }
         if hop is not None:
@@ -149,7 +150,8 @@ class TempoTraceSpanProcessor(SpanProcessor):
             attrs[S.POLICY_TIER] = contract.tier
             if contract.retention_days is not None:
                 attrs[S.POLICY_RETENTION_DAYS] = contract.retention_days
-        span.set_attributes(attrs)
+        if not _write_direct(span, attrs):
+            span.set_attributes(attrs)
 
     # -- end ----------------------------------------------------------------------
     def _on_ending(self, span: Span) -> None:
@@ -167,20 +169,21 @@ class TempoTraceSpanProcessor(SpanProcessor):
         record = state.live.get(own)
         if record is None:  # started before this processor was added, or by another state
             return
-        attributes: Mapping[str, Any] = span.attributes or {}
+        store = getattr(getattr(span, "_attributes", None), "_dict", None)
+        attributes: Mapping[str, Any] = store if type(store) is dict else (span.attributes or {})
         if S.END_PTP_NS in attributes:
             extra: dict[str, Any] = {}
             if record.sends:  # sends after our decorator stamped the end: rare, keep them
                 sends, record.sends = record.sends, None
                 extra = {
-                    S.SEND_LTS: [s[0] for s in sends],
-                    S.SEND_PTP_NS: [s[1] for s in sends],
-                    S.SEND_UNCERTAINTY_NS: [s[2] for s in sends],
+                    S.SEND_LTS: tuple(s[0] for s in sends),
+                    S.SEND_PTP_NS: tuple(s[1] for s in sends),
+                    S.SEND_UNCERTAINTY_NS: tuple(s[2] for s in sends),
                 }
         else:
             extra = end_attributes(state, own, state.clock.now(), attributes.get(S.POLICY_VERDICT))
         state.close_span(own)
-        if extra:
+        if extra and not _write_direct(span, extra):
             _set_on_ending_span(span, extra)
 
     def on_end(self, span: ReadableSpan) -> None:
@@ -194,6 +197,27 @@ class TempoTraceSpanProcessor(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Nothing is buffered in this processor: always done."""
         return True
+
+
+def _write_direct(span: Span, attrs: dict[str, Any]) -> bool:
+    """Store our attributes without the SDK's per-value validation; False if unsafe.
+
+    Our values are ints, short ASCII strings and int tuples that the SDK's
+    cleaning would leave unchanged, and validating a dozen of them costs more
+    than the rest of a span's start. The fast path is taken only when the
+    span's configured limits cannot apply (no value-length limit, room under
+    the count limit); otherwise the public, validating path is used.
+    """
+    bounded = getattr(span, "_attributes", None)
+    store = getattr(bounded, "_dict", None)
+    if type(store) is not dict or getattr(bounded, "max_value_len", 0) is not None:
+        return False
+    maxlen = getattr(bounded, "maxlen", 0)
+    if maxlen is not None and len(store) + len(attrs) > maxlen:
+        return False
+    with bounded._lock:  # type: ignore[union-attr]
+        store.update(attrs)
+    return True
 
 
 def _set_on_ending_span(span: Span, attrs: Mapping[str, Any]) -> None:
