@@ -65,6 +65,7 @@ def _drive(plans: list[RankPlan], config: DemoConfig, trace: Path, logs: Path, s
     hops = 0
     with terminate_on_signals():
         try:
+            say(f"starting {len(specs)} worker processes (each imports OpenTelemetry: about a second)")
             workers = start_workers(specs, trace)
             ports = [w.port for w in workers]
             say(f"{len(workers)} workers listening on 127.0.0.1 ports {', '.join(map(str, ports))}")
