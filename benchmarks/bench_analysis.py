@@ -1,0 +1,187 @@
+"""`tempotrace analyze` throughput on generated traces of 10^4, 10^5 (and 10^6) spans.
+
+    python -m benchmarks.bench_analysis [--sizes 10000,100000] [--json]
+
+The traces are OTLP JSON lines in the shape the OTLP JSON file exporter
+writes (batches of 512 spans per line), with every tempotrace.* attribute
+the span processor sets: a coordinator step span calls each rank (CLIENT ->
+SERVER hop with remote.* / send.* fields), each server span has a compute
+child; honest PTP-class clocks (±220 ns).
+
+Reported per size: end-to-end spans/s (read + parse + decide + report), the
+peer floor ``json.loads`` of the same lines (what any reader of this format
+pays before doing anything), the ratio ours / floor, and the analysis stage
+alone (pre-parsed records). Linear growth shows as a flat spans/s column;
+the ratio between sizes is printed. The issue's target is >= 200,000 spans/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repo root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tempotrace_sdk.analysis import analyze_file, iter_spans
+from tempotrace_sdk.analysis.analyzer import Analyzer
+from tempotrace_sdk.wire import Sketch
+
+TARGET = 200_000
+BATCH = 512
+
+
+def _kv(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        return {"key": key, "value": {"stringValue": value}}
+    if isinstance(value, list):
+        return {"key": key, "value": {"arrayValue": {"values": [{"intValue": str(v)} for v in value]}}}
+    return {"key": key, "value": {"intValue": str(value)}}
+
+
+def _span(trace_id: str, span_id: int, parent: int, name: str, kind: int, host: str, rank: int, t: int, dur: int,
+          lts: int, sketch: Sketch, rng: random.Random, extra: list[dict[str, Any]]) -> dict[str, Any]:
+    def stamp(x: int) -> int:
+        return x + rng.randint(-200, 200)
+
+    attrs = [
+        _kv("tempotrace.ptp_ns", stamp(t)), _kv("tempotrace.uncertainty_ns", 220),
+        _kv("tempotrace.clk_quality", "OK"), _kv("tempotrace.ts_source", "GTE"), _kv("tempotrace.lts", lts),
+        _kv("tempotrace.tenant_id", 0), _kv("tempotrace.svc_sketch", sketch.to_bytes().hex()),
+        _kv("tempotrace.clock", "sim:ptp"), _kv("tempotrace.host", host), _kv("tempotrace.rank", rank),
+        *extra,
+        _kv("tempotrace.end.ptp_ns", stamp(t + dur)), _kv("tempotrace.end.uncertainty_ns", 220),
+        _kv("tempotrace.end.clk_quality", "OK"), _kv("tempotrace.end.lts", lts + 50),
+    ]
+    out = {"traceId": trace_id, "spanId": f"{span_id:016x}", "flags": 256, "name": name, "kind": kind,
+           "startTimeUnixNano": str(t - 37_000_000_000), "endTimeUnixNano": str(t + dur - 37_000_000_000),
+           "attributes": attrs, "status": {}}
+    if parent:
+        out["parentSpanId"] = f"{parent:016x}"
+    return out
+
+
+def generate(path: str, n_spans: int, ranks: int = 32, seed: int = 0) -> int:
+    """Write about n_spans spans; returns the exact count."""
+    rng = random.Random(seed)
+    spans: list[dict[str, Any]] = []
+    written = 0
+    t = 1_800_000_000_000_000_000
+    with open(path, "w", encoding="utf-8") as fh:
+        def flush() -> None:
+            nonlocal spans
+            if spans:
+                doc = {"resourceSpans": [{"resource": {"attributes": [_kv("service.name", "bench")]},
+                                          "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}]}]}
+                fh.write(json.dumps(doc, separators=(",", ":")) + "\n")
+                spans = []
+
+        while written < n_spans:
+            trace_id = f"{rng.getrandbits(128):032x}"
+            root = rng.getrandbits(63) | 1
+            root_sk = Sketch.of(root)
+            lts = 1
+            for r in range(ranks):
+                if written >= n_spans:
+                    break
+                client, server, compute = (rng.getrandbits(63) | 1 for _ in range(3))
+                t_call = t + 10_000 + r * 40_000
+                send_lts = lts + 2
+                c_sk = root_sk.with_span(client)
+                s_sk = c_sk.with_span(server)
+                send = [_kv("tempotrace.send.lts", [send_lts]), _kv("tempotrace.send.ptp_ns", [t_call + 2_000]),
+                        _kv("tempotrace.send.uncertainty_ns", [220])]
+                recv = [_kv("tempotrace.remote.ptp_ns", t_call + 2_000), _kv("tempotrace.remote.uncertainty_ns", 220),
+                        _kv("tempotrace.remote.clk_quality", "OK"), _kv("tempotrace.remote.ts_source", "GTE"),
+                        _kv("tempotrace.remote.lts", send_lts), _kv("tempotrace.remote.tenant_id", 0),
+                        _kv("tempotrace.remote.svc_sketch", c_sk.to_bytes().hex()),
+                        _kv("tempotrace.recv.lts", send_lts + 1)]
+                host = f"node-{r}"
+                spans.append(_span(trace_id, compute, server, "compute", 1, host, r, t_call + 12_000, 10_000,
+                                   send_lts + 3, s_sk.with_span(compute), rng, []))
+                spans.append(_span(trace_id, server, client, "serve", 2, host, r, t_call + 8_000, 20_000,
+                                   send_lts + 2, s_sk, rng, recv))
+                spans.append(_span(trace_id, client, root, f"call rank {r}", 3, "coord", 0, t_call, 35_000, lts + 1,
+                                   c_sk, rng, send))
+                written += 3
+                lts += 4
+                if len(spans) >= BATCH:
+                    flush()
+            spans.append(_span(trace_id, root, 0, "step", 1, "coord", 0, t, ranks * 40_000 + 50_000, 0, root_sk,
+                               rng, []))
+            written += 1
+            t += ranks * 40_000 + 100_000
+        flush()
+    return written
+
+
+def _best(fn: Any, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def bench(sizes: list[int], repeat: int) -> list[dict[str, Any]]:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            path = os.path.join(tmp, f"t{size}.jsonl")
+            n = generate(path, size)
+            mb = os.path.getsize(path) / 1e6
+            with open(path, encoding="utf-8") as fh:
+                lines = fh.readlines()
+            floor = _best(lambda: [json.loads(x) for x in lines], repeat)  # noqa: B023
+            ours = _best(lambda: analyze_file(path), repeat)  # noqa: B023
+            records = list(iter_spans(path))
+
+            def stage(records: list[Any] = records) -> None:
+                a = Analyzer()
+                a.add_all(records)
+                a.finish()
+
+            decide_only = _best(stage, repeat)
+            rep = analyze_file(path)
+            del lines, records
+            rows.append({
+                "spans": n, "file_mb": round(mb, 1), "edges": rep.edges.total,
+                "spans_per_s": n / ours, "json_floor_spans_per_s": n / floor, "ratio_vs_json_floor": ours / floor,
+                "analysis_stage_spans_per_s": n / decide_only, "wrong": sum(rep.edges.wrong.values()),
+            })
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="10000,100000", help="comma-separated span counts (add 1000000 if time allows)")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    rows = bench([int(s) for s in args.sizes.split(",")], args.repeat)
+    if args.json:
+        print(json.dumps({"title": "analyze throughput", "target_spans_per_s": TARGET, "rows": rows}, indent=2))
+        return 0
+    print(f"analyze throughput (target >= {TARGET:,} spans/s end to end)")
+    print(f"  {'spans':>9} {'MB':>6} {'edges':>9} {'spans/s':>10} {'json floor':>11} {'ours/floor':>10} "
+          f"{'stage only':>11}")
+    for r in rows:
+        print(f"  {r['spans']:>9,} {r['file_mb']:>6} {r['edges']:>9,} {r['spans_per_s']:>10,.0f} "
+              f"{r['json_floor_spans_per_s']:>11,.0f} {r['ratio_vs_json_floor']:>10.2f} "
+              f"{r['analysis_stage_spans_per_s']:>11,.0f}")
+    for a, b in zip(rows, rows[1:]):
+        growth = (b["spans"] / b["spans_per_s"]) / (a["spans"] / a["spans_per_s"])
+        print(f"  time ratio {b['spans']:,} / {a['spans']:,} spans: {growth:.2f} (linear = {b['spans'] / a['spans']:.0f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,19 @@
+# Causal analysis (issue 5): the HTML timeline is checked in headless Chromium
+# (tests/analysis/test_analysis_html_chromium.py), so `make test` installs
+# Debian's chromium when it is missing and we are root (CI runs as root on a
+# fresh machine); elsewhere that test skips with a reason. The benchmark
+# measures `tempotrace analyze` throughput on generated traces.
+
+TEST_STEPS += analysis-chromium
+BENCH_STEPS += bench-analysis
+
+analysis-chromium:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" != 0 ]; then echo "analysis: not root, the Chromium HTML test will skip"; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		echo "analysis: installing chromium (headless HTML check)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "analysis: no apt-get; the Chromium HTML test will skip"; fi
+
+bench-analysis: venv
+	$(PY) benchmarks/bench_analysis.py $(BENCH_ANALYSIS_ARGS)
