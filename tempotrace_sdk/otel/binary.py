@@ -31,7 +31,7 @@ from .hop import receive, reject, send
 __all__ = ["BINARY_HEADER", "binary_header", "extract_binary", "inject_binary"]
 
 _DUPLICATE = HeaderError("length", "tt-ext-bin present more than once", error_class="TEXT_MULTIPLE", remote=True)
-_NOT_BYTES = HeaderError("length", "tt-ext-bin value must be bytes", error_class="TYPE", remote=True)
+_NOT_BYTES = HeaderError("length", "tt-ext-bin value must be bytes", error_class="BINARY_TYPE", remote=True)
 
 
 def binary_header(

@@ -91,7 +91,7 @@ class TempoTracePropagator(TextMapPropagator):
             context = context_api.Context()
         state = self.state
         try:
-            value = self._read(carrier, getter)
+            value = self._read(carrier, getter, context)
             if value is None:
                 return context
             header = TTExt.from_header(value)
@@ -105,9 +105,13 @@ class TempoTracePropagator(TextMapPropagator):
             _log.debug("tempotrace: extract failed", exc_info=True)
             return context
 
-    def _read(self, carrier: CarrierT, getter: Getter[CarrierT]) -> str | None:
+    def _read(self, carrier: CarrierT, getter: Getter[CarrierT], context: context_api.Context) -> str | None:
         values = getter.get(carrier, self.TT_EXT_HEADER)
         if values is None and self._fallback:
+            # tracestate means something only beside a valid traceparent (W3C);
+            # the tracecontext propagator runs before us in the composite.
+            if not trace.get_current_span(context).get_span_context().is_valid:
+                return None
             return _tracestate_member(getter.get(carrier, self.TRACESTATE_HEADER))
         if values is None:
             return None
@@ -144,15 +148,42 @@ class TempoTracePropagator(TextMapPropagator):
             _log.debug("tempotrace: inject failed", exc_info=True)
 
 
+#: W3C tracestate limits: list members, header length, and the size above
+#: which a member is dropped first when the header is too long.
+_TS_MAX_MEMBERS = 32
+_TS_MAX_LEN = 512
+_TS_BIG_MEMBER = 128
+
+
 def _merged_tracestate(existing: TraceState, text: str) -> str:
-    # Other vendors' members are kept; ours moves to the front as W3C asks of
-    # an updated member.
-    members = [(TRACESTATE_KEY, text)] + [(k, v) for k, v in existing.items() if k != TRACESTATE_KEY]
-    return TraceState(members[:32]).to_header()
+    """Spec §6 "Writing": our member at the front, everyone else kept in order."""
+    ours = f"{TRACESTATE_KEY}={text}"
+    others = [f"{k}={v}" for k, v in existing.items() if k != TRACESTATE_KEY][: _TS_MAX_MEMBERS - 1]
+    if len(",".join([ours, *others])) > _TS_MAX_LEN:
+        others = [m for m in others if len(m) <= _TS_BIG_MEMBER]
+        while others and len(",".join([ours, *others])) > _TS_MAX_LEN:
+            others.pop()
+    return ",".join([ours, *others])
+
+
+_OWS = " \t"
 
 
 def _tracestate_member(values: typing.Any) -> str | None:
+    """The ``tt`` member of a received tracestate (all its field lines), or None.
+
+    Several ``tt`` members are TEXT_MULTIPLE (spec §6); other members are not
+    judged here (the tracecontext propagator owns them).
+    """
+    if isinstance(values, str):
+        values = [values]
     if not values or not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
         return None
-    member = TraceState.from_header(list(values)).get(TRACESTATE_KEY)
-    return member if isinstance(member, str) else None
+    found = None
+    for member in ",".join(values).split(","):
+        key, sep, value = member.strip(_OWS).partition("=")
+        if sep and key == TRACESTATE_KEY:
+            if found is not None:
+                raise _DUPLICATE
+            found = value
+    return found

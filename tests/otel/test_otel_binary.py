@@ -31,7 +31,7 @@ def test_binary_round_trip_is_a_hop(pipe: Pipeline, state: TempoTraceState) -> N
     ("metadata", "error_class"),
     [
         ([("tt-ext-bin", b"\x03" * 52)], "LENGTH"),
-        ([("tt-ext-bin", "text, not bytes")], "TYPE"),
+        ([("tt-ext-bin", "text, not bytes")], "BINARY_TYPE"),
         ([("tt-ext-bin", b"a"), ("tt-ext-bin", b"b")], "TEXT_MULTIPLE"),
         ([("tt-ext-bin", bytes([0x04]) + bytes(52))], "VERSION"),
         ([42], "TypeError"),

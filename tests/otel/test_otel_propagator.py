@@ -212,8 +212,39 @@ def test_tracestate_fallback_merges_and_is_read_back(state: TempoTraceState, pip
     # A receiver whose proxy stripped tt-ext still gets the header from tracestate.
     del carrier["tt-ext"]
     receiver = TempoTraceState(clock=StepClock(), tenant=0, host="b")
-    hop = remote_hop(TempoTracePropagator(state=receiver, tracestate_fallback=True).extract(carrier))
+    reader = TempoTracePropagator(state=receiver, tracestate_fallback=True)
+    hop = remote_hop(reader.extract(carrier, TC.extract(carrier)))
     assert hop is not None and hop.header.to_header() == members["tt"]
+    # Without a valid traceparent the tracestate means nothing (W3C) and is not read.
+    del carrier["traceparent"]
+    assert remote_hop(reader.extract(carrier)) is None
+    assert receiver.rejections() == {}
+
+
+def test_several_tt_members_are_refused(state: TempoTraceState) -> None:
+    carrier = {
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "tracestate": f"tt={GOOD},a=b,tt={GOOD}",
+    }
+    ctx = TC.extract(carrier)
+    assert TempoTracePropagator(state=state, tracestate_fallback=True).extract(carrier, ctx) is ctx
+    assert state.rejections() == {"TEXT_MULTIPLE": 1}
+
+
+def test_tracestate_limits_keep_our_member(pipe: Pipeline) -> None:
+    """Spec §6: at most 32 members and 512 characters; long foreign members go first, ours stays."""
+    from opentelemetry.trace.span import TraceState
+
+    from tempotrace_sdk.otel.propagator import _merged_tracestate
+
+    many = TraceState([(f"v{i}", "x") for i in range(32)])
+    merged = _merged_tracestate(many, GOOD).split(",")
+    assert len(merged) == 32 and merged[0] == f"tt={GOOD}" and merged[1] == "v0=x"
+    big = TraceState([("small", "1"), ("big", "y" * 200), ("mid", "z" * 120), ("mid2", "w" * 120)])
+    header = _merged_tracestate(big, GOOD)
+    assert len(header) <= 512
+    assert header.split(",")[0] == f"tt={GOOD}"
+    assert "big=" not in header and "small=1" in header
 
 
 def test_separate_header_wins_over_tracestate(state: TempoTraceState) -> None:
