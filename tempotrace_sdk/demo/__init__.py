@@ -3,7 +3,8 @@
 For demonstration and end-to-end tests; see ``tempotrace demo --help``.
 """
 
-from .coordinator import DemoConfig, DemoResult, run_demo
+from .coordinator import run_demo
+from .model import DemoConfig, DemoResult
 from .plan import RankPlan, plan_ranks
 
 __all__ = ["DemoConfig", "DemoResult", "RankPlan", "plan_ranks", "run_demo"]

@@ -39,8 +39,12 @@ def test_with_a_liar_every_hop_is_traced_honest_edges_are_never_wrong_and_the_li
     assert report["edges"]["by_kind"]["hop"] == hops
     assert report["edges"]["total"] > hops  # plus parent/child and end edges
 
-    # The NTP rank is 800 µs behind: a plain tracer shows some receivers acting before senders.
+    # The NTP rank is 1.2 ms behind: a plain tracer shows some receivers acting before senders.
     assert report["edges"]["naive_inversions"] > 0
+    assert 0 < result.naive_hops <= hops
+    # Hops with the NTP-class end: the saturated bound never lets physics decide.
+    assert sum(result.saturated_hops.values()) > 0
+    assert result.saturated_hops.get("physics", 0) == 0
     # Its bound saturates, so Lamport/SVC decide edges physics cannot.
     assert report["edges"]["decided"]["lamport"] + report["edges"]["decided"]["svc"] > 0
 

@@ -1,0 +1,159 @@
+"""What the demo prints after the analysis: numbers, two hops told in words, checks, paths."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from .model import DemoResult
+from .plan import RankPlan
+
+__all__ = ["checks", "examples", "hop_stats", "offset_text", "render_summary"]
+
+
+def checks(
+    plans: list[RankPlan], report: dict[str, Any], hops_sent: int, saturated_hops: dict[str, int]
+) -> dict[str, bool]:
+    """The demo's pass/fail checks, by what a user would see break."""
+    liars = {p.host for p in plans if p.liar}
+    blamed_honest = [f for f in report["faults"] if f["host"] not in liars]
+    result = {
+        "every hop the workload made was matched in the trace": report["hops"]["matched"] == hops_sent,
+        "no wrong decision on edges between honest clocks": not blamed_honest
+        and bool(liars or report["edges"]["wrong_total"] == 0),
+    }
+    if saturated_hops:
+        result["physics never used a saturated (NTP-class) bound"] = saturated_hops.get("physics", 0) == 0
+    if liars:
+        result["the lying clock was flagged"] = set(report["lying_hosts"]) == liars
+    return result
+
+
+def hop_stats(hops: list[dict[str, Any]], plans: list[RankPlan]) -> tuple[int, dict[str, int]]:
+    """(hops a plain tracer shows receive-before-send, decisions on hops touching an NTP-class clock)."""
+    naive = sum(
+        1
+        for h in hops
+        if h["send_ptp_ns"] is not None and h["recv_ptp_ns"] is not None and h["recv_ptp_ns"] < h["send_ptp_ns"]
+    )
+    ntp = {p.host for p in plans if p.profile == "ntp"}
+    saturated: Counter[str] = Counter()
+    for h in hops:
+        if h["send_host"] in ntp or h["recv_host"] in ntp:
+            outcome = h["outcome"]
+            saturated[h["decision"]["method"] if outcome == "consistent" else outcome] += 1
+    return naive, dict(saturated)
+
+
+def _pct(n: int, total: int) -> str:
+    return f"{n:>6,}  ({100.0 * n / total:5.1f}%)" if total else f"{n:>6,}"
+
+
+def render_summary(result: DemoResult) -> str:
+    rep = result.report
+    edges = rep["edges"]
+    total = edges["total"]
+    kinds = ", ".join(f"{k} {v:,}" for k, v in edges["by_kind"].items())
+    decided = edges["decided"]
+    liars = {p.host: p for p in result.plans if p.liar}
+    lines = [
+        "",
+        f"Known causal edges: {total:,} ({kinds}); {rep['hops']['matched']:,}/{result.hops_sent:,} hops matched",
+        f"  plain tracer (raw timestamps): {_pct(edges['naive_inversions'], total)} edges shown reversed, "
+        f"incl. {result.naive_hops} of {rep['hops']['total']} hops with the receive before the send",
+        "  TempoTrace:",
+        f"    physics (disjoint bounds)  {_pct(decided['physics'], total)}",
+        f"    Lamport                    {_pct(decided['lamport'], total)}",
+        f"    SVC sketch                 {_pct(decided['svc'], total)}",
+        f"    undecided (said so)        {_pct(decided['undecided'], total)}",
+        f"    wrong                      {_pct(edges['wrong_total'], total)}"
+        + (
+            "   <- not silent: each is evidence against the lying clock below"
+            if edges["wrong_total"] and result.checks.get("no wrong decision on edges between honest clocks")
+            else ""
+        ),
+    ]
+    if result.saturated_hops:
+        sat = result.saturated_hops
+        lines.append(
+            f"  hops touching an NTP-class clock (bound saturated, physics cannot use it): {sum(sat.values())}: "
+            + ", ".join(f"{k} {sat.get(k, 0)}" for k in ("physics", "lamport", "svc", "undecided"))
+            + "".join(f", {k} {v}" for k, v in sat.items() if k not in ("physics", "lamport", "svc", "undecided"))
+        )
+    if result.examples:
+        lines.append("  for example:")
+        lines.extend(f"    {e}" for e in result.examples)
+    for fault in rep["faults"]:
+        plan = liars.get(fault["host"])
+        who = f" (the {plan.profile} profile, truly {plan.offset_ns / 1e6:+.3f} ms off)" if plan else ""
+        lines.append(
+            f"  {fault['verdict'].upper()} clock: {fault['host']}{who}: broke its {fault['claimed_bound_ns']:,} ns "
+            f"promise on {fault['violations']:,} of {fault['edges']:,} edges with {_peers(fault)}, "
+            f"by up to {fault['max_excess_ns'] / 1e3:,.1f} µs"
+        )
+    if not rep["faults"]:
+        lines.append("  no clock broke its promise")
+    lines.append("")
+    for name, passed in result.checks.items():
+        lines.append(f"  [{'ok' if passed else 'FAILED'}] {name}")
+    lines.append("")
+    lines.append(f"Outputs in {result.paths['out']}/:")
+    lines.append(f"  spans (OTLP JSON lines)  {result.paths['trace']}")
+    lines.append(f"  analysis (JSON)          {result.paths['report']}")
+    lines.append(f"  Perfetto trace           {result.paths['perfetto']}   (open in https://ui.perfetto.dev)")
+    lines.append(f"  HTML timeline            {result.paths['html']}")
+    lines.append(f"  worker logs              {result.paths['out']}/worker-*.log")
+    return "\n".join(lines)
+
+
+def examples(hops: list[dict[str, Any]], liars: set[str]) -> list[str]:
+    """One hop a plain tracer gets backwards and TempoTrace still orders, and one the liar broke."""
+    out: list[str] = []
+    honest = [
+        h
+        for h in hops
+        if h["outcome"] == "consistent"
+        and h["send_host"] not in liars
+        and h["recv_host"] not in liars
+        and h["send_ptp_ns"] is not None
+        and h["recv_ptp_ns"] is not None
+        and h["recv_ptp_ns"] < h["send_ptp_ns"]
+    ]
+    if honest:
+        h = max(honest, key=lambda h: h["send_ptp_ns"] - h["recv_ptp_ns"])
+        d = h["decision"]
+        how = {
+            "svc": f"the SVC sketch (send in the receive's causal past; false-positive rate {d.get('fp', 0.0):.1e})",
+            "lamport": "Lamport counters (they rule out receive-before-send)",
+        }.get(d["method"], d["method"])
+        out.append(
+            f"hop {h['send_host']} -> {h['recv_host']}: raw timestamps put the receive "
+            f"{(h['send_ptp_ns'] - h['recv_ptp_ns']) / 1e3:,.0f} µs BEFORE the send; "
+            f"TempoTrace orders it correctly by {how}"
+        )
+    broken = [h for h in hops if h["outcome"] == "contradiction"]
+    if broken:
+        h = max(broken, key=lambda h: (h["send_ptp_ns"] or 0) - (h["recv_ptp_ns"] or 0))
+        out.append(
+            f"hop {h['send_host']} -> {h['recv_host']}: both claim ±{h['send_uncertainty_ns']} / "
+            f"±{h['recv_uncertainty_ns']} ns, yet the receive is stamped "
+            f"{(h['send_ptp_ns'] - h['recv_ptp_ns']) / 1e3:,.0f} µs before the send: a clock broke its bound"
+        )
+    return out
+
+
+def _peers(fault: dict[str, Any]) -> str:
+    peers = fault.get("peer_sample", fault.get("peers"))
+    if isinstance(peers, list):
+        count = fault["peers"] if isinstance(fault.get("peers"), int) else len(peers)
+        more = f" (+{count - len(peers)} more)" if count > len(peers) else ""
+        return ", ".join(map(str, peers)) + more
+    return f"{peers} hosts"
+
+
+def offset_text(ns: float) -> str:
+    if abs(ns) >= 1_000_000:
+        return f"{ns / 1e6:+.3f} ms"
+    if abs(ns) >= 1_000:
+        return f"{ns / 1e3:+,.0f} µs"
+    return f"{ns:+.0f} ns"
