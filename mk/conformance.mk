@@ -7,8 +7,8 @@
 #                        vector suite through the sanitized adapter (+ valgrind if present)
 #   conformance-fuzz     seeded, bounded fuzz pass (vector-derived and random inputs)
 #                        through the sanitized codec and request parser
-#   conformance-run      every vector through the Python AND C adapters; any failure or
-#                        disagreement between them fails the build
+#   conformance-run      every vector, then 20,000 seeded mutations of their inputs, through
+#                        the Python AND C adapters; any failure or disagreement fails the build
 
 TEST_STEPS += conformance-c-build conformance-c-asan conformance-fuzz conformance-run
 
@@ -24,9 +24,10 @@ TTEXT_ASAN_CFLAGS := -std=c99 -O1 -g -Wall -Wextra -Werror -pedantic \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 TTEXT_SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-# Fixed seed and count: the same inputs every run, about two seconds under ASan.
+# Fixed seeds and counts: the same inputs every run, a few seconds each.
 TTEXT_FUZZ_SEED ?= 20261129
 TTEXT_FUZZ_ITERATIONS ?= 500000
+TTEXT_DIFFERENTIAL ?= 20000
 
 .PHONY: conformance-cc-check
 
@@ -81,4 +82,5 @@ conformance-fuzz: venv $(TTEXT_OUT)/fuzz-asan
 	$(TTEXT_SAN_ENV) $(TTEXT_OUT)/fuzz-asan -n $(TTEXT_FUZZ_ITERATIONS) -s $(TTEXT_FUZZ_SEED) $(TTEXT_OUT)/fuzz-corpus.txt
 
 conformance-run: venv $(TTEXT_OUT)/ttext-adapter
-	PYTHON=$(PY) conformance/run --all --c-adapter $(TTEXT_OUT)/ttext-adapter
+	PYTHON=$(PY) conformance/run --all --c-adapter $(TTEXT_OUT)/ttext-adapter \
+	  --differential $(TTEXT_DIFFERENTIAL) --seed $(TTEXT_FUZZ_SEED)

@@ -15,10 +15,12 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from .adapter import Adapter
+from .mutate import differential_requests
 from .vectors import Case, Value, VectorError, load_cases, norm_response
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,8 +49,8 @@ def shorten(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 20] + f"...({len(text)} chars)"
 
 
-def describe_input(case: Case) -> str:
-    return " ".join(f"{k}={shorten(v)}" for k, v in case.request.items())
+def describe_input(request: dict[str, Any]) -> str:
+    return " ".join(f"{k}={shorten(v)}" for k, v in request.items())
 
 
 def mismatches(expect: dict[str, Value], got: dict[str, Value]) -> list[str]:
@@ -85,17 +87,39 @@ def parse_impls(specs: list[str], use_all: bool, c_adapter: Path, timeout: float
     return adapters
 
 
-def run(cases: list[Case], adapters: list[Adapter], max_reports: int, out: Any = sys.stdout) -> int:
+def run(
+    cases: list[Case],
+    adapters: list[Adapter],
+    max_reports: int,
+    differential: Iterable[dict[str, Any]] = (),
+    out: Any = sys.stdout,
+) -> int:
+    """Every vector through every adapter, then the differential inputs; print reports and the summary."""
     passed = dict.fromkeys((a.name for a in adapters), 0)
     failed = dict.fromkeys((a.name for a in adapters), 0)
     disagreements = 0
     reports = 0
+    first = adapters[0].name
 
     def report(lines: list[str]) -> None:
         nonlocal reports
         reports += 1
         if reports <= max_reports:
             print("\n".join(lines), file=out)
+
+    def compare(label: str, shown_input: str, answers: dict[str, dict[str, Value]]) -> None:
+        nonlocal disagreements
+        for other in adapters[1:]:
+            if answers[other.name] != answers[first]:
+                disagreements += 1
+                report(
+                    [
+                        f"DISAGREE {first} vs {other.name}: {label}",
+                        f"  input: {shown_input}",
+                        f"  {first}: {shorten(answers[first], 400)}",
+                        f"  {other.name}: {shorten(answers[other.name], 400)}",
+                    ]
+                )
 
     for case in cases:
         answers: dict[str, dict[str, Value]] = {}
@@ -108,7 +132,7 @@ def run(cases: list[Case], adapters: list[Adapter], max_reports: int, out: Any =
                 report(
                     [
                         f"FAIL {adapter.name}: {case.label}",
-                        f"  input:    {describe_input(case)}",
+                        f"  input:    {describe_input(case.request)}",
                         f"  expected: {shorten(case.expect, 400)}",
                         f"  {adapter.name}: {shorten(got, 400)}",
                         *(f"  - {p}" for p in problems),
@@ -116,18 +140,19 @@ def run(cases: list[Case], adapters: list[Adapter], max_reports: int, out: Any =
                 )
             else:
                 passed[adapter.name] += 1
-        first = adapters[0].name
-        for other in adapters[1:]:
-            if answers[other.name] != answers[first]:
-                disagreements += 1
-                report(
-                    [
-                        f"DISAGREE {first} vs {other.name}: {case.label}",
-                        f"  input: {describe_input(case)}",
-                        f"  {first}: {shorten(answers[first], 400)}",
-                        f"  {other.name}: {shorten(answers[other.name], 400)}",
-                    ]
-                )
+        compare(case.label, describe_input(case.request), answers)
+
+    n_differential = 0
+    for n_differential, request in enumerate(differential, 1):
+        answers = {a.name: norm_response(a.ask(request)) for a in adapters}
+        label = f"differential input #{n_differential}"
+        for name, got in answers.items():
+            if "adapterError" in got or "unsupported" in got:  # equal non-answers are not agreement
+                failed[name] += 1
+                report([f"FAIL {name}: {label}", f"  input: {describe_input(request)}", f"  {name}: {shorten(got)}"])
+        compare(label, describe_input(request), answers)
+    if n_differential:
+        print(f"differential: {n_differential} mutated inputs compared across implementations", file=out)
     for adapter in adapters:
         adapter.close()
     if reports > max_reports:
@@ -167,6 +192,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each answer")
     parser.add_argument("--max-reports", type=int, default=50, help="failure reports to print (all are counted)")
     parser.add_argument(
+        "--differential",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after the vectors, send N seeded mutations of their inputs to every implementation; "
+        "any disagreement fails (needs two or more implementations)",
+    )
+    parser.add_argument("--seed", type=int, default=20261129, help="seed of the --differential inputs")
+    parser.add_argument(
         "--write-corpus",
         type=Path,
         metavar="FILE",
@@ -189,7 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"conformance: {len(cases)} vectors x {len(adapters)} implementation(s): {', '.join(a.name for a in adapters)}"
     )
-    return run(cases, adapters, args.max_reports)
+    if args.differential and len(adapters) < 2:
+        print("conformance: --differential compares implementations; give two or more", file=sys.stderr)
+        return 2
+    differential = differential_requests(cases, args.differential, args.seed)
+    return run(cases, adapters, args.max_reports, differential)
 
 
 def write_corpus(cases: list[Case], path: Path) -> None:

@@ -169,6 +169,21 @@ def test_disagreement_on_unstated_key_fails_although_both_pass(vectors: Path) ->
     assert '"popcount": "5"' in res.stdout and '"popcount": "4"' in res.stdout
 
 
+def test_differential_inputs_find_a_disagreement_the_vectors_miss(vectors: Path) -> None:
+    """Mutated vector inputs reach a bug no vector covers; the report names the input and both answers."""
+    res = run("--impl", "python", "--impl", broken("newline-as-length"), "--differential", "1000", str(vectors))
+    assert res.returncode == 1
+    assert f"broken: {N} passed, 0 failed" in res.stdout
+    assert "DISAGREE python vs broken: differential input #" in res.stdout
+    assert "\\n" in res.stdout  # the input, JSON-escaped
+    assert "differential: 1000 mutated inputs compared" in res.stdout
+
+
+def test_differential_needs_two_implementations(vectors: Path) -> None:
+    res = run("--impl", "python", "--differential", "10", str(vectors))
+    assert res.returncode == 2
+
+
 def test_crashing_adapter_is_reported_and_restarted(vectors: Path) -> None:
     res = run("--impl", broken("crash-on-lamport"), str(vectors))
     assert res.returncode == 1
