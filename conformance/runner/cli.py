@@ -17,7 +17,7 @@ import shlex
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .adapter import Adapter
 from .mutate import differential_requests
@@ -29,19 +29,20 @@ C_ADAPTER = ROOT / "native" / "build" / "ttext" / "ttext-adapter"
 BUILTIN = ("python", "c")
 
 
+def die(message: str) -> NoReturn:
+    """A usage or setup error: exit status 2, distinct from test failures (1)."""
+    print(f"conformance: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def builtin_argv(name: str, c_adapter: Path) -> list[str]:
     if name == "python":
         return [sys.executable, str(ROOT / "conformance" / "adapters" / "python_adapter.py")]
     if name == "c":
         if not os.access(c_adapter, os.X_OK):
-            raise SystemExit(
-                f"conformance: C adapter {c_adapter} not built; run `make conformance-c-build` "
-                "(or pass --c-adapter PATH)"
-            )
+            die(f"C adapter {c_adapter} not built; run `make conformance-c-build` (or pass --c-adapter PATH)")
         return [str(c_adapter)]
-    raise SystemExit(
-        f"conformance: unknown implementation {name!r}; built-in: {', '.join(BUILTIN)}; or pass NAME=COMMAND"
-    )
+    die(f"unknown implementation {name!r}; built-in: {', '.join(BUILTIN)}; or pass NAME=COMMAND")
 
 
 def shorten(value: Any, limit: int = 160) -> str:
@@ -83,7 +84,7 @@ def parse_impls(specs: list[str], use_all: bool, c_adapter: Path, timeout: float
         else:
             adapters.append(Adapter(spec, builtin_argv(spec, c_adapter), timeout, env))
     if len({a.name for a in adapters}) != len(adapters):
-        raise SystemExit("conformance: each --impl needs a distinct name")
+        die("each --impl needs a distinct name")
     return adapters
 
 

@@ -222,7 +222,7 @@ def test_unknown_group_type_refuses_to_run(tmp_path: Path) -> None:
 
 def test_missing_c_adapter_says_how_to_build_it(vectors: Path, tmp_path: Path) -> None:
     res = run("--impl", "c", "--c-adapter", str(tmp_path / "nope"), str(vectors))
-    assert res.returncode != 0
+    assert res.returncode == 2
     assert "make conformance-c-build" in res.stdout + res.stderr
 
 
