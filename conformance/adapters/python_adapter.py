@@ -87,8 +87,8 @@ def encode(req: dict[str, Any]) -> Response:
     header = TTExt(
         tenant_id=_int(_str(req, "tenantId")),
         ptp_ns=_int(_str(req, "ptpNs")),
-        ts_source=_int(_str(req, "tsSource")),  # type: ignore[arg-type]  # range-checked by TTExt
-        clk_quality=_int(_str(req, "clkQuality")),  # type: ignore[arg-type]
+        ts_source=_int(_str(req, "tsSource")),  # a bare int: TTExt range-checks it
+        clk_quality=_int(_str(req, "clkQuality")),
         uncertainty_ns=_int(_str(req, "uncertaintyNs")),
         lts=_int(_str(req, "lts")),
         svc_sketch=Sketch.from_bytes(sketch),
