@@ -10,7 +10,6 @@ bytes: ``receive`` returns None and the caller counts the refusal.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from opentelemetry import context as context_api
 from opentelemetry import trace
@@ -25,32 +24,29 @@ __all__ = ["receive", "send"]
 _log = logging.getLogger(__name__)
 
 
-def _send_sketch(state: TempoTraceState, context: context_api.Context | None) -> tuple[Sketch, Any]:
-    span = trace.get_current_span(context)
-    span_context = span.get_span_context()
-    if span_context.is_valid:
-        record = state.live.get(span_context.span_id)
-        if record is not None:
-            return record.sketch, (span, record)
-        sketch = state.sketch_of(span_context.span_id)
+def _untracked_sketch(state: TempoTraceState, context: context_api.Context | None, span_id: int) -> Sketch:
+    if span_id:
+        sketch = state.sketch_of(span_id)  # an ended span of ours
         if sketch is not None:
-            return sketch, None
-        # A span we never saw start (no processor, another provider, or a
-        # remote span being forwarded by a proxy): its id, plus what came in.
-        hop = remote_hop(context)
-        base = hop.header.svc_sketch if hop is not None else Sketch.EMPTY
-        return with_span(base, span_context.span_id), None
+            return sketch
+    # A span we never saw start (no processor, another provider, or a remote
+    # span being forwarded by a proxy): its id, plus what came in.
     hop = remote_hop(context)
-    return (hop.header.svc_sketch if hop is not None else Sketch.EMPTY), None
+    base = hop.header.svc_sketch if hop is not None else Sketch.EMPTY
+    return with_span(base, span_id) if span_id else base
 
 
 def send(state: TempoTraceState, context: context_api.Context | None = None) -> bytes:
     """Record a send event and return the 53-byte header for it.
 
-    The send is remembered on the current span (if we track it) and written
-    as ``tempotrace.send.*`` arrays when the span ends.
+    The send is remembered on the current span (if we track it and it is
+    still open) and written as ``tempotrace.send.*`` arrays when it ends.
     """
-    sketch, owner = _send_sketch(state, context)
+    span_context = trace.get_current_span(context).get_span_context()
+    span_id = span_context.span_id if span_context.is_valid else 0
+    # A record is in ``live`` exactly while its span is open (removed at end).
+    record = state.live.get(span_id) if span_id else None
+    sketch = record.sketch if record is not None else _untracked_sketch(state, context, span_id)
     ts = state.clock.now()
     lts = state.lamport.tick()
     # Every field is already valid (Timestamp, LamportClock and the state
@@ -64,14 +60,12 @@ def send(state: TempoTraceState, context: context_api.Context | None = None) -> 
         lts,
         sketch.to_bytes(),
     )
-    if owner is not None:
-        span, record = owner
-        if span.is_recording():
-            sends = record.sends
-            if sends is None:
-                record.sends = [(lts, ts.ptp_ns, ts.uncertainty_ns)]
-            else:
-                sends.append((lts, ts.ptp_ns, ts.uncertainty_ns))
+    if record is not None:
+        sends = record.sends
+        if sends is None:
+            record.sends = [(lts, ts.ptp_ns, ts.uncertainty_ns)]
+        else:
+            sends.append((lts, ts.ptp_ns, ts.uncertainty_ns))
     return raw
 
 
