@@ -170,3 +170,17 @@ def test_demo_command_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--help"]) == 0
     helptext = capsys.readouterr().out
     assert "exit codes:" in helptext and "examples:" in helptext
+
+
+def test_a_lie_smaller_than_a_hop_cannot_be_caught_and_the_demo_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A liar 1 µs off hides inside the hop latency: no edge contradicts it; exit code 1 (a check failed)."""
+    code = main(["demo", "--ranks", "3", "--iterations", "1", "--liar-offset", "1us", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "[FAILED] the lying clock was flagged" in out
+    assert "the liar is +1 µs off" in out and "--liar-offset 5ms" in out
+    assert "[ok] no wrong decision on edges between honest clocks" in out
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["edges"]["wrong_total"] == 0 and report["lying_hosts"] == []
