@@ -44,11 +44,11 @@ UNCERTAINTY_SATURATED = 0xFFFF
 #: ptp_ns is an int64 that must not be negative.
 PTP_NS_MAX = 2**63 - 1
 
-#: lts values >= 2**63 are invalid on the wire (poisoning guard, spec §3.6);
+#: lts values >= 2**63 are invalid on the wire (poisoning guard, spec §3.6, §12.1);
 #: a local counter saturates here instead of wrapping.
 LTS_MAX = 2**63 - 1
 
-#: The SVC sketch: a Bloom filter of M bits with K hash functions (spec §3.7).
+#: The SVC sketch: a Bloom filter of M bits with K hash functions (spec §8).
 SKETCH_BITS = 256
 SKETCH_BYTES = SKETCH_BITS // 8
 SKETCH_HASHES = 4

@@ -1,4 +1,4 @@
-"""The per-process Lamport counter (spec/tt-ext-v3.md §3.6).
+"""The per-process Lamport counter (spec/tt-ext-v3.md §10).
 
 Local events (span start, inject/send) tick; receives merge:
 ``lts = max(lts, remote) + 1``. A remote value >= 2^63 is refused (a peer

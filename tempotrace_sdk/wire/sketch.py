@@ -1,10 +1,15 @@
-"""The SVC sketch: a 256-bit Bloom filter over span ids (spec/tt-ext-v3.md §3.7).
+"""The SVC sketch: a 256-bit Bloom filter over span ids (spec/tt-ext-v3.md §8).
 
 The sketch is an immutable value: adding a span id or merging returns a new
 sketch, so one can be shared between threads and stored in a frozen header.
 Internally it is a Python int whose most significant bit is bit index 0, so
 "bit j lives in byte j // 8 under mask 0x80 >> (j % 8)" is exactly the
 big-endian byte string of the int.
+
+Either form is computed on first use and cached: a decoded header keeps the
+32 wire bytes and only converts them to an int when a sketch operation needs
+it (most received headers are forwarded or stored, never queried), and a
+sketch built by operations converts to bytes once however often it is sent.
 """
 
 from __future__ import annotations
@@ -24,21 +29,27 @@ _FULL = (1 << SKETCH_BITS) - 1
 
 
 def span_id_bytes(span_id: int | bytes) -> bytes:
-    """Return the 8-byte big-endian form of a span id (int or bytes)."""
-    if isinstance(span_id, int) and not isinstance(span_id, bool):
-        if not 0 <= span_id <= SPAN_ID_MAX:
-            raise FieldError("span_id", "must be an unsigned 64-bit integer", error_class="SPAN_ID")
-        return span_id.to_bytes(8, "big")
-    if isinstance(span_id, (bytes, bytearray, memoryview)):
+    """Return the 8-byte big-endian form of a span id (int or bytes), spec §8.1."""
+    if type(span_id) is int:  # the common case, checked first
+        if 0 <= span_id <= SPAN_ID_MAX:
+            return span_id.to_bytes(8, "big")
+    elif isinstance(span_id, int) and not isinstance(span_id, bool):
+        if 0 <= span_id <= SPAN_ID_MAX:
+            return int(span_id).to_bytes(8, "big")
+    elif isinstance(span_id, (bytes, bytearray, memoryview)):
         raw = bytes(span_id)
-        if len(raw) != 8:
-            raise FieldError("span_id", "must be exactly 8 bytes", error_class="SPAN_ID")
-        return raw
-    raise FieldError("span_id", "must be an int or 8 bytes", error_class="SPAN_ID")
+        if len(raw) == 8:
+            return raw
+        raise FieldError("span_id", f"must be exactly 8 bytes, got {len(raw)}", error_class="SPAN_ID")
+    else:
+        raise FieldError("span_id", "must be an int or 8 bytes", error_class="SPAN_ID")
+    raise FieldError("span_id", "must be an unsigned 64-bit integer", error_class="SPAN_ID")
 
 
 @functools.lru_cache(maxsize=4096)
 def _indices_and_mask(raw: bytes) -> tuple[tuple[int, ...], int]:
+    # Cached: a span's id is hashed when it starts, again for each child and
+    # each send, and in every membership test against it.
     h1, h2 = mmh3.hash64(raw, seed=SKETCH_SEED, x64arch=True, signed=False)
     indices = tuple(((h1 + i * h2) & _MASK64) % SKETCH_BITS for i in range(SKETCH_HASHES))
     mask = 0
@@ -47,60 +58,99 @@ def _indices_and_mask(raw: bytes) -> tuple[tuple[int, ...], int]:
     return indices, mask
 
 
+def _mask(span_id: int | bytes) -> int:
+    return _indices_and_mask(span_id_bytes(span_id))[1]
+
+
 def sketch_indices(span_id: int | bytes) -> tuple[int, ...]:
     """The K bit indices (0..255) a span id sets, in hash order i = 0..K-1."""
     return _indices_and_mask(span_id_bytes(span_id))[0]
 
 
 class Sketch:
-    """An immutable 256-bit SVC Bloom sketch."""
+    """An immutable 256-bit SVC Bloom sketch.
 
-    __slots__ = ("_bits",)
-    _bits: int
+    Immutable the way ``fractions.Fraction`` is: no public attribute can be
+    set (slots, no ``__dict__``) and no method mutates; the private slots
+    are written only here. There is deliberately no ``__setattr__``
+    override: it would turn every slot store into a slow generic call, and a
+    received header builds one sketch per decode.
+    """
+
+    # _b: the bits as an int, or None until needed; _r: the 32 wire bytes, or
+    # None until needed. At least one is always set.
+    __slots__ = ("_b", "_r")
+    _b: int | None
+    _r: bytes | None
     EMPTY: ClassVar[Sketch]
 
     def __init__(self, bits: int = 0) -> None:
         if not isinstance(bits, int) or isinstance(bits, bool) or not 0 <= bits <= _FULL:
-            raise FieldError("svc_sketch", "must be a 256-bit unsigned integer")
-        object.__setattr__(self, "_bits", bits)
+            raise FieldError("svc_sketch", "must be a 256-bit unsigned integer", error_class="SVC_SKETCH")
+        self._b = int(bits)
+        self._r = None
 
     # -- construction -----------------------------------------------------
     @classmethod
-    def from_bytes(cls, raw: bytes) -> Sketch:
+    def from_bytes(cls, raw: bytes | bytearray | memoryview) -> Sketch:
         """Build a sketch from its 32-byte wire form."""
+        if not isinstance(raw, (bytes, bytearray, memoryview)):
+            raise FieldError("svc_sketch", "must be 32 bytes", error_class="SVC_SKETCH")
         if len(raw) != SKETCH_BYTES:
-            raise FieldError("svc_sketch", f"must be exactly {SKETCH_BYTES} bytes")
-        return cls._from_int(int.from_bytes(raw, "big"))
+            raise FieldError(
+                "svc_sketch", f"must be exactly {SKETCH_BYTES} bytes, got {len(raw)}", error_class="SVC_SKETCH"
+            )
+        return _new(None, bytes(raw))
 
     @classmethod
     def of(cls, *span_ids: int | bytes) -> Sketch:
         """A sketch holding exactly the given span ids."""
         bits = 0
         for span_id in span_ids:
-            bits |= _indices_and_mask(span_id_bytes(span_id))[1]
-        return cls._from_int(bits)
+            bits |= _mask(span_id)
+        return _new(bits, None)
 
     @classmethod
     def _from_int(cls, bits: int) -> Sketch:
         # Trusted path: callers guarantee 0 <= bits < 2**256.
-        self = object.__new__(cls)
-        object.__setattr__(self, "_bits", bits)
-        return self
+        return _new(bits, None)
+
+    @classmethod
+    def _from_wire(cls, raw: bytes) -> Sketch:
+        # Trusted path: callers guarantee exactly 32 bytes.
+        return _new(None, raw)
+
+    # -- the two representations --------------------------------------------
+    @property
+    def _bits(self) -> int:
+        bits = self._b
+        if bits is None:
+            bits = int.from_bytes(self._r, "big")  # type: ignore[arg-type]
+            self._b = bits  # a benign race: every thread stores the same value
+        return bits
+
+    def to_bytes(self) -> bytes:
+        """The 32-byte wire form."""
+        raw = self._r
+        if raw is None:
+            raw = self._b.to_bytes(SKETCH_BYTES, "big")  # type: ignore[union-attr]
+            self._r = raw
+        return raw
 
     # -- operations -------------------------------------------------------
     def with_span(self, span_id: int | bytes) -> Sketch:
         """This sketch plus one span id."""
-        return Sketch._from_int(self._bits | _indices_and_mask(span_id_bytes(span_id))[1])
+        return _new(self._bits | _mask(span_id), None)
 
     def union(self, other: Sketch) -> Sketch:
-        """Merge two sketches (bitwise OR, spec §3.7)."""
-        return Sketch._from_int(self._bits | other._bits)
+        """Merge two sketches (bitwise OR, spec §8.3)."""
+        return _new(self._bits | other._bits, None)
 
     __or__ = union
 
     def contains(self, span_id: int | bytes) -> bool:
-        """True when all K bits of ``span_id`` are set (possibly a false positive)."""
-        mask = _indices_and_mask(span_id_bytes(span_id))[1]
+        """True when all K bits of ``span_id`` are set (possibly a false positive, spec §8.4)."""
+        mask = _mask(span_id)
         return self._bits & mask == mask
 
     __contains__ = contains
@@ -112,7 +162,7 @@ class Sketch:
     @property
     def popcount(self) -> int:
         """Number of bits set (0..256)."""
-        return bin(self._bits).count("1")
+        return self._bits.bit_count()
 
     @property
     def fill(self) -> float:
@@ -121,12 +171,9 @@ class Sketch:
 
     def false_positive_rate(self) -> float:
         """Estimated probability that ``contains`` is wrong for a span id
-        that was never added: (popcount / 256) ** 4 (spec §3.7)."""
-        return self.fill**SKETCH_HASHES
-
-    def to_bytes(self) -> bytes:
-        """The 32-byte wire form."""
-        return self._bits.to_bytes(SKETCH_BYTES, "big")
+        that was never added: (popcount / 256) ** 4 (spec §8.4). Assumes
+        independent uniform hash bits; conditional on this sketch's fill."""
+        return float(self.popcount**SKETCH_HASHES / SKETCH_BITS**SKETCH_HASHES)
 
     def __int__(self) -> int:
         return self._bits
@@ -135,11 +182,12 @@ class Sketch:
         return self._bits != 0
 
     # -- value semantics --------------------------------------------------
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("Sketch is immutable")
-
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sketch) and other._bits == self._bits
+        if not isinstance(other, Sketch):
+            return NotImplemented
+        if self._r is not None and other._r is not None:
+            return self._r == other._r
+        return other._bits == self._bits
 
     def __hash__(self) -> int:
         return hash(self._bits)
@@ -149,6 +197,17 @@ class Sketch:
 
     def __reduce__(self) -> tuple[type[Sketch], tuple[int]]:
         return (Sketch, (self._bits,))
+
+
+_object_new = object.__new__
+
+
+def _new(bits: int | None, raw: bytes | None) -> Sketch:
+    # Plain slot stores (no __setattr__ override, see the class docstring).
+    obj = _object_new(Sketch)
+    obj._b = bits
+    obj._r = raw
+    return obj
 
 
 Sketch.EMPTY = Sketch()
