@@ -79,6 +79,8 @@ class Worker:
                     hops += 1
                 with span("ring.wait", attributes=self._attrs(iteration=iteration, round=round_)):
                     value += self._slot(iteration, round_).get(timeout=HOP_TIMEOUT_S)
+                with self._inbox_lock:
+                    del self.inbox[(iteration, round_)]  # consumed: keep memory flat over many iterations
         if self.rank == 0 and self.world > 1:
             with span("pipeline.send", kind=SpanKind.CLIENT, attributes=self._attrs(iteration=iteration, stage=0)):
                 answer = post(self.ports[1], "/forward", {"iteration": iteration, "stage": 1, "activation": value})
@@ -113,7 +115,9 @@ class Worker:
         with self._barrier_lock:
             barrier = self._barriers.setdefault(iteration, threading.Barrier(self.world))
         with span("barrier.wait", kind=SpanKind.SERVER, attributes=self._attrs(iteration=iteration)):
-            barrier.wait(timeout=HOP_TIMEOUT_S)
+            if barrier.wait(timeout=HOP_TIMEOUT_S) == 0:
+                with self._barrier_lock:  # every rank has passed: the next iteration uses a new barrier
+                    self._barriers.pop(iteration, None)
         return {}
 
 
