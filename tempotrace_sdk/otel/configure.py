@@ -161,12 +161,17 @@ def _install_propagator(tracestate_fallback: bool | None) -> None:
     # Imported here: opentelemetry.propagate loads the entry points (ours
     # included) while it initialises, so importing it at module level would
     # be circular when OTEL_PROPAGATORS names tempotrace.
-    from opentelemetry.propagate import set_global_textmap
+    from opentelemetry.propagate import get_global_textmap, set_global_textmap
 
     configured = os.environ.get("OTEL_PROPAGATORS")
     if configured is not None:
         if "tempotrace" not in [p.strip() for p in configured.split(",")]:
             _log.warning("OTEL_PROPAGATORS=%r has no 'tempotrace': hops will not carry tt-ext", configured)
+        elif tracestate_fallback is not None:  # the SDK built ours with no arguments: apply the option
+            current = get_global_textmap()
+            for p in [current, *getattr(current, "_propagators", [])]:
+                if isinstance(p, TempoTracePropagator):
+                    p.tracestate_fallback = tracestate_fallback
         return
     set_global_textmap(
         CompositePropagator(

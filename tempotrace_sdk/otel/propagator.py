@@ -70,6 +70,10 @@ class TempoTracePropagator(TextMapPropagator):
     def tracestate_fallback(self) -> bool:
         return self._fallback
 
+    @tracestate_fallback.setter
+    def tracestate_fallback(self, on: bool) -> None:
+        self._fallback = bool(on)
+
     @property
     def fields(self) -> set[str]:
         if self._fallback:

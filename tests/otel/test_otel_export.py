@@ -123,3 +123,17 @@ def test_per_process_directory_follows_fork(tmp_path: Path) -> None:
     stream.close()
     assert (tmp_path / f"spans-{os.getpid()}.jsonl").read_text() == "parent\n"
     assert (tmp_path / f"spans-{pid}.jsonl").read_text() == "child\n"
+
+
+def test_configure_applies_the_fallback_option_to_env_built_propagators() -> None:
+    code = (
+        "from opentelemetry.propagate import get_global_textmap\n"
+        "from tempotrace_sdk.otel import configure\n"
+        "configure(tracestate_fallback=True, exporter=__import__('opentelemetry.sdk.trace.export',"
+        " fromlist=['x']).ConsoleSpanExporter())\n"
+        "print(sorted(get_global_textmap().fields))\n"
+    )
+    env = subprocess_env(OTEL_PROPAGATORS="tracecontext,tempotrace", TEMPOTRACE_CLOCK="sim:ptp")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['traceparent', 'tracestate', 'tt-ext']"
