@@ -13,7 +13,7 @@ from typing import Any
 
 from ..clocks.leapseconds import tai_to_utc_ns, utc_to_tai_ns
 from ..errors import HeaderError
-from ..wire import HEADER_LEN, TEXT_LEN, ClockQuality, Sketch, TsSource, TTExt
+from ..wire import HEADER_LEN, TEXT_LEN, TRACESTATE_KEY, ClockQuality, Sketch, TsSource, TTExt
 from ._common import EXIT_CODES_HELP, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, fail
 
 __all__ = ["add_decode_command", "add_encode_command", "read_header", "render_header"]
@@ -26,6 +26,7 @@ DECODE_EPILOG = f"""VALUE is detected:
   -                 read stdin (53 raw bytes, or text/hex)
   a path            read the file (53 raw bytes = binary form, else text/hex)
   106 hex digits    the binary form in hex (spaces, ':' and a 0x prefix allowed)
+  tt=... / a tracestate holding a tt= member: the text form in that member
   anything else     the {TEXT_LEN}-character base64url text form (a leading 'tt-ext:' is ignored)
 
 examples:
@@ -58,6 +59,12 @@ def _detect_string(text: str) -> tuple[str, bytes | str]:
         compact = compact[2:]
     if len(stripped) != TEXT_LEN and compact and _HEX.fullmatch(compact) and len(compact) % 2 == 0:
         return "hex", bytes.fromhex(compact)
+    # A W3C tracestate carrying the fallback member (spec §6): take tt=<value>.
+    # base64url never holds "=" except as (forbidden) padding at the end.
+    members = [m.strip() for m in stripped.split(",")]
+    tt = [m[len(TRACESTATE_KEY) + 1 :] for m in members if m.startswith(TRACESTATE_KEY + "=")]
+    if len(tt) == 1 and not stripped.endswith("="):
+        return "text (tracestate member tt=)", tt[0]
     # The text decoder itself allows only spaces/tabs around the value; a
     # trailing newline from a file or `echo` is not part of the value.
     return "text", stripped

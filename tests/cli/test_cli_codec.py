@@ -59,8 +59,10 @@ def test_decode_json_uses_decimal_strings_for_64_bit_values(capsys: pytest.Captu
         ":".join(f"{b:02x}" for b in HEADER.encode()),
         "tt-ext: " + HEADER.to_header(),
         "  " + HEADER.to_header() + "\t",
+        "tt=" + HEADER.to_header(),
+        "congo=t61rcWkgMzE, tt=" + HEADER.to_header() + ",rojo=00f067aa0ba902b7",
     ],
-    ids=["hex", "HEX", "0x-hex", "colon-hex", "header-line", "ows"],
+    ids=["hex", "HEX", "0x-hex", "colon-hex", "header-line", "ows", "tt-member", "tracestate"],
 )
 def test_decode_detects_hex_and_text_forms(capsys: pytest.CaptureFixture[str], value: str) -> None:
     code, out, _ = run(capsys, "decode", "--json", value)
