@@ -50,9 +50,10 @@ REMOTE_HOP_KEY = context_api.create_key("tempotrace.remote-hop")
 #: ended (async fan-out). 8192 entries is about 1 MiB.
 ENDED_SKETCHES = 8192
 
-#: Open spans tracked at once; beyond this new spans still get attributes but
-#: their children fall back to a sketch of the parent id alone (counted).
-LIVE_SPANS_MAX = 1 << 20
+#: Open spans tracked at once (about 200 bytes each); beyond this new spans
+#: still get attributes but their children fall back to a sketch of the
+#: parent id alone (counted as live_table_full).
+LIVE_SPANS_MAX = 1 << 17
 
 
 @dataclass(frozen=True, slots=True)

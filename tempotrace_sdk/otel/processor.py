@@ -188,7 +188,18 @@ class TempoTraceSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         # Everything happened in _on_ending, before any exporter saw the span.
-        return None
+        # An SDK without that hook leaves the record live: release it here so
+        # the table stays bounded, and count it (no end stamp was possible).
+        if self._shut:
+            return
+        try:
+            context = span.get_span_context()
+            state = self.state
+            if context is not None and context.span_id in state.live:
+                state.close_span(context.span_id)
+                state.count_error("no_end_hook")
+        except Exception:
+            self.state.count_error("on_end")
 
     def shutdown(self) -> None:
         """Stop stamping. Nothing is buffered here, so nothing is lost."""

@@ -189,3 +189,20 @@ def test_several_tempotrace_processors_and_shutdown(clock: StepClock) -> None:
 def test_fast_sketch_insert_matches_the_wire_layer(bits: int, span_id: int) -> None:
     """The processor's unrolled insert sets exactly the bits spec §3.7 (Sketch.with_span) sets."""
     assert with_span(Sketch(bits), span_id) == Sketch(bits).with_span(span_id)
+
+
+def test_without_the_sdk_end_hook_records_are_still_released(clock: StepClock) -> None:
+    """Older SDKs have no _on_ending: no end stamp, but the live table must not leak."""
+    state = TempoTraceState(clock=clock, tenant=0, host="h")
+
+    class NoEndingHook(TempoTraceSpanProcessor):
+        def _on_ending(self, span: Any) -> None:
+            return None
+
+    provider = TracerProvider()
+    provider.add_span_processor(NoEndingHook(state=state))
+    for _ in range(3):
+        with provider.get_tracer("t").start_as_current_span("s"):
+            pass
+    assert state.live == {}
+    assert state.errors() == {"no_end_hook": 3}
