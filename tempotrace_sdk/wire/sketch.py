@@ -22,9 +22,11 @@ import mmh3
 from ..errors import FieldError
 from ._layout import SKETCH_BITS, SKETCH_BYTES, SKETCH_HASHES, SKETCH_SEED, SPAN_ID_MAX
 
+assert SKETCH_HASHES == 4 and SKETCH_BITS == 256, "_indices_and_mask is written out for k=4, m=256"
+
 __all__ = ["Sketch", "sketch_indices", "span_id_bytes"]
 
-_MASK64 = 2**64 - 1
+_hash64 = mmh3.hash64
 _FULL = (1 << SKETCH_BITS) - 1
 
 
@@ -47,15 +49,19 @@ def span_id_bytes(span_id: int | bytes) -> bytes:
 
 
 @functools.lru_cache(maxsize=4096)
-def _indices_and_mask(raw: bytes) -> tuple[tuple[int, ...], int]:
+def _indices_and_mask(raw: bytes) -> tuple[tuple[int, int, int, int], int]:
     # Cached: a span's id is hashed when it starts, again for each child and
     # each send, and in every membership test against it.
-    h1, h2 = mmh3.hash64(raw, seed=SKETCH_SEED, x64arch=True, signed=False)
-    indices = tuple(((h1 + i * h2) & _MASK64) % SKETCH_BITS for i in range(SKETCH_HASHES))
-    mask = 0
-    for j in indices:
-        mask |= 1 << (SKETCH_BITS - 1 - j)
-    return indices, mask
+    h1, h2 = _hash64(raw, seed=SKETCH_SEED, x64arch=True, signed=False)
+    # ((h1 + i*h2) mod 2^64) mod 256 == (h1 + i*h2) mod 256, as 256 divides
+    # 2^64 (spec §8.1); K = 4 written out, which is several times faster
+    # than a generator on this path.
+    i0 = h1 & 0xFF
+    i1 = (h1 + h2) & 0xFF
+    i2 = (h1 + 2 * h2) & 0xFF
+    i3 = (h1 + 3 * h2) & 0xFF
+    top = SKETCH_BITS - 1  # bit index 0 is the int's most significant bit
+    return (i0, i1, i2, i3), (1 << (top - i0)) | (1 << (top - i1)) | (1 << (top - i2)) | (1 << (top - i3))
 
 
 def _mask(span_id: int | bytes) -> int:
@@ -144,7 +150,8 @@ class Sketch:
 
     def union(self, other: Sketch) -> Sketch:
         """Merge two sketches (bitwise OR, spec §8.3)."""
-        return _new(self._bits | other._bits, None)
+        a, b = self._b, other._b
+        return _new((self._bits if a is None else a) | (other._bits if b is None else b), None)
 
     __or__ = union
 

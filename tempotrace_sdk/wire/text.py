@@ -32,6 +32,7 @@ _URL_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-
 #: two low bits are spare and must be 0 or two different texts would decode
 #: to one header. These are the 16 characters whose low bits are 00.
 _CANONICAL_LAST = frozenset(_URL_ALPHABET[::4])
+_URL_BYTES = _URL_ALPHABET.encode("ascii")
 
 
 def _decode_table() -> bytes:
@@ -82,20 +83,24 @@ def decode_text(value: Any) -> bytes:
     raise _classify(value.strip(_OWS))
 
 
+def _first_stray(text: str) -> str | None:
+    """The first character outside the base64url alphabet, or None."""
+    if text.isascii() and not text.encode("ascii").translate(None, _URL_BYTES):
+        return None
+    return next(char for char in text if char not in _URL_ALPHABET)
+
+
 def _classify(text: str) -> TextFormError:
     # Slow path: only for values already known to be bad (spec §5.2, §9.1 order).
     if "," in text:
         return TextFormError("text", "holds several values", error_class="TEXT_MULTIPLE", remote=True)
     if "=" in text:
         return TextFormError("text", "padding is not allowed", error_class="TEXT_PADDING", remote=True)
-    for char in text:
-        if char not in _URL_ALPHABET:
-            return TextFormError(
-                "text",
-                f"character {char!r} is outside the base64url alphabet",
-                error_class="TEXT_ALPHABET",
-                remote=True,
-            )
+    stray = _first_stray(text)
+    if stray is not None:
+        return TextFormError(
+            "text", f"character {stray!r} is outside the base64url alphabet", error_class="TEXT_ALPHABET", remote=True
+        )
     if len(text) != TEXT_LEN:
         return TextFormError(
             "text", f"must be {TEXT_LEN} characters, got {len(text)}", error_class="TEXT_LENGTH", remote=True
