@@ -23,6 +23,7 @@ from . import refresh
 from ._fast import make_timestamp
 from ._native import require_native
 from .base import Timestamp, saturate_uncertainty
+from .cpu import CpuClock
 from .ptp4l import DEFAULT_UDS
 from .ptpquality import Ptp4lHealth
 
@@ -159,12 +160,16 @@ class PhcClock:
         self.name = f"phc:{target}"
         self.uds_path = uds_path or os.environ.get("TEMPOTRACE_PTP4L_UDS", DEFAULT_UDS)
         self.monitor = Ptp4lHealth(self.uds_path, reference_ns=lambda: self.device.read().phc_ns)
+        self.read_failures = 0
+        self.last_read_error = ""
+        self._cpu = CpuClock(background=False)
         self.monitor.update()
         if background:
             refresh.register(self)
 
     def refresh(self) -> None:
         self.monitor.update()
+        self._cpu.refresh()
 
     def ptp4l_reachable(self) -> bool:
         return self.monitor.last_status is not None
@@ -173,7 +178,15 @@ class PhcClock:
         self.device.close()
 
     def now(self) -> Timestamp:
-        reading = self.device.read()
+        try:
+            reading = self.device.read()
+        except ClockError as err:
+            # The hot path must not throw into the caller: CPU time, labelled
+            # as such and UNKNOWN, and the failure is counted for describe().
+            self.read_failures += 1
+            self.last_read_error = str(err)
+            fallback = self._cpu.now()
+            return make_timestamp(fallback.ptp_ns, TsSource.CPU, ClockQuality.UNKNOWN, UNCERTAINTY_SATURATED)
         health = self.monitor.health
         mono = time.monotonic_ns()
         quality = health.quality_at(mono)
@@ -193,6 +206,8 @@ class PhcClock:
             "ptp4l_uds": self.uds_path,
             "ptp4l_reachable": self.ptp4l_reachable(),
             "sync": self.monitor.health.as_dict(),
+            "read_failures": self.read_failures,
+            "last_read_error": self.last_read_error or None,
             "reason": self.monitor.health.reason,
         }
 

@@ -75,7 +75,11 @@ def preflight(
         except (ClockError, ValueError) as err:
             ts = Timestamp(0, TsSource.CPU, ClockQuality.UNKNOWN, UNCERTAINTY_SATURATED)
             return PreflightResult(False, f"no clock source: {err}", ts, "none")
-    ts = clock.now()
+    try:
+        ts = clock.now()
+    except ClockError as err:
+        ts = Timestamp(0, TsSource.CPU, ClockQuality.UNKNOWN, UNCERTAINTY_SATURATED)
+        return PreflightResult(False, f"clock {clock.name} could not be read: {err}", ts, clock.name)
     why = _source_reason(clock)
     suffix = f" ({why})" if why else ""
     if ts.clk_quality > require:

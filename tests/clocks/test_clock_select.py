@@ -142,3 +142,22 @@ def test_survey_is_json_and_explains_every_source(monkeypatch: pytest.MonkeyPatc
     assert report["ptp4l"]["reachable"] is False and "no ptp4l socket" in report["ptp4l"]["why"]
     assert report["now"]["source"] == report["auto"]["source"]
     assert int(report["now"]["ptp_ns"]) > 0
+
+
+def test_preflight_unreadable_clock_fails_closed() -> None:
+    class Broken(FixedClock):
+        def now(self) -> Timestamp:
+            raise ClockError(errno.EIO, "device gone")
+
+    result = preflight(ClockQuality.UNKNOWN, clock=Broken(ClockQuality.OK, 1))
+    assert not result.ok and "could not be read" in result.reason and "device gone" in result.reason
+
+
+def test_sim_spec_with_the_real_simulated_module() -> None:
+    """The demo engineer's simulated sources plug in through the same protocol."""
+    simulated = pytest.importorskip("tempotrace_sdk.clocks.simulated")
+    profile = sorted(getattr(simulated, "PROFILES", {"ptp": None}))[0]
+    clock = select_clock(f"sim:{profile}")
+    assert isinstance(clock, ClockSource)
+    assert isinstance(clock.now(), Timestamp)
+    json.dumps(clock.describe(), default=str)
