@@ -1,0 +1,82 @@
+"""The reader's regex fast path gives exactly the JSON path's records, and steps
+aside for any line it does not fully understand (spec/analysis.md §5)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tempotrace_sdk.analysis import iter_spans
+from tempotrace_sdk.analysis.fastpath import parse_line_fast
+from tempotrace_sdk.analysis.otlp_reader import record_from_attrs, span_from_dict
+
+from .tracegen import write_trace
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.bench_analysis import generate
+
+
+def _slow(line: str) -> list:  # type: ignore[type-arg]
+    doc = json.loads(line)
+    out = []
+    for rs in doc["resourceSpans"]:
+        host = None
+        for kv in rs.get("resource", {}).get("attributes", ()):
+            if kv["key"] in ("tempotrace.host", "host.name"):
+                host = kv["value"].get("stringValue")
+        for ss in rs.get("scopeSpans", ()):
+            out += [span_from_dict(s, host, 1) for s in ss.get("spans", ())]
+    return out
+
+
+def test_real_exporter_lines_take_the_fast_path_and_agree(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    write_trace(str(path), {"c": "sim:ptp", "w1": "sim:ntp", "w2": "sim:liar", "w3": "sim:unsynced"}, steps=1)
+    lines = path.read_text().splitlines()
+    fast = [parse_line_fast(line, 1, record_from_attrs) for line in lines]
+    assert all(f is not None for f in fast), "the exporter's own lines should qualify"
+    assert fast == [_slow(line) for line in lines]
+    assert list(iter_spans(str(path))) == list(iter_spans(str(path), fast_path=False))
+
+
+def test_generated_benchmark_trace_agrees(tmp_path: Path) -> None:
+    path = tmp_path / "b.jsonl"
+    generate(str(path), 3000)
+    assert list(iter_spans(str(path))) == list(iter_spans(str(path), fast_path=False))
+
+
+def _edit(line: str, old: str, new: str) -> str:
+    assert old in line
+    return line.replace(old, new, 1)
+
+
+@pytest.fixture(scope="module")
+def one_line(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("fp") / "t.jsonl"
+    write_trace(str(path), {"c": "sim:ptp", "w1": "sim:ptp"}, steps=1)
+    return next(line for line in path.read_text().splitlines() if '"tempotrace.remote.lts"' in line)
+
+
+STEP_ASIDE = [
+    ("escaped quote in a name", lambda s: _edit(s, '"name":"serve"', '"name":"se\\"rve"')),
+    ("span events present",
+     lambda s: _edit(s, '"status":{}', '"events":[{"name":"e","timeUnixNano":"1"}],"status":{}')),
+    ("links present", lambda s: _edit(s, '"status":{}', '"links":[],"status":{}')),
+    ("a tempotrace attribute as a double", lambda s: _edit(s, '"tempotrace.rank","value":{"intValue":"1"}',
+                                                            '"tempotrace.rank","value":{"doubleValue":1.0}')
+     if '"tempotrace.rank"' in s else _edit(s, '{"key":"tempotrace.lts","value":{"intValue":"',
+                                           '{"key":"tempotrace.x","value":{"doubleValue":1.5}},'
+                                           '{"key":"tempotrace.lts","value":{"intValue":"')),
+    ("uncertainty out of range", lambda s: _edit(s, '"tempotrace.uncertainty_ns","value":{"intValue":"220"}',
+                                                  '"tempotrace.uncertainty_ns","value":{"intValue":"99999"}')),
+    ("pretty-printed JSON", lambda s: json.dumps(json.loads(s), indent=1)),
+]
+
+
+@pytest.mark.parametrize(("name", "edit"), STEP_ASIDE, ids=[c[0] for c in STEP_ASIDE])
+def test_fast_path_steps_aside(one_line: str, name: str, edit) -> None:  # type: ignore[no-untyped-def]
+    line = edit(one_line)
+    assert parse_line_fast(line, 1, record_from_attrs) is None, name
