@@ -1,6 +1,10 @@
 """OpenTelemetry layer costs, as ratios against peers measured in the same run.
 
-    python -m benchmarks.bench_otel [--json] [--clock SPEC]
+    python -m benchmarks.bench_otel [--json] [--clock SPEC] [--rounds N]
+
+Ours and the peer are measured in alternating rounds and every ratio is the
+median of the per-round ratios, so a load change on a shared machine moves
+both sides of a ratio together instead of landing on one of them.
 
 Per span: a bare SDK span (provider with no processor) is the floor; our
 processor's overhead (ours - bare) is compared with the bare span itself
@@ -12,8 +16,9 @@ Propagator: inject/extract of tt-ext side by side with W3C TraceContext
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the repo root importable
@@ -35,6 +40,26 @@ class NullExporter(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
+class Paired:
+    """Median ns of each function and median per-round ratios, from alternating rounds."""
+
+    def __init__(self, fns: dict[str, Callable[[], object]], rounds: int, min_time: float) -> None:
+        self.samples: dict[str, list[float]] = {name: [] for name in fns}
+        for _ in range(rounds):
+            for name, fn in fns.items():
+                self.samples[name].append(measure(fn, min_time=min_time, repeat=3))
+
+    def ns(self, name: str) -> float:
+        return statistics.median(self.samples[name])
+
+    def ratio(self, ours: str, peer: str) -> float:
+        return statistics.median(a / b for a, b in zip(self.samples[ours], self.samples[peer], strict=True))
+
+    def overhead(self, ours: str, base: str) -> float:
+        """Median of (ours - base) / base: the fraction ours adds to base."""
+        return statistics.median((a - b) / b for a, b in zip(self.samples[ours], self.samples[base], strict=True))
+
+
 def _tracer(*processors: object) -> trace.Tracer:
     provider = TracerProvider()
     for p in processors:
@@ -42,28 +67,31 @@ def _tracer(*processors: object) -> trace.Tracer:
     return provider.get_tracer("bench")
 
 
-def span_rows(state: TempoTraceState, min_time: float) -> list[Row]:
+def span_rows(state: TempoTraceState, rounds: int, min_time: float) -> list[Row]:
     bare = _tracer()
     simple = _tracer(SimpleSpanProcessor(NullExporter()))
     ours = _tracer(TempoTraceSpanProcessor(state=state))
-
-    def one(tracer: trace.Tracer) -> None:
-        tracer.start_span("op").end()
-
-    t_bare = measure(lambda: one(bare), min_time=min_time)
-    t_simple = measure(lambda: one(simple), min_time=min_time)
-    t_ours = measure(lambda: one(ours), min_time=min_time)
-    over_ours, over_simple = t_ours - t_bare, t_simple - t_bare
+    p = Paired(
+        {
+            "bare": lambda: bare.start_span("op").end(),
+            "simple": lambda: simple.start_span("op").end(),
+            "ours": lambda: ours.start_span("op").end(),
+        },
+        rounds,
+        min_time,
+    )
+    t_bare = p.ns("bare")
+    ours_frac, simple_frac = p.overhead("ours", "bare"), p.overhead("simple", "bare")
     return [
         Row("bare SDK span (start+end)", t_bare),
-        Row("span + SimpleSpanProcessor(null)", t_simple, "bare span", t_simple / t_bare),
-        Row("span + TempoTraceSpanProcessor", t_ours, "bare span", t_ours / t_bare),
-        Row("  our overhead per span", over_ours, "bare span", over_ours / t_bare, 0.20 * t_bare),
-        Row("  our overhead per span", over_ours, "Simple's overhead", over_ours / max(over_simple, 1.0)),
+        Row("span + SimpleSpanProcessor(null)", p.ns("simple"), "bare span", p.ratio("simple", "bare")),
+        Row("span + TempoTraceSpanProcessor", p.ns("ours"), "bare span", p.ratio("ours", "bare")),
+        Row("  our overhead per span", ours_frac * t_bare, "bare span", ours_frac, 0.20 * t_bare),
+        Row("  our overhead per span", ours_frac * t_bare, "Simple's overhead", ours_frac / max(simple_frac, 1e-9)),
     ]
 
 
-def propagator_rows(state: TempoTraceState, min_time: float) -> list[Row]:
+def propagator_rows(state: TempoTraceState, rounds: int, min_time: float) -> list[Row]:
     w3c = TraceContextTextMapPropagator()
     ours = TempoTracePropagator(state=state)
     tracer = _tracer(TempoTraceSpanProcessor(state=state))
@@ -83,20 +111,32 @@ def propagator_rows(state: TempoTraceState, min_time: float) -> list[Row]:
     bad_w3c = {"traceparent": "00-" + "z" * 32 + "-" + "b" * 16 + "-01"}
     bad_ours = {"tt-ext": carrier_ours["tt-ext"][:-1] + "!"}
 
-    t_inj_w3c = measure(lambda: w3c.inject({}, ctx), min_time=min_time)
-    t_inj = measure(inject_ours, min_time=min_time)
-    t_ext_w3c = measure(lambda: w3c.extract(carrier_w3c), min_time=min_time)
-    t_ext = measure(lambda: ours.extract(carrier_ours), min_time=min_time)
-    t_bad_w3c = measure(lambda: w3c.extract(bad_w3c), min_time=min_time)
-    t_bad = measure(lambda: ours.extract(bad_ours), min_time=min_time)
+    p = Paired(
+        {
+            "inj_w3c": lambda: w3c.inject({}, ctx),
+            "inj": inject_ours,
+            "ext_w3c": lambda: w3c.extract(carrier_w3c),
+            "ext": lambda: ours.extract(carrier_ours),
+            "bad_w3c": lambda: w3c.extract(bad_w3c),
+            "bad": lambda: ours.extract(bad_ours),
+        },
+        rounds,
+        min_time,
+    )
     return [
-        Row("W3C traceparent inject", t_inj_w3c),
-        Row("tt-ext inject (send event)", t_inj, "W3C inject", t_inj / t_inj_w3c, 0.5 * t_inj_w3c),
-        Row("W3C traceparent extract", t_ext_w3c),
-        Row("tt-ext extract (receive event)", t_ext, "W3C extract", t_ext / t_ext_w3c, 0.6 * t_ext_w3c),
-        Row("W3C extract, malformed", t_bad_w3c),
-        Row("tt-ext extract, malformed", t_bad, "W3C extract", t_bad / t_ext_w3c, 1.0 * t_ext_w3c),
-        Row("tt-ext extract, malformed", t_bad, "W3C malformed", t_bad / t_bad_w3c),
+        Row("W3C traceparent inject", p.ns("inj_w3c")),
+        Row("tt-ext inject (send event)", p.ns("inj"), "W3C inject", p.ratio("inj", "inj_w3c"), 0.5 * p.ns("inj_w3c")),
+        Row("W3C traceparent extract", p.ns("ext_w3c")),
+        Row(
+            "tt-ext extract (receive event)",
+            p.ns("ext"),
+            "W3C extract",
+            p.ratio("ext", "ext_w3c"),
+            0.6 * p.ns("ext_w3c"),
+        ),
+        Row("W3C extract, malformed", p.ns("bad_w3c")),
+        Row("tt-ext extract, malformed", p.ns("bad"), "W3C extract", p.ratio("bad", "ext_w3c"), p.ns("ext_w3c")),
+        Row("tt-ext extract, malformed", p.ns("bad"), "W3C malformed", p.ratio("bad", "bad_w3c")),
     ]
 
 
@@ -104,12 +144,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--clock", default="cpu", help="clock spec for the stamps (default: cpu)")
-    parser.add_argument("--min-time", type=float, default=0.2)
+    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (default 15)")
+    parser.add_argument("--min-time", type=float, default=0.03, help="seconds per measurement in a round")
     args = parser.parse_args(argv)
     state = TempoTraceState(clock=select_clock(args.clock), tenant=1, host="bench")
     clock_ns = measure(state.clock.now, min_time=args.min_time)
-    spans = [*span_rows(state, args.min_time), Row(f"clock.now() [{state.clock.name}]", clock_ns)]
-    props = propagator_rows(state, args.min_time)
+    spans = [*span_rows(state, args.rounds, args.min_time), Row(f"clock.now() [{state.clock.name}]", clock_ns)]
+    props = propagator_rows(state, args.rounds, args.min_time)
     assert state.errors() == {} and get_state() is not state
     if args.json:
         import json
