@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -24,6 +24,13 @@ from tempotrace_sdk.clocks.kernel import _read_ctypes, read_kernel_sync
 from tempotrace_sdk.wire._layout import ClockQuality, TsSource
 
 TARGET_RATIO = 1.5
+
+
+class _TupleTs(NamedTuple):
+    ptp_ns: int
+    ts_source: TsSource
+    clk_quality: ClockQuality
+    uncertainty_ns: int
 
 
 class _TaiOk:
@@ -46,6 +53,12 @@ def main() -> None:
     rows = [Row("clock_gettime_ns(CLOCK_TAI)", floor)]
     cpu_ns = measure(cpu.now)
     rows.append(Row("CpuClock.now()", cpu_ns, "clock_gettime", cpu_ns / floor, TARGET_RATIO * floor))
+    # What now() would cost if base.Timestamp were a tuple subclass (NamedTuple):
+    # the same clock read and four fields, built by tuple.__new__.
+    tuple_new = tuple.__new__
+    off = 37_000_000_000
+    as_tuple = measure(lambda: tuple_new(_TupleTs, (gettime(tai) + off, TsSource.CPU, ClockQuality.UNKNOWN, 65535)))
+    rows.append(Row("same, if Timestamp were a NamedTuple", as_tuple, "clock_gettime", as_tuple / floor))
     ctor = measure(lambda: Timestamp(1, TsSource.CPU, ClockQuality.OK, 5))
     fast = measure(lambda: make_timestamp(1, TsSource.CPU, ClockQuality.OK, 5))
     rows.append(Row("Timestamp(...) constructor", ctor, "clock_gettime", ctor / floor))

@@ -16,7 +16,7 @@ from typing import Any
 from ..wire._layout import ClockQuality, TsSource
 from .base import Timestamp
 
-__all__ = ["make_timestamp"]
+__all__ = ["make_timestamp", "new_timestamp", "set_ptp", "set_quality", "set_source", "set_uncertainty"]
 
 _new = object.__new__
 _slots: dict[str, Any] = dict(vars(Timestamp))
@@ -24,6 +24,10 @@ _set_ptp = _slots["ptp_ns"].__set__
 _set_src = _slots["ts_source"].__set__
 _set_q = _slots["clk_quality"].__set__
 _set_u = _slots["uncertainty_ns"].__set__
+
+# Exported for sources that inline the four stores into now() (saves a call frame).
+new_timestamp = _new
+set_ptp, set_source, set_quality, set_uncertainty = _set_ptp, _set_src, _set_q, _set_u
 
 
 def make_timestamp(ptp_ns: int, source: TsSource, quality: ClockQuality, uncertainty_ns: int) -> Timestamp:

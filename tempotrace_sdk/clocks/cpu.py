@@ -19,7 +19,11 @@ from typing import Any
 from ..errors import ClockError
 from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from . import refresh
-from ._fast import make_timestamp
+from ._fast import new_timestamp as _new
+from ._fast import set_ptp as _set_ptp
+from ._fast import set_quality as _set_q
+from ._fast import set_source as _set_src
+from ._fast import set_uncertainty as _set_u
 from ._native import native_status
 from .base import Timestamp, saturate_uncertainty
 from .kernel import STA_CLOCKERR, TIME_ERROR, KernelSync, read_kernel_sync
@@ -37,6 +41,7 @@ SNAPSHOT_VALID_S = 3
 
 _CLOCK_TAI: int = getattr(time, "CLOCK_TAI", 11)
 _gettime = time.clock_gettime_ns
+_CPU = TsSource.CPU
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +131,13 @@ class CpuClock:
         t = _gettime(_CLOCK_TAI)
         if not st.read_at_ns <= t <= st.valid_until_ns:  # stale, or the clock stepped back
             st = self._state = _snapshot()
-        return make_timestamp(t + st.offset_ns, TsSource.CPU, st.quality, st.uncertainty_ns)
+        # make_timestamp inlined: this is the hottest call in the SDK.
+        ts: Timestamp = _new(Timestamp)
+        _set_ptp(ts, t + st.offset_ns)
+        _set_src(ts, _CPU)
+        _set_q(ts, st.quality)
+        _set_u(ts, st.uncertainty_ns)
+        return ts
 
     @property
     def reason(self) -> str:
