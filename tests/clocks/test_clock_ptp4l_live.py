@@ -19,7 +19,7 @@ from tempotrace_sdk.wire._layout import ClockQuality
 
 from .ptp_netns import PtpPair, unavailable_reason
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 _REASON = unavailable_reason()
 
