@@ -42,6 +42,8 @@ class Analyzer:
         source: str = "",
     ) -> None:
         self.topology = topology or Topology()
+        # No racks and no default extra: every pair's extra is 0, skip the lookup.
+        self._flat = not self.topology.racks and not self.topology.pairs and not self.topology.default_cross_rack_ns
         self.window = max(1, window_spans)
         self.keep = keep
         self.progress = progress
@@ -101,15 +103,22 @@ class Analyzer:
         rep = self.report
         rep.traces += 1
         by_id = {s.span_id: s for s in spans}
-        keep = len(rep.spans_kept) < self.keep
+        starts: dict[str, Event] = {}  # each start event is built once, used as parent and as child
         for s in spans:
+            keep = len(rep.spans_kept) < self.keep
             if keep:
                 rep.keep_span(s)
             parent = by_id.get(s.parent_id) if s.parent_id else None
             if s.parent_id and parent is None:
                 rep.unresolved_parents += 1
             if parent is not None:
-                self._edge("parent_child", parent.start_event(), s.start_event())
+                pa = starts.get(parent.span_id)
+                if pa is None:
+                    pa = starts[parent.span_id] = parent.start_event()
+                mine = starts.get(s.span_id)
+                if mine is None:
+                    mine = starts[s.span_id] = s.start_event()
+                self._edge("parent_child", pa, mine)
                 if s.end is not None and parent.end is not None and self._end_edge(parent, s):
                     self._edge("child_end", s.end_event(), parent.end_event())
             if s.remote is not None:
@@ -147,7 +156,7 @@ class Analyzer:
             rep.hops_kept.append(_hop_record(s, host, send, recv, decision, matched))
 
     def _edge(self, kind: str, a: Event, b: Event) -> Decision:
-        extra = self.topology.extra_ns(a.host, b.host) if a.host != b.host else 0
+        extra = 0 if self._flat or a.host == b.host else self.topology.extra_ns(a.host, b.host)
         d = decide(a, b, extra)
         c = self.counts
         c.total += 1

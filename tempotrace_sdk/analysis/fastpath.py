@@ -47,22 +47,30 @@ _INT_FIELDS = frozenset({
 _STR_FIELDS = frozenset({S.CLK_QUALITY, S.END_CLK_QUALITY, S.REMOTE_CLK_QUALITY, S.SVC_SKETCH,
                          S.REMOTE_SVC_SKETCH, S.HOST, S.CLOCK, S.CLOCK_PROFILE})
 _ARRAY_FIELDS = frozenset({S.SEND_LTS, S.SEND_PTP_NS, S.SEND_UNCERTAINTY_NS})
+#: attribute -> the one OTLP value kind we accept for it on the fast path
+_WANTED: dict[str, str] = {
+    **dict.fromkeys(_INT_FIELDS, "intValue"),
+    **dict.fromkeys(_STR_FIELDS, "stringValue"),
+    **dict.fromkeys(_ARRAY_FIELDS, "arrayValue"),
+}
 
 
 def _attrs(found: list[tuple[str, str, str]]) -> dict[str, Any] | None:
     """Convert only the attributes the analysis reads; None when one has an unexpected shape."""
     attrs: dict[str, Any] = {}
+    wanted = _WANTED
     for key, kind, raw in found:
-        if key in _INT_FIELDS:
-            if kind != "intValue":
-                return None
+        want = wanted.get(key)
+        if want is None:
+            continue
+        if kind != want:
+            return None
+        if want == "intValue":
             attrs[key] = int(raw[1:-1])  # ValueError -> caller falls back
-        elif key in _STR_FIELDS:
-            if kind != "stringValue":
-                return None
+        elif want == "stringValue":
             attrs[key] = raw[1:-1]
-        elif key in _ARRAY_FIELDS:
-            if kind != "arrayValue" or _ARRAY_INT.match(raw) is None:
+        else:
+            if _ARRAY_INT.match(raw) is None:
                 return None
             attrs[key] = [int(x) for x in _INTS.findall(raw)]
     return attrs
