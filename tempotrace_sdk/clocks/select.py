@@ -15,8 +15,10 @@ import importlib
 import os
 
 from ..errors import ClockError, TempoTraceError
+from . import refresh
 from .base import ClockSource
 from .cpu import CpuClock
+from .phc import PhcClock
 
 __all__ = ["CLOCK_ENV", "PHC_ENV", "VALID_FORMS", "ClockSpecError", "auto_choice", "select_clock"]
 
@@ -46,17 +48,15 @@ def auto_choice() -> tuple[ClockSource, str]:
     candidates = _phc_candidates()
     if not candidates:
         return CpuClock(), "CPU (CLOCK_TAI): no /dev/ptp* device and $TEMPOTRACE_PHC unset"
-    # Local: only hosts with a PHC pay for the PTP imports.
-    PhcClock = importlib.import_module(".phc", __package__).PhcClock
-
     reasons: list[str] = []
     for target in candidates:
         try:
-            source = PhcClock(target)
+            source = PhcClock(target, background=False)
         except (ClockError, ValueError) as err:
             reasons.append(f"{target}: {err}")
             continue
         if source.ptp4l_reachable():
+            refresh.register(source)  # only the chosen one is kept fresh
             return source, f"PHC {source.name}: readable and ptp4l answers on {source.uds_path}"
         reasons.append(f"{target}: readable but ptp4l not reachable at {source.uds_path}")
         source.close()
@@ -80,8 +80,7 @@ def select_clock(spec: str | None = None) -> ClockSource:
     if kind == "phc":
         if not rest:
             raise ClockSpecError(spec, "phc needs a device path or interface name after ':'")
-        phc_source: ClockSource = importlib.import_module(".phc", __package__).PhcClock(rest)
-        return phc_source
+        return PhcClock(rest)
     if kind == "sim":
         # The demo engineer's module, imported only when asked for.
         simulated = importlib.import_module(".simulated", __package__)
