@@ -161,3 +161,13 @@ def test_sim_spec_with_the_real_simulated_module() -> None:
     assert isinstance(clock, ClockSource)
     assert isinstance(clock.now(), Timestamp)
     json.dumps(clock.describe(), default=str)
+
+
+@pytest.mark.skipif(_native.native() is None, reason="native module not built")
+def test_auto_explains_why_a_configured_phc_was_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tempotrace_sdk.clocks.select import auto_choice
+
+    monkeypatch.setenv("TEMPOTRACE_PHC", "/dev/null")
+    clock, why = auto_choice()
+    assert isinstance(clock, CpuClock)
+    assert why.startswith("CPU") and "/dev/null" in why and "not a PTP clock" in why
