@@ -92,7 +92,7 @@ def add_demo_command(subparsers: Any) -> None:
         "--liar-offset",
         type=_duration_ns,
         metavar="DURATION",
-        help="how far off the liar is (default 3ms; below a localhost hop's latency nobody can catch it)",
+        help="how far off the liar is (default 10ms; below a localhost hop's latency nobody can catch it)",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed for the simulated clocks' noise (default 1)")
     parser.set_defaults(func=run_demo_command)

@@ -13,7 +13,7 @@ and the ``name`` starts with ``sim:`` so nobody mistakes it for a real source.
 
 Spec grammar (the text after ``sim:`` in ``TEMPOTRACE_CLOCK``)::
 
-    PROFILE[,key=value...]   e.g.  ptp   ntp,offset=-650us,seed=7   liar,offset=3ms
+    PROFILE[,key=value...]   e.g.  ptp   ntp,offset=-650us,seed=7   liar,offset=5ms
     key=value[,key=value...] e.g.  offset=40ns,noise=10ns,bound=220ns,source=GTE
 
 keys: offset, noise (σ), bound (the declared 3σ bound), drift (ppb, may be
@@ -66,8 +66,9 @@ class SimProfile:
 #: budget is 220 ns; NTP over a LAN leaves hosts hundreds of µs off (the
 #: paper's σ = 500 µs per node), so its 3σ bound (1.5 ms) saturates the
 #: uint16 field at 65,535 ns and physics cannot use it. The liar claims PTP
-#: precision while being 3 ms off: more than a localhost HTTP hop takes, so
-#: the analysis can see the broken promise on a causal edge.
+#: precision while being 10 ms off: more than a localhost HTTP hop takes even
+#: on a loaded machine (they take ~0.3-3 ms), so the analysis can see the broken
+#: promise on causal edges; a lie smaller than the hops it stamps is invisible.
 PROFILES: dict[str, SimProfile] = {
     "ptp": SimProfile(
         name="ptp",
@@ -91,7 +92,7 @@ PROFILES: dict[str, SimProfile] = {
     ),
     "liar": SimProfile(
         name="liar",
-        offset_ns=3_000_000.0,
+        offset_ns=10_000_000.0,
         noise_ns=15.0,
         drift_ppb=1.0,
         bound_ns=220.0,

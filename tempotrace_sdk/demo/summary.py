@@ -118,7 +118,7 @@ def render_summary(result: DemoResult) -> str:
         liar = next(p for p in result.plans if p.liar)
         lines.append(
             f"    the liar is {offset_text(liar.offset_ns)} off; a lie only shows when it is larger than the hops "
-            "it stamps take, so no known edge could expose it (try --liar-offset 5ms)"
+            "it stamps take, so no known edge could expose it (the default, 10ms, is larger)"
         )
     lines.append("")
     lines.append(f"Outputs in {result.paths['out']}/:")
