@@ -86,7 +86,10 @@ class KernelSync:
 
 
 class _Timex(ctypes.Structure):
-    """struct timex from <linux/timex.h> (glibc's layout is the same on LP64 and ILP32)."""
+    """struct timex as glibc declares it: c_long fields follow the platform's long.
+
+    native/phc/tt_ntp.c asserts the LP64 size (208) and the ``tai`` offset (160).
+    """
 
     _fields_ = (
         ("modes", ctypes.c_uint),

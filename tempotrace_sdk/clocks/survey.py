@@ -7,13 +7,14 @@ bools; 64-bit nanosecond values are decimal strings.
 from __future__ import annotations
 
 import glob
-import importlib
 import os
 from typing import Any
 
 from ..errors import ClockError
-from ._native import native_status
+from ._native import native, native_status
 from .cpu import CpuClock
+from .phc import survey_devices
+from .ptp4l import DEFAULT_UDS, survey_ptp4l
 
 __all__ = ["survey"]
 
@@ -22,22 +23,14 @@ def _phc_section() -> dict[str, Any]:
     paths = sorted(glob.glob("/dev/ptp[0-9]*"))
     if not paths:
         return {"devices": [], "why_none": "no /dev/ptp* device on this host (no NIC with a PTP hardware clock)"}
-    try:
-        phc = importlib.import_module(".phc", __package__)
-    except ImportError as err:
-        return {"devices": [{"path": p} for p in paths], "why_unusable": f"PHC support not importable: {err}"}
-    devices: list[dict[str, Any]] = phc.survey_devices(paths)
-    return {"devices": devices}
+    if native() is None:
+        why = f"PHC reads need the native module: {native_status().reason}"
+        return {"devices": [{"path": p, "usable": False, "why": why} for p in paths]}
+    return {"devices": survey_devices(paths)}
 
 
 def _ptp4l_section() -> dict[str, Any]:
-    try:
-        ptp4l = importlib.import_module(".ptp4l", __package__)
-    except ImportError as err:
-        return {"reachable": False, "why": f"ptp4l client not importable: {err}"}
-    path = os.environ.get("TEMPOTRACE_PTP4L_UDS", ptp4l.DEFAULT_UDS)
-    result: dict[str, Any] = ptp4l.survey_ptp4l(path)
-    return result
+    return survey_ptp4l(os.environ.get("TEMPOTRACE_PTP4L_UDS", DEFAULT_UDS))
 
 
 def survey() -> dict[str, Any]:
