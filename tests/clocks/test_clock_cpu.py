@@ -109,3 +109,26 @@ def test_pure_python_fallback_works(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         monkeypatch.undo()
         _native.reset_cache()
+
+
+def test_missing_native_build_says_how_to_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source tree never installed has no _phc: CPU still works and the reason names the fix."""
+    real_import = _native.importlib.import_module
+
+    def no_phc(name: str, package: str | None = None) -> object:
+        if name == "tempotrace_sdk._phc":
+            raise ImportError("No module named 'tempotrace_sdk._phc'")
+        return real_import(name, package)
+
+    monkeypatch.setattr(_native.importlib, "import_module", no_phc)
+    monkeypatch.delenv(_native.PURE_ENV, raising=False)
+    _native.reset_cache()
+    try:
+        status = _native.native_status()
+        assert not status.available
+        assert "not built" in status.reason and "pip install -e ." in status.reason and "make venv" in status.reason
+        clock = CpuClock(background=False)
+        assert clock.describe()["kernel"]["read_via"] == "ctypes ntp_adjtime"
+    finally:
+        monkeypatch.undo()
+        _native.reset_cache()
