@@ -17,7 +17,7 @@ from opentelemetry import trace
 from ..errors import HeaderError
 from ..wire import Sketch, TTExt
 from ..wire._layout import STRUCT, VERSION
-from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, remote_hop, with_span
+from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, remote_hop
 
 __all__ = ["receive", "send"]
 
@@ -33,7 +33,7 @@ def _untracked_sketch(state: TempoTraceState, context: context_api.Context | Non
     # span being forwarded by a proxy): its id, plus what came in.
     hop = remote_hop(context)
     base = hop.header.svc_sketch if hop is not None else Sketch.EMPTY
-    return with_span(base, span_id) if span_id else base
+    return base.with_span(span_id) if span_id else base
 
 
 def send(state: TempoTraceState, context: context_api.Context | None = None) -> bytes:

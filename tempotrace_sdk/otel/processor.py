@@ -30,7 +30,7 @@ from opentelemetry.util import types
 from .. import semconv as S
 from ..clocks.base import Timestamp
 from ..wire import Sketch
-from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, get_state, with_span
+from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, get_state
 
 __all__ = ["TempoTraceSpanProcessor", "end_attributes", "pending_start"]
 
@@ -112,14 +112,14 @@ class TempoTraceSpanProcessor(SpanProcessor):
         if parent is None:
             sketch = Sketch.EMPTY if hop is None else hop.header.svc_sketch
         elif parent.is_remote:
-            sketch = with_span(hop.header.svc_sketch if hop is not None else Sketch.EMPTY, parent.span_id)
+            sketch = (hop.header.svc_sketch if hop is not None else Sketch.EMPTY).with_span(parent.span_id)
         else:
             known = state.sketch_of(parent.span_id)
             if known is None:  # parent from before this process's tracking (or evicted)
                 state.count_error("parent_sketch_missing")
-                known = with_span(Sketch.EMPTY, parent.span_id)
+                known = Sketch.EMPTY.with_span(parent.span_id)
             sketch = known
-        sketch = with_span(sketch, own)
+        sketch = sketch.with_span(own)
         state.open_span(own, sketch)
         attrs: dict[str, types.AttributeValue] = {
             S.PTP_NS: ts.ptp_ns,

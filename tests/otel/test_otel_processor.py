@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from _otel_helpers import Pipeline, StepClock
-from hypothesis import given
-from hypothesis import strategies as st
 from opentelemetry import context as context_api
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -14,7 +12,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tempotrace_sdk import semconv as S
 from tempotrace_sdk.otel import TempoTracePropagator, TempoTraceSpanProcessor, TempoTraceState
-from tempotrace_sdk.otel.context import with_span
 from tempotrace_sdk.wire import ClockQuality, Sketch, TsSource, TTExt
 
 
@@ -183,12 +180,6 @@ def test_several_tempotrace_processors_and_shutdown(clock: StepClock) -> None:
     spans = {s.name: s for s in exporter.get_finished_spans()}
     assert S.LTS in spans["both"].attributes
     assert S.LTS not in spans["after-shutdown"].attributes
-
-
-@given(st.integers(0, 2**256 - 1), st.integers(0, 2**64 - 1))
-def test_fast_sketch_insert_matches_the_wire_layer(bits: int, span_id: int) -> None:
-    """The processor's unrolled insert sets exactly the bits spec §3.7 (Sketch.with_span) sets."""
-    assert with_span(Sketch(bits), span_id) == Sketch(bits).with_span(span_id)
 
 
 def test_without_the_sdk_end_hook_records_are_still_released(clock: StepClock) -> None:
