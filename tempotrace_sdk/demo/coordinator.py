@@ -111,7 +111,7 @@ def run_demo(config: DemoConfig, out: TextIO | None = None) -> DemoResult:
     say(f"analysed {data['spans']:,} spans in {data['traces']:,} traces")
     result = DemoResult(plans, data, paths, hops, time.monotonic() - say.t0)
     result.examples = examples(report.hops_kept, {p.host for p in plans if p.liar})
-    result.naive_hops, result.saturated_hops, result.hop_latency_ns = hop_stats(report.hops_kept, plans)
+    result.naive_hops, result.saturated_hops = hop_stats(report.hops_kept, plans)
     result.checks = checks(plans, data, hops, result.saturated_hops)
     print(render_summary(result), file=stream, flush=True)
     return result

@@ -35,7 +35,6 @@ class DemoResult:
     naive_hops: int = 0  #: hops whose raw timestamps put the receive before the send
     #: decisions on hops with an NTP-class end (saturated bound): physics must be 0
     saturated_hops: dict[str, int] = field(default_factory=dict)
-    hop_latency_ns: int | None = None  #: median one-way hop latency between PTP-class ranks
 
     @property
     def ok(self) -> bool:

@@ -29,33 +29,20 @@ def checks(
     return result
 
 
-def hop_stats(hops: list[dict[str, Any]], plans: list[RankPlan]) -> tuple[int, dict[str, int], int | None]:
-    """What the hops show: (how many a plain tracer shows receive-before-send,
-    decisions on hops touching an NTP-class clock, median one-way latency of
-    hops between honest PTP-class ranks in ns, or None when there are none).
-
-    Between two PTP-class clocks the stamps are within 440 ns of the truth,
-    so their difference *is* the hop's latency: the yardstick for how large a
-    clock error must be before it can flip a hop, or before anyone can see a lie.
-    """
+def hop_stats(hops: list[dict[str, Any]], plans: list[RankPlan]) -> tuple[int, dict[str, int]]:
+    """(hops a plain tracer shows receive-before-send, decisions on hops touching an NTP-class clock)."""
     naive = sum(
         1
         for h in hops
         if h["send_ptp_ns"] is not None and h["recv_ptp_ns"] is not None and h["recv_ptp_ns"] < h["send_ptp_ns"]
     )
     ntp = {p.host for p in plans if p.profile == "ntp"}
-    ptp = {p.host for p in plans if p.profile == "ptp"}
     saturated: Counter[str] = Counter()
-    latencies: list[int] = []
     for h in hops:
         if h["send_host"] in ntp or h["recv_host"] in ntp:
             outcome = h["outcome"]
             saturated[h["decision"]["method"] if outcome == "consistent" else outcome] += 1
-        elif h["send_host"] in ptp and h["recv_host"] in ptp and h["send_host"] != h["recv_host"]:
-            if h["send_ptp_ns"] is not None and h["recv_ptp_ns"] is not None:
-                latencies.append(h["recv_ptp_ns"] - h["send_ptp_ns"])
-    median = sorted(latencies)[len(latencies) // 2] if latencies else None
-    return naive, dict(saturated), median
+    return naive, dict(saturated)
 
 
 def _pct(n: int, total: int) -> str:
@@ -86,11 +73,6 @@ def render_summary(result: DemoResult) -> str:
             else ""
         ),
     ]
-    if result.hop_latency_ns is not None:
-        lines.append(
-            f"  hops between PTP-class ranks took {result.hop_latency_ns / 1e3:,.0f} µs (median, from their stamps): "
-            "a clock error smaller than a hop's latency cannot flip it, nor expose a liar"
-        )
     if result.saturated_hops:
         sat = result.saturated_hops
         lines.append(
