@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import sys
 from collections.abc import Sequence
 
 from .. import __version__
+from ..analysis.cli import add_analyze_command, add_simulate_command
 from ._common import EXIT_CODES_HELP, EXIT_RUNTIME, EXIT_USAGE, fail
+from .clock import add_clock_command
 from .codec import add_decode_command, add_encode_command
+from .demo import add_demo_command
 
 __all__ = ["build_parser", "main"]
 
@@ -24,22 +25,6 @@ EPILOG = f"""examples:
 {EXIT_CODES_HELP}"""
 
 
-def _add_optional(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], module: str, adder: str) -> None:
-    # A layer that has not landed (or was left out of an install) simply has
-    # no sub-command; a layer that is present but broken must fail loudly,
-    # so only a *missing* module is skipped.
-    if importlib.util.find_spec(module) is None:
-        return
-    getattr(importlib.import_module(module), adder)(subparsers)
-
-
-def _module_exists(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:  # a parent package is missing
-        return False
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tempotrace",
@@ -49,19 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tempotrace {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    # The clock layer's survey/preflight land separately from the codec.
-    if all(
-        hasattr(importlib.import_module("tempotrace_sdk.clocks"), n) for n in ("preflight", "survey", "select_clock")
-    ):
-        _add_optional(subparsers, "tempotrace_sdk.cli.clock", "add_clock_command")
+    add_clock_command(subparsers)
     add_decode_command(subparsers)
     add_encode_command(subparsers)
-    if _module_exists("tempotrace_sdk.analysis.cli"):
-        analysis = importlib.import_module("tempotrace_sdk.analysis.cli")
-        analysis.add_analyze_command(subparsers)
-        analysis.add_simulate_command(subparsers)
-    if _module_exists("tempotrace_sdk.otel"):
-        _add_optional(subparsers, "tempotrace_sdk.cli.demo", "add_demo_command")
+    add_analyze_command(subparsers)  # from the analysis package, which owns them
+    add_simulate_command(subparsers)
+    add_demo_command(subparsers)
     return parser
 
 
