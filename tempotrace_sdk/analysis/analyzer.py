@@ -3,7 +3,7 @@
 
 Spans are buffered per trace; a trace is analysed when it has not been seen
 for ``window_spans`` spans (or at end of input). Memory is therefore the spans
-of the traces active within the last window (default 200,000 spans), plus
+of the traces active within the last window (default 100,000 spans), plus
 per-host and per-host-pair counters, plus whatever is kept for rendering
 (``keep`` spans, capped). An edge whose spans fall on both sides of a flush
 (a trace idle for longer than the window) is counted as unresolved, not guessed.
@@ -25,8 +25,10 @@ from .topology import Topology
 __all__ = ["Analyzer"]
 
 SERVER = 2
-DEFAULT_WINDOW = 200_000
+DEFAULT_WINDOW = 100_000
 DEFAULT_KEEP = 20_000
+#: How often (in spans) to look at the clock for a progress line; a line at most every 2 s.
+PROGRESS_EVERY = 20_000
 
 
 class Analyzer:
@@ -68,7 +70,7 @@ class Analyzer:
         self._buffered += 1
         if self._buffered > self.window:
             self._flush_oldest()
-        if self.progress is not None and rep.spans % 20_000 == 0:
+        if self.progress is not None and rep.spans % PROGRESS_EVERY == 0:
             now = time.monotonic()
             if now >= self._next_progress:
                 self._next_progress = now + 2.0

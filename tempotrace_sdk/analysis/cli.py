@@ -118,7 +118,7 @@ def run_simulate(args: argparse.Namespace) -> int:
 def format_simulation(result: dict[str, Any]) -> str:
     """The human table: Table 2 beside the paper, then the engine classes."""
     out = [f"Table 2 (naive inversion %, NTP σ = {result['ntp_sigma_ns'] / 1000:.0f} µs per node; "
-           f"{result['table2'] and result['edges_per_class']:,} samples, seed {result['seed']})",
+           f"{result['table2_samples']:,} samples per model, seed {result['seed']})",
            f"  {'operation':<22}{'L':>9}  {'paper':>6}  {'gaussian':>9}  {'laplace-node':>12}  {'laplace-pair':>12}"
            "  matches"]
     for row in result["table2"]:
@@ -146,7 +146,9 @@ def format_simulation(result: dict[str, Any]) -> str:
         out.append(f"  lying clock caught: {f['host']}: {f['violations']:,} of {f['edges']:,} edges violated "
                    f"({100 * f['rate']:.1f}%), {f['peers']} peers, up to {f['max_excess_ns']:,} ns beyond the bounds")
     others = [f["host"] for f in liar["faults"] if f["host"] != liar["liar"]["node"]]
-    out.append(f"  honest hosts blamed: {len(others)}")
+    reported = sum(f["violations"] for f in liar["faults"] if f["kind"] == "physics")
+    out.append(f"  wrong decisions with the liar: {liar['wrong_total']:,}, reported as clock-fault evidence: "
+               f"{reported:,}; honest hosts blamed: {len(others)}")
     after = liar.get("after_demotion")
     if after is not None:
         out.append(f"  after demoting the flagged clock's stamps: WRONG {after['wrong_total']}, physics "

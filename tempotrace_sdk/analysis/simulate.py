@@ -243,6 +243,7 @@ def run_simulation(
         "schema": "tempotrace.simulation/1",
         "seed": seed,
         "edges_per_class": edges,
+        "table2_samples": samples or edges,
         "nodes": nodes,
         "ntp_sigma_ns": NTP_SIGMA_NS,
         "table2": table2(samples or edges, seed, NTP_SIGMA_NS),
