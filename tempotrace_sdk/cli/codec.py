@@ -34,6 +34,7 @@ examples:
   tempotrace decode header.bin              # binary form (e.g. gRPC tt-ext-bin) from a file
   tempotrace encode --format bin | tempotrace decode -
   tempotrace decode --json VALUE            # machine-readable
+  tempotrace decode -- -AbC...              # a value that starts with '-' goes after --
 
 {EXIT_CODES_HELP}"""
 
