@@ -14,7 +14,7 @@ from tempotrace_sdk.analysis import analyzer as analyzer_mod
 from tempotrace_sdk.analysis.analyzer import Analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from benchmarks.bench_analysis import generate  # noqa: E402
+from benchmarks.bench_analysis import generate
 
 
 @pytest.fixture(scope="module")
