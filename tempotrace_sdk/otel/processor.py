@@ -27,8 +27,37 @@ from opentelemetry import context as context_api
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.util import types
 
-from .. import semconv as S
 from ..clocks.base import Timestamp
+from ..semconv import (
+    CLK_QUALITY,
+    CLOCK,
+    END_CLK_QUALITY,
+    END_LTS,
+    END_PTP_NS,
+    END_UNCERTAINTY_NS,
+    HOST,
+    LTS,
+    POLICY_REASON,
+    POLICY_RETENTION_DAYS,
+    POLICY_TIER,
+    POLICY_VERDICT,
+    PTP_NS,
+    RECV_LTS,
+    REMOTE_CLK_QUALITY,
+    REMOTE_LTS,
+    REMOTE_PTP_NS,
+    REMOTE_SVC_SKETCH,
+    REMOTE_TENANT_ID,
+    REMOTE_TS_SOURCE,
+    REMOTE_UNCERTAINTY_NS,
+    SEND_LTS,
+    SEND_PTP_NS,
+    SEND_UNCERTAINTY_NS,
+    SVC_SKETCH,
+    TENANT_ID,
+    TS_SOURCE,
+    UNCERTAINTY_NS,
+)
 from ..wire import Sketch
 from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, get_state
 
@@ -50,24 +79,24 @@ _QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
 def end_attributes(state: TempoTraceState, span_id: int, ts: Timestamp, start_verdict: Any) -> dict[str, Any]:
     """The ``tempotrace.end.*`` stamp (and pending send arrays) for a span ending now."""
     attrs: dict[str, Any] = {
-        S.END_PTP_NS: ts.ptp_ns,
-        S.END_UNCERTAINTY_NS: ts.uncertainty_ns,
-        S.END_CLK_QUALITY: _QUALITY_NAMES[ts.clk_quality],
-        S.END_LTS: state.lamport.tick(),
+        END_PTP_NS: ts.ptp_ns,
+        END_UNCERTAINTY_NS: ts.uncertainty_ns,
+        END_CLK_QUALITY: _QUALITY_NAMES[ts.clk_quality],
+        END_LTS: state.lamport.tick(),
     }
     record = state.live.get(span_id)
     if record is not None and record.sends:
         sends = record.sends
         record.sends = None
-        attrs[S.SEND_LTS] = tuple(s[0] for s in sends)
-        attrs[S.SEND_PTP_NS] = tuple(s[1] for s in sends)
-        attrs[S.SEND_UNCERTAINTY_NS] = tuple(s[2] for s in sends)
+        attrs[SEND_LTS] = tuple(s[0] for s in sends)
+        attrs[SEND_PTP_NS] = tuple(s[1] for s in sends)
+        attrs[SEND_UNCERTAINTY_NS] = tuple(s[2] for s in sends)
     contract = state.contract
     if contract is not None and start_verdict == "pass":
         verdict, reason = contract.verdict(ts)
         if verdict != "pass":  # the start kept the contract, the end did not
-            attrs[S.POLICY_VERDICT] = verdict
-            attrs[S.POLICY_REASON] = "end: " + reason
+            attrs[POLICY_VERDICT] = verdict
+            attrs[POLICY_REASON] = "end: " + reason
     return attrs
 
 
@@ -122,34 +151,34 @@ class TempoTraceSpanProcessor(SpanProcessor):
         sketch = sketch.with_span(own)
         state.open_span(own, sketch)
         attrs: dict[str, types.AttributeValue] = {
-            S.PTP_NS: ts.ptp_ns,
-            S.UNCERTAINTY_NS: ts.uncertainty_ns,
-            S.CLK_QUALITY: _QUALITY_NAMES[ts.clk_quality],
-            S.TS_SOURCE: _SOURCE_NAMES[ts.ts_source],
-            S.LTS: state.lamport.tick(),
-            S.TENANT_ID: state.tenant,
-            S.SVC_SKETCH: sketch.to_bytes().hex(),
-            S.CLOCK: clock.name,
-            S.HOST: state.host,
+            PTP_NS: ts.ptp_ns,
+            UNCERTAINTY_NS: ts.uncertainty_ns,
+            CLK_QUALITY: _QUALITY_NAMES[ts.clk_quality],
+            TS_SOURCE: _SOURCE_NAMES[ts.ts_source],
+            LTS: state.lamport.tick(),
+            TENANT_ID: state.tenant,
+            SVC_SKETCH: sketch.to_bytes().hex(),
+            CLOCK: clock.name,
+            HOST: state.host,
         }
         if hop is not None:
             h = hop.header
-            attrs[S.REMOTE_PTP_NS] = h.ptp_ns
-            attrs[S.REMOTE_UNCERTAINTY_NS] = h.uncertainty_ns
-            attrs[S.REMOTE_CLK_QUALITY] = h.clk_quality.name
-            attrs[S.REMOTE_TS_SOURCE] = h.ts_source.name
-            attrs[S.REMOTE_LTS] = h.lts
-            attrs[S.REMOTE_TENANT_ID] = h.tenant_id
-            attrs[S.REMOTE_SVC_SKETCH] = h.svc_sketch.to_bytes().hex()
-            attrs[S.RECV_LTS] = hop.recv_lts
+            attrs[REMOTE_PTP_NS] = h.ptp_ns
+            attrs[REMOTE_UNCERTAINTY_NS] = h.uncertainty_ns
+            attrs[REMOTE_CLK_QUALITY] = h.clk_quality.name
+            attrs[REMOTE_TS_SOURCE] = h.ts_source.name
+            attrs[REMOTE_LTS] = h.lts
+            attrs[REMOTE_TENANT_ID] = h.tenant_id
+            attrs[REMOTE_SVC_SKETCH] = h.svc_sketch.to_bytes().hex()
+            attrs[RECV_LTS] = hop.recv_lts
         contract = state.contract  # the local tenant's, never the remote header's
         if contract is not None:
             verdict, reason = contract.verdict(ts)
-            attrs[S.POLICY_VERDICT] = verdict
-            attrs[S.POLICY_REASON] = reason
-            attrs[S.POLICY_TIER] = contract.tier
+            attrs[POLICY_VERDICT] = verdict
+            attrs[POLICY_REASON] = reason
+            attrs[POLICY_TIER] = contract.tier
             if contract.retention_days is not None:
-                attrs[S.POLICY_RETENTION_DAYS] = contract.retention_days
+                attrs[POLICY_RETENTION_DAYS] = contract.retention_days
         if not _write_direct(span, attrs):
             span.set_attributes(attrs)
 
@@ -171,17 +200,17 @@ class TempoTraceSpanProcessor(SpanProcessor):
             return
         store = getattr(getattr(span, "_attributes", None), "_dict", None)
         attributes: Mapping[str, Any] = store if type(store) is dict else (span.attributes or {})
-        if S.END_PTP_NS in attributes:
+        if END_PTP_NS in attributes:
             extra: dict[str, Any] = {}
             if record.sends:  # sends after our decorator stamped the end: rare, keep them
                 sends, record.sends = record.sends, None
                 extra = {
-                    S.SEND_LTS: tuple(s[0] for s in sends),
-                    S.SEND_PTP_NS: tuple(s[1] for s in sends),
-                    S.SEND_UNCERTAINTY_NS: tuple(s[2] for s in sends),
+                    SEND_LTS: tuple(s[0] for s in sends),
+                    SEND_PTP_NS: tuple(s[1] for s in sends),
+                    SEND_UNCERTAINTY_NS: tuple(s[2] for s in sends),
                 }
         else:
-            extra = end_attributes(state, own, state.clock.now(), attributes.get(S.POLICY_VERDICT))
+            extra = end_attributes(state, own, state.clock.now(), attributes.get(POLICY_VERDICT))
         state.close_span(own)
         if extra and not _write_direct(span, extra):
             _set_on_ending_span(span, extra)
