@@ -109,6 +109,7 @@ def render_summary(result: DemoResult) -> str:
     lines.append(f"  Perfetto trace           {result.paths['perfetto']}   (open in https://ui.perfetto.dev)")
     lines.append(f"  HTML timeline            {result.paths['html']}")
     lines.append(f"  worker logs              {result.paths['out']}/worker-*.log")
+    lines.append(f"  analyse it again         tempotrace analyze {result.paths['trace']}")
     return "\n".join(lines)
 
 
