@@ -152,3 +152,18 @@ def test_failed_write_leaves_no_partial_file(honest: tuple[str, dict[str, int]],
     monkeypatch.undo()
     write_html(rep, str(target.with_suffix(".html")))
     assert os.listdir(tmp_path) == ["out.html"]
+
+
+def test_topology_extra_error_makes_physics_more_careful(honest: tuple[str, dict[str, int]], tmp_path: Path) -> None:
+    """§3: a large cross-rack extra error moves cross-rack edges from physics to Lamport/SVC, never to WRONG."""
+    path, _ = honest
+    topo = tmp_path / "topo.json"
+    topo.write_text(json.dumps({"racks": {"coord": "r1", "w1": "r1", "w2": "r2", "w3": "r2"},
+                                "rack_pairs": [{"racks": ["r1", "r2"], "extra_ns": 10**9}]}))
+    flat = analyze_file(path).to_dict()["edges"]
+    racked = analyze_file(path, str(topo)).to_dict()
+    e = racked["edges"]
+    assert racked["topology"]["rack_pairs"] == [{"racks": ["r1", "r2"], "extra_ns": 10**9}]
+    assert e["decided"]["physics"] < flat["decided"]["physics"]
+    assert e["decided"]["svc"] + e["decided"]["lamport"] > 0
+    assert e["wrong_total"] == 0 and e["total"] == flat["total"]
