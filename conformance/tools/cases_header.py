@@ -319,6 +319,24 @@ def text_decode_cases() -> list[dict[str, Any]]:
         _text_invalid(
             "text of lts 2^63", ["TextThenBinary", "LtsPoisoning"], b64url(_poke(t, 13, b"\x80")), "LTS_RANGE"
         ),
+        _text_invalid(
+            "257 x U+00E9: 257 characters (514 UTF-8 octets), over the cap",
+            ["InputCap", "Alphabet"],
+            "\u00e9" * 257,
+            "TEXT_LENGTH",
+        ),
+        _text_invalid(
+            "256 x U+00E9: 256 characters (512 UTF-8 octets): the cap counts characters",
+            ["InputCap", "Alphabet"],
+            "\u00e9" * 256,
+            "TEXT_ALPHABET",
+        ),
+        _text_invalid(
+            "256 x U+1F600 (4 UTF-8 octets each): within the cap",
+            ["InputCap", "Alphabet"],
+            "\U0001f600" * 256,
+            "TEXT_ALPHABET",
+        ),
     ]
 
 

@@ -185,7 +185,8 @@ def b64url_decode_bits(text: str) -> bytes:
 
 def text_decode(value: str) -> tuple[bytes | None, str | None]:
     """(53 bytes, None) or (None, errorClass) for a received text value (spec §5.2, §9.1)."""
-    if len(value) > TEXT_INPUT_CAP:
+    # Characters are code points; on UTF-8 octets: octets that are not 10xxxxxx.
+    if sum(1 for b in value.encode("utf-8") if b & 0xC0 != 0x80) > TEXT_INPUT_CAP:
         return None, "TEXT_LENGTH"
     text = value.strip(" \t")
     if "," in text:

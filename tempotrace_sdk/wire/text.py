@@ -21,9 +21,9 @@ __all__ = ["MAX_TEXT_INPUT", "decode_text", "encode_text"]
 #: HTTP optional whitespace (RFC 9110 §5.6.3): spaces and horizontal tabs.
 _OWS = " \t"
 
-#: Inputs longer than this are rejected before any scanning (spec §5.2 step
-#: 1): a hostile peer may send megabytes; 256 is generous for any amount of
-#: OWS around 71 characters.
+#: Inputs longer than this many characters (Unicode code points) are
+#: rejected before any other rule (spec §5.2 step 1): a hostile peer may send
+#: megabytes; 256 is generous for any amount of OWS around 71 characters.
 MAX_TEXT_INPUT = 256
 
 _URL_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -66,21 +66,22 @@ def decode_text(value: Any) -> bytes:
         if not isinstance(value, str):
             raise TextFormError("text", "must be a single string", error_class="TEXT_TYPE", remote=True)
         value = str(value)
+    text = value
     if len(value) != TEXT_LEN:
         if len(value) > MAX_TEXT_INPUT:
             raise TextFormError(
                 "text", f"longer than {MAX_TEXT_INPUT} characters", error_class="TEXT_LENGTH", remote=True
             )
-        value = value.strip(_OWS)
-    if len(value) == TEXT_LEN and value[-1] in _CANONICAL_LAST:
+        text = value.strip(_OWS)
+    if len(text) == TEXT_LEN and text[-1] in _CANONICAL_LAST:
         try:
-            raw = _a2b(value.encode("ascii").translate(_DECODE_TABLE) + b"=")
+            raw = _a2b(text.encode("ascii").translate(_DECODE_TABLE) + b"=")
         except (UnicodeEncodeError, binascii.Error):
             pass
         else:
             if len(raw) == HEADER_LEN:
                 return raw
-    raise _classify(value.strip(_OWS))
+    raise _classify(value)
 
 
 def _first_stray(text: str) -> str | None:
@@ -90,8 +91,10 @@ def _first_stray(text: str) -> str | None:
     return next(char for char in text if char not in _URL_ALPHABET)
 
 
-def _classify(text: str) -> TextFormError:
-    # Slow path: only for values already known to be bad (spec §5.2, §9.1 order).
+def _classify(value: str) -> TextFormError:
+    # Slow path: only for values already known to be bad and within the input
+    # cap (spec §5.2, §9.1 order).
+    text = value.strip(_OWS)
     if "," in text:
         return TextFormError("text", "holds several values", error_class="TEXT_MULTIPLE", remote=True)
     if "=" in text:
