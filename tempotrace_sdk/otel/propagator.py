@@ -110,7 +110,12 @@ class TempoTracePropagator(TextMapPropagator):
             return context
 
     def _read(self, carrier: CarrierT, getter: Getter[CarrierT], context: context_api.Context) -> str | None:
-        values = getter.get(carrier, self.TT_EXT_HEADER)
+        if getter is default_getter and hasattr(carrier, "get_all"):
+            # email.message.Message (http.server's self.headers): .get() would
+            # silently pick the first of repeated fields; spec §5.3 forbids that.
+            values = carrier.get_all(self.TT_EXT_HEADER)
+        else:
+            values = getter.get(carrier, self.TT_EXT_HEADER)
         if values is None and self._fallback:
             # tracestate means something only beside a valid traceparent (W3C);
             # the tracecontext propagator runs before us in the composite.

@@ -291,3 +291,18 @@ def test_unsampled_spans_keep_causality(state: TempoTraceState) -> None:
     header = TTExt.from_header(carrier["tt-ext"])
     assert header.lts == 1
     assert header.svc_sketch.contains(dropped.get_span_context().span_id)
+
+
+def test_repeated_header_lines_from_http_server_are_refused(state: TempoTraceState) -> None:
+    """http.server hands handlers an email.message.Message; .get() would hide the second line (spec §5.3)."""
+    from email.message import Message
+
+    headers = Message()
+    headers["tt-ext"] = GOOD
+    headers["tt-ext"] = GOOD
+    ctx = context_api.Context()
+    assert TempoTracePropagator(state=state).extract(headers, ctx) is ctx
+    assert state.rejections() == {"TEXT_MULTIPLE": 1}
+    single = Message()
+    single["TT-Ext"] = GOOD  # field names are case-insensitive
+    assert remote_hop(TempoTracePropagator(state=state).extract(single)) is not None
