@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ClockError
-from ..wire._layout import ClockQuality, TsSource
+from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from .base import Timestamp, saturate_uncertainty
 from .leapseconds import utc_to_tai_ns
 
@@ -186,8 +186,10 @@ def _parse(spec: str) -> SimProfile:
             raise _bad_spec(spec, f"unknown key {key!r}; known: {_KEYS}")
     # Honesty is a property of the numbers, not of the label: recompute it for
     # a one-minute run so a customised "ptp" with a 5 µs offset is called a liar.
+    # A saturated claim ("at least 65,535 ns") promises nothing, so it cannot be broken.
     worst = abs(profile.offset_ns) + abs(profile.drift_ppb) * 60.0 + 3.0 * profile.noise_ns
-    honest = profile.quality is ClockQuality.UNKNOWN or worst <= profile.bound_ns
+    saturated = saturate_uncertainty(profile.bound_ns) == UNCERTAINTY_SATURATED
+    honest = profile.quality is ClockQuality.UNKNOWN or saturated or worst <= profile.bound_ns
     return replace(profile, honest=honest)
 
 

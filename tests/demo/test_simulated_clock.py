@@ -85,6 +85,10 @@ def test_honesty_follows_the_numbers_not_the_label() -> None:
     assert from_spec("liar").describe()["honest"] is False
     # A "ptp" 5 µs off breaks its 220 ns promise.
     assert from_spec("ptp,offset=5us").describe()["honest"] is False
+    # A saturated claim ("at least 65,535 ns") cannot be broken, however far off the clock is.
+    assert from_spec("ntp,offset=50ms").describe()["honest"] is True
+    assert from_spec("ptp,offset=50ms,bound=1ms").describe()["honest"] is True
+    assert from_spec("ptp,offset=50us,bound=40us").describe()["honest"] is False
     assert PROFILES["liar"].offset_ns > 1_000_000  # beyond a localhost HTTP hop
 
 
