@@ -54,21 +54,27 @@ var d=JSON.parse(document.getElementById('tt-data').textContent);
 var svg=document.getElementById('timeline'),NS='http://www.w3.org/2000/svg';
 var colors={physics:'#2a9d3a',lamport:'#2a6fdb',svc:'#8e44ad',undecided:'#999',contradiction:'#d00'};
 function el(n,a,p){var e=document.createElementNS(NS,n);for(var k in a)e.setAttribute(k,a[k]);(p||svg).appendChild(e);return e;}
-var rows={},order=[];
-d.spans.forEach(function(s){var k=s.host+(s.rank===null?'':' rank '+s.rank);if(!(k in rows)){rows[k]=order.length;order.push(k);}s.row=rows[k];});
+var rows={},order=[],byId={},drawn=0;
+d.spans.forEach(function(s){var k=s.host+(s.rank===null?'':' rank '+s.rank);if(!(k in rows)){rows[k]=order.length;order.push(k);}s.row=rows[k];byId[s.span_id]=s;});
+// Nested spans on one row get their own lane (depth under a parent on the same row).
+function depth(s){if(s.depth!==undefined)return s.depth;var p=byId[s.parent_id];s.depth=0;s.depth=(p&&p.row===s.row)?depth(p)+1:0;return s.depth;}
+var lanes=order.map(function(){return 1;});
+d.spans.forEach(function(s){lanes[s.row]=Math.max(lanes[s.row],depth(s)+1);});
+var laneH=16,top=20,rowTop=[],y0=top;
+order.forEach(function(k,i){rowTop.push(y0);y0+=lanes[i]*laneH+10;});
 var t0=Infinity,t1=-Infinity;
 d.spans.forEach(function(s){t0=Math.min(t0,s.start_ptp_ns-s.start_uncertainty_ns);t1=Math.max(t1,s.end_ptp_ns+(s.end_uncertainty_ns||0));});
 if(!isFinite(t0)){t0=0;t1=1;}
-var left=170,width=1400,rowH=26,top=20,span=Math.max(1,t1-t0);
-svg.setAttribute('width',left+width+20);svg.setAttribute('height',top+rowH*order.length+20);
+var left=170,width=1400,span=Math.max(1,t1-t0);
+svg.setAttribute('width',left+width+20);svg.setAttribute('height',y0+20);
 function x(t){return left+(t-t0)/span*width;}
-order.forEach(function(k,i){el('text',{x:4,y:top+i*rowH+15}).textContent=k;
-  el('line',{x1:left,x2:left+width,y1:top+i*rowH+rowH-2,y2:top+i*rowH+rowH-2,stroke:'#eee'});});
-var byId={},drawn=0;
+function ymid(s){return rowTop[s.row]+s.depth*laneH+6;}
+order.forEach(function(k,i){el('text',{x:4,y:rowTop[i]+12}).textContent=k;
+  var yl=rowTop[i]+lanes[i]*laneH+4;el('line',{x1:left,x2:left+width,y1:yl,y2:yl,stroke:'#eee'});});
 d.spans.forEach(function(s){
-  var y=top+s.row*rowH+5,x0=x(s.start_ptp_ns),x1=Math.max(x0+1,x(s.end_ptp_ns));byId[s.span_id]=s;
+  var y=ymid(s)-6,x0=x(s.start_ptp_ns),x1=Math.max(x0+1,x(s.end_ptp_ns));
   var g=el('g',{'class':'span','data-span':s.span_id});
-  var r=el('rect',{x:x0,y:y,width:x1-x0,height:12,fill:s.stamped?'#cfe3f7':'#eee',stroke:'#5b8bc7'},g);
+  el('rect',{x:x0,y:y,width:x1-x0,height:12,fill:s.stamped?'#cfe3f7':'#eee',stroke:'#5b8bc7'},g);
   el('title',{},g).textContent=s.name+' @'+s.host+'  start ±'+s.start_uncertainty_ns+' ns ('+s.start_quality+')'+
     (s.end_uncertainty_ns===null?'  end: no bound':'  end ±'+s.end_uncertainty_ns+' ns');
   [[s.start_ptp_ns,s.start_uncertainty_ns],[s.end_ptp_ns,s.end_uncertainty_ns]].forEach(function(p){
@@ -79,7 +85,7 @@ d.spans.forEach(function(s){
 var hops=0;
 d.hops.forEach(function(h){var a=byId[h.send_span],b=byId[h.recv_span];if(!a||!b||h.send_ptp_ns===null||h.recv_ptp_ns===null)return;
   var c=h.outcome==='contradiction'?colors.contradiction:(colors[h.decision.method]||'#999');
-  var l=el('line',{x1:x(h.send_ptp_ns),y1:top+a.row*rowH+11,x2:x(h.recv_ptp_ns),y2:top+b.row*rowH+11,stroke:c,'stroke-width':2,
+  var l=el('line',{x1:x(h.send_ptp_ns),y1:ymid(a),x2:x(h.recv_ptp_ns),y2:ymid(b),stroke:c,'stroke-width':2,
     'class':'hop','data-method':h.decision.method,'data-outcome':h.outcome});
   el('title',{},l).textContent='hop '+h.send_host+' → '+h.recv_host+': '+h.decision.relation+' by '+h.decision.method+
     ' (confidence '+h.decision.confidence+')';hops++;});
