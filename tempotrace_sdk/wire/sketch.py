@@ -27,6 +27,8 @@ assert SKETCH_HASHES == 4 and SKETCH_BITS == 256, "_indices_and_mask is written 
 __all__ = ["Sketch", "sketch_indices", "span_id_bytes"]
 
 _hash64 = mmh3.hash64
+#: The int of bit index j alone: index 0 is the most significant bit (spec §8.1).
+_BIT = tuple(1 << (SKETCH_BITS - 1 - j) for j in range(SKETCH_BITS))
 _FULL = (1 << SKETCH_BITS) - 1
 
 
@@ -60,8 +62,8 @@ def _indices_and_mask(raw: bytes) -> tuple[tuple[int, int, int, int], int]:
     i1 = (h1 + h2) & 0xFF
     i2 = (h1 + 2 * h2) & 0xFF
     i3 = (h1 + 3 * h2) & 0xFF
-    top = SKETCH_BITS - 1  # bit index 0 is the int's most significant bit
-    return (i0, i1, i2, i3), (1 << (top - i0)) | (1 << (top - i1)) | (1 << (top - i2)) | (1 << (top - i3))
+    bit = _BIT
+    return (i0, i1, i2, i3), bit[i0] | bit[i1] | bit[i2] | bit[i3]
 
 
 def _mask(span_id: int | bytes) -> int:
@@ -146,7 +148,8 @@ class Sketch:
     # -- operations -------------------------------------------------------
     def with_span(self, span_id: int | bytes) -> Sketch:
         """This sketch plus one span id."""
-        return _new(self._bits | _mask(span_id), None)
+        bits = self._b
+        return _new((self._bits if bits is None else bits) | _mask(span_id), None)
 
     def union(self, other: Sketch) -> Sketch:
         """Merge two sketches (bitwise OR, spec §8.3)."""
