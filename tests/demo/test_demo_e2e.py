@@ -81,6 +81,19 @@ def test_honest_clocks_only_give_zero_wrong_decisions_and_no_faults(tmp_path: Pa
     assert result.ok and "the lying clock was flagged" not in result.checks
 
 
+def test_with_one_ptp_witness_the_liar_is_a_suspect_not_a_verdict(tmp_path: Path) -> None:
+    """One PTP-class peer cannot tell who lied: both are suspects, and the demo says exactly that."""
+    out = io.StringIO()
+    result = run_demo(DemoConfig(ranks=2, iterations=1, out=tmp_path, liar_offset_ns=30e6), out)
+    assert [p.profile for p in result.plans] == ["ptp", "liar", "ntp"]
+    report = result.report
+    assert report["lying_hosts"] == []
+    assert "node1" in report["suspect_hosts"]
+    assert set(report["suspect_hosts"]) <= {"node0", "node1"}
+    assert result.ok, result.checks
+    assert "SUSPECT clock: node1" in out.getvalue() and "it or its peer broke a promise" in out.getvalue()
+
+
 def test_a_rerun_in_the_same_folder_starts_from_a_clean_trace(tmp_path: Path) -> None:
     first = run_demo(DemoConfig(ranks=2, iterations=1, out=tmp_path, liar=False), io.StringIO())
     second = run_demo(DemoConfig(ranks=2, iterations=1, out=tmp_path, liar=False), io.StringIO())
