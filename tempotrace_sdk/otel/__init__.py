@@ -1,16 +1,25 @@
 """OpenTelemetry integration: the ``tempotrace`` propagator, span processor, decorators, configure().
 
-Quick start::
+Two processes, instrumented::
 
+    # client.py                                   # server.py (http.server handler)
+    from opentelemetry.propagate import inject     from opentelemetry.propagate import extract
     from tempotrace_sdk.otel import configure, traced
-    configure(service_name="trainer")       # clock, processor, propagator, exporter
+    handle = configure(service_name="client")      configure(service_name="server")
+    @traced                                        def do_GET(self):
+    def call():                                        ctx = extract(self.headers)
+        headers = {}; inject(headers)                  with span("GET", kind=SpanKind.SERVER, context=ctx):
+        urlopen(Request(URL, headers=headers))             ...
+    call(); handle.shutdown()
 
-    @traced
-    def step(batch): ...
-
-Spans land as OTLP JSON lines in ``tempotrace-spans.jsonl`` (or
-$TEMPOTRACE_EXPORT_PATH) with the ``tempotrace.*`` attributes of
-spec/semantic-conventions.md.
+``configure()`` installs the clock (TEMPOTRACE_CLOCK), the processor, the
+global propagator (tracecontext + baggage + tempotrace, unless
+OTEL_PROPAGATORS is set) and an exporter: OTLP JSON lines appended to
+``tempotrace-spans.jsonl`` (TEMPOTRACE_EXPORT_PATH; one file may be shared by
+many processes) or one ``spans-<pid>.jsonl`` per process under
+TEMPOTRACE_EXPORT_DIR; the standard OTLP variables send to a collector. See
+``configure`` for every variable and spec/semantic-conventions.md for the
+``tempotrace.*`` attributes.
 """
 
 from .binary import binary_header, extract_binary, inject_binary
