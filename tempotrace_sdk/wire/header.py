@@ -101,8 +101,17 @@ class TTExt:
         ):
             if clk_quality is _UNKNOWN:
                 uncertainty_ns = _SATURATED
-            if cls is TTExt:
-                return _new(ptp_ns, ts_source, clk_quality, uncertainty_ns, lts, svc_sketch, tenant_id)
+            if cls is TTExt and _FAST:  # _new_fast, inlined: this is the per-hop path
+                obj: Any = _Builder()
+                obj.ptp_ns = ptp_ns
+                obj.ts_source = ts_source
+                obj.clk_quality = clk_quality
+                obj.uncertainty_ns = uncertainty_ns
+                obj.lts = lts
+                obj.svc_sketch = svc_sketch
+                obj.tenant_id = tenant_id
+                obj.__class__ = TTExt
+                return obj  # type: ignore[no-any-return]
             return _new_portable(cls, ptp_ns, ts_source, clk_quality, uncertainty_ns, lts, svc_sketch, tenant_id)
         values = _validate(ptp_ns, ts_source, clk_quality, uncertainty_ns, lts, svc_sketch, tenant_id)
         return _new(*values) if cls is TTExt else _new_portable(cls, *values)
@@ -160,8 +169,9 @@ class TTExt:
             self.lts,
             self.svc_sketch.to_bytes(),
         )
-        # base64 of 53 bytes is 72 characters ending in exactly one '='.
-        return _b2a(raw, newline=False)[:-1].translate(_TO_URL).decode("ascii")
+        # base64 of 53 bytes is 72 characters ending in exactly one '=', which
+        # the translate drops.
+        return _b2a(raw, newline=False).translate(_TO_URL, b"=").decode("ascii")
 
     @classmethod
     def from_header(cls, value: Any) -> TTExt:
@@ -247,7 +257,18 @@ def _from_wire(data: bytes | bytearray | memoryview) -> TTExt:
     svc_sketch = _object_new(Sketch)
     svc_sketch._b = None  # converted to an int only if a sketch operation needs it
     svc_sketch._r = sketch
-    return _new(ptp_ns, ts_source, clk_quality, uncertainty, lts, svc_sketch, flags >> 4)
+    if not _FAST:
+        return _new(ptp_ns, ts_source, clk_quality, uncertainty, lts, svc_sketch, flags >> 4)
+    obj: Any = _Builder()  # _new_fast, inlined: this is the per-hop path
+    obj.ptp_ns = ptp_ns
+    obj.ts_source = ts_source
+    obj.clk_quality = clk_quality
+    obj.uncertainty_ns = uncertainty
+    obj.lts = lts
+    obj.svc_sketch = svc_sketch
+    obj.tenant_id = flags >> 4
+    obj.__class__ = TTExt
+    return obj  # type: ignore[no-any-return]
 
 
 class _Builder:
@@ -298,3 +319,4 @@ def _pick_constructor() -> Callable[..., TTExt]:
 
 
 _new = _pick_constructor()
+_FAST = _new is _new_fast

@@ -206,3 +206,15 @@ def test_huge_input_is_refused_before_scanning() -> None:
     with pytest.raises(HeaderError) as info:
         TTExt.from_header("A" * 1_000_000)
     assert info.value.error_class == "TEXT_LENGTH"
+
+
+def test_portable_construction_path_gives_the_same_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where __class__ assignment is refused (not CPython), the portable path builds equal headers."""
+    from tempotrace_sdk.wire import header as module
+
+    monkeypatch.setattr(module, "_FAST", False)
+    monkeypatch.setattr(module, "_new", lambda *values: module._new_portable(TTExt, *values))
+    header = TTExt(123, TsSource.SW_GCC, ClockQuality.UNKNOWN, 7, 9, Sketch.of(1, 2), 4)
+    assert type(header) is TTExt and header.uncertainty_ns == 0xFFFF
+    again = TTExt.from_header(header.to_header())
+    assert type(again) is TTExt and again == header and TTExt.decode(header.encode()) == header
