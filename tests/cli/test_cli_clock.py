@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -111,3 +112,10 @@ def test_unknown_source_from_environment_exits_2(
     monkeypatch.setenv("TEMPOTRACE_CLOCK", "atomic")
     code, _, err = run(capsys, "clock")
     assert code == 2 and "unknown clock source 'atomic'" in err
+
+
+@pytest.mark.skipif(os.path.exists("/dev/ptp0"), reason="this host has /dev/ptp0")
+def test_missing_phc_device_exits_2_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "clock", "--clock", "phc:/dev/ptp0", "--require", "OK")
+    assert code == 2 and out == ""
+    assert "cannot use clock source 'phc:/dev/ptp0'" in err and "/dev/ptp0" in err
