@@ -40,10 +40,12 @@ int tt_sysoff_select(const struct tt_sample *samples, int n, int method, struct 
 	if (n < 1 || n > TT_MAX_SAMPLES)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
-		int64_t width = samples[i].sys_after_ns - samples[i].sys_before_ns;
+		int64_t width;
 
-		if (width < 0)
-			continue; /* system clock stepped inside this sample */
+		/* Overflow means garbage timestamps; negative means the system
+		 * clock stepped inside this sample. Neither can be trusted. */
+		if (__builtin_sub_overflow(samples[i].sys_after_ns, samples[i].sys_before_ns, &width) || width < 0)
+			continue;
 		if (best < 0 || width < best_width) {
 			best = i;
 			best_width = width;

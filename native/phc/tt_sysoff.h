@@ -40,7 +40,8 @@ struct tt_reading {
 };
 
 /* Keeps the sample with the narrowest sandwich (earliest on ties), skipping
- * samples whose after < before (the system clock stepped). Returns 0,
+ * samples whose after < before (the system clock stepped) or whose width
+ * overflows int64 (garbage). Returns 0,
  * -EINVAL if n is not 1..TT_MAX_SAMPLES, -EAGAIN if no sample is valid. */
 int tt_sysoff_select(const struct tt_sample *samples, int n, int method, struct tt_reading *out);
 

@@ -13,6 +13,8 @@ import pathlib
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tempotrace_sdk.clocks import _native
 from tempotrace_sdk.clocks.kernel import read_clock_ns, read_kernel_sync
@@ -172,3 +174,22 @@ def test_real_phc_read() -> None:
         assert second.phc_ns > first.phc_ns
     finally:
         device.close()
+
+
+_i64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_i64, _i64, _i64), min_size=1, max_size=25))
+def test_selection_matches_a_plain_oracle(samples: list[tuple[int, int, int]]) -> None:
+    """Any array: the C choice is the earliest valid sample of minimal width, or EAGAIN if none is valid."""
+    valid = [(after - before, i) for i, (before, _, after) in enumerate(samples) if 0 <= after - before < 2**63]
+    if not valid:
+        with pytest.raises(ClockError) as info:
+            select_samples(samples)
+        assert info.value.errno == errno.EAGAIN
+        return
+    width, index = min(valid)
+    got = select_samples(samples)
+    before, phc, _ = samples[index]
+    assert (got.phc_ns, got.width_ns, got.sys_ns) == (phc, width, before + width // 2)
