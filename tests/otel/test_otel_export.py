@@ -137,3 +137,29 @@ def test_configure_applies_the_fallback_option_to_env_built_propagators() -> Non
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['traceparent', 'tracestate', 'tt-ext']"
+
+
+def test_collector_variables_select_otlp_or_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from tempotrace_sdk.otel.export import select_exporter
+
+    for name in ("TEMPOTRACE_EXPORT_PATH", "TEMPOTRACE_EXPORT_DIR", "OTEL_TRACES_EXPORTER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector.invalid:4318")
+    try:
+        importlib.import_module("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+        installed = True
+    except ImportError:
+        installed = False
+    if not installed:
+        with pytest.raises(ImportError, match="pip install opentelemetry-exporter-otlp-proto-http"):
+            select_exporter(None, None)
+    else:
+        exporters, path = select_exporter(None, None)
+        assert path is None and type(exporters[0]).__name__ == "OTLPSpanExporter"
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    assert select_exporter(None, None) == ([], None)
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "zipkin")
+    with pytest.raises(ValueError, match="unknown exporter 'zipkin'"):
+        select_exporter(None, None)
