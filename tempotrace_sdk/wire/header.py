@@ -171,7 +171,7 @@ class TTExt:
         )
         # base64 of 53 bytes is 72 characters ending in exactly one '=', which
         # the translate drops.
-        return _b2a(raw, newline=False).translate(_TO_URL, b"=").decode("ascii")
+        return _b2a(raw, newline=False).translate(_TO_URL, b"=").decode()
 
     @classmethod
     def from_header(cls, value: Any) -> TTExt:
@@ -180,7 +180,7 @@ class TTExt:
         # value it does not accept outright goes through decode_text itself.
         if type(value) is str and len(value) == _TEXT_LEN and value[-1] in _CANONICAL_LAST:
             try:
-                raw = _a2b(value.encode("ascii").translate(_DECODE_TABLE) + b"=")
+                raw = _a2b(value.encode().translate(_DECODE_TABLE) + b"=")
             except (UnicodeEncodeError, binascii.Error):
                 raw = b""
             if len(raw) == _HEADER_LEN:

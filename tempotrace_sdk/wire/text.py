@@ -40,7 +40,10 @@ def _decode_table() -> bytes:
     # standard base64 but not in a tt-ext text ('+', '/', '=') and ',' are
     # mapped to '*', which binascii skips: a value holding any of them (or
     # any other stray byte) then yields fewer than 53 bytes or a padding
-    # error, and goes to the slow path. No invalid value can decode.
+    # error, and goes to the slow path. No invalid value can decode. Values
+    # are encoded as UTF-8 (the codec's fastest path): a non-ASCII character
+    # becomes bytes >= 0x80, which binascii skips the same way, and a lone
+    # surrogate raises UnicodeEncodeError, which the caller catches.
     table = bytearray(range(256))
     for byte in b"+/=,":
         table[byte] = ord("*")
@@ -75,7 +78,7 @@ def decode_text(value: Any) -> bytes:
         text = value.strip(_OWS)
     if len(text) == TEXT_LEN and text[-1] in _CANONICAL_LAST:
         try:
-            raw = _a2b(text.encode("ascii").translate(_DECODE_TABLE) + b"=")
+            raw = _a2b(text.encode().translate(_DECODE_TABLE) + b"=")
         except (UnicodeEncodeError, binascii.Error):
             pass
         else:

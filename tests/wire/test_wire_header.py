@@ -218,3 +218,13 @@ def test_portable_construction_path_gives_the_same_values(monkeypatch: pytest.Mo
     assert type(header) is TTExt and header.uncertainty_ns == 0xFFFF
     again = TTExt.from_header(header.to_header())
     assert type(again) is TTExt and again == header and TTExt.decode(header.encode()) == header
+
+
+@pytest.mark.parametrize("odd", ["\ud800", "\udfff", "\x80", "\u00ff", "\U0010ffff"])
+def test_non_ascii_inside_a_71_character_value_is_alphabet_error(odd: str) -> None:
+    """Lone surrogates and non-ASCII code points take the classifying path (spec §5.2 step 5)."""
+    text = TTExt(1, 0, 0, 1, 1).to_header()  # type: ignore[arg-type]
+    for position in (0, 35, 70):
+        with pytest.raises(HeaderError) as info:
+            TTExt.from_header(text[:position] + odd + text[position + 1 :])
+        assert info.value.error_class == "TEXT_ALPHABET"
