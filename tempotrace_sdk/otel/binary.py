@@ -30,9 +30,6 @@ from .hop import receive, reject, send
 
 __all__ = ["BINARY_HEADER", "binary_header", "extract_binary", "inject_binary"]
 
-_DUPLICATE = HeaderError("length", "tt-ext-bin present more than once", error_class="TEXT_MULTIPLE", remote=True)
-_NOT_BYTES = HeaderError("length", "tt-ext-bin value must be bytes", error_class="BINARY_TYPE", remote=True)
-
 
 def binary_header(
     context: context_api.Context | None = None, *, state: TempoTraceState | None = None
@@ -67,10 +64,10 @@ def extract_binary(
         if not values:
             return context
         if len(values) > 1:
-            raise _DUPLICATE
+            raise HeaderError("length", "tt-ext-bin present more than once", error_class="TEXT_MULTIPLE", remote=True)
         value = values[0]
         if not isinstance(value, (bytes, bytearray, memoryview)):
-            raise _NOT_BYTES
+            raise HeaderError("length", "tt-ext-bin value must be bytes", error_class="BINARY_TYPE", remote=True)
         header = TTExt.decode(value)
     except Exception as err:  # a peer's bad bytes or a malformed metadata object
         reject(st, err, BINARY_HEADER)

@@ -2,9 +2,10 @@
 
 ``send`` is the inject-side event: Lamport tick, a fresh clock reading, the
 sketch of the current span's causal past and the local tenant, packed into
-the 53-byte form. ``receive`` validates a peer's header, merges its Lamport
-value and returns the context carrying it. Neither raises on a peer's bad
-bytes: ``receive`` returns None and the caller counts the refusal.
+the 53-byte form. ``receive`` takes a header the caller has already decoded
+and validated, merges its Lamport value and returns the context carrying
+it; a peer's bad bytes never get that far: the caller counts them with
+``reject`` and leaves the context alone.
 """
 
 from __future__ import annotations

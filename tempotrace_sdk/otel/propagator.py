@@ -37,8 +37,18 @@ _log = logging.getLogger(__name__)
 #: "1"/"true"/"yes"/"on" turns the tracestate fallback on for no-argument instances.
 TRACESTATE_FALLBACK_ENV = "TEMPOTRACE_TRACESTATE_FALLBACK"
 
-_DUPLICATE = TextFormError("text", "header present more than once", error_class="TEXT_MULTIPLE", remote=True)
-_NOT_STR = TextFormError("text", "must be a single string", error_class="TEXT_TYPE", remote=True)
+#: Received tracestate longer than this (all lines together) is not scanned
+#: for our member: W3C caps the header at 512 characters, and a hostile peer
+#: may send megabytes.
+MAX_TRACESTATE_INPUT = 4096
+
+
+def _duplicate() -> TextFormError:
+    return TextFormError("text", "header present more than once", error_class="TEXT_MULTIPLE", remote=True)
+
+
+def _not_str() -> TextFormError:
+    return TextFormError("text", "must be a single string", error_class="TEXT_TYPE", remote=True)
 
 
 def _env_flag(name: str) -> bool:
@@ -127,14 +137,14 @@ class TempoTracePropagator(TextMapPropagator):
         if isinstance(values, str):  # a getter that breaks the list contract
             return values
         if not isinstance(values, (list, tuple)):
-            raise _NOT_STR
+            raise _not_str()
         if len(values) != 1:
             if not values:
                 return None
-            raise _DUPLICATE
+            raise _duplicate()
         value = values[0]
         if not isinstance(value, str):
-            raise _NOT_STR
+            raise _not_str()
         return value
 
     # -- inject: a send event -------------------------------------------------------
@@ -188,11 +198,16 @@ def _tracestate_member(values: typing.Any) -> str | None:
         values = [values]
     if not values or not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
         return None
+    joined = ",".join(values)
+    if len(joined) > MAX_TRACESTATE_INPUT:
+        raise TextFormError(
+            "tracestate", f"longer than {MAX_TRACESTATE_INPUT} characters", error_class="TEXT_LENGTH", remote=True
+        )
     found = None
-    for member in ",".join(values).split(","):
+    for member in joined.split(","):
         key, sep, value = member.strip(_OWS).partition("=")
         if sep and key == TRACESTATE_KEY:
             if found is not None:
-                raise _DUPLICATE
+                raise _duplicate()
             found = value
     return found

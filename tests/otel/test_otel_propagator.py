@@ -306,3 +306,10 @@ def test_repeated_header_lines_from_http_server_are_refused(state: TempoTraceSta
     single = Message()
     single["TT-Ext"] = GOOD  # field names are case-insensitive
     assert remote_hop(TempoTracePropagator(state=state).extract(single)) is not None
+
+
+def test_a_huge_tracestate_is_not_scanned(state: TempoTraceState) -> None:
+    carrier = {"traceparent": TRACEPARENT, "tracestate": "a=b," * 2000 + f"tt={GOOD}"}
+    ctx = TC.extract(carrier)
+    assert TempoTracePropagator(state=state, tracestate_fallback=True).extract(carrier, ctx) is ctx
+    assert state.rejections() == {"TEXT_LENGTH": 1}
