@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 from collections.abc import AsyncGenerator, Callable, Generator
 from types import TracebackType
 from typing import Any, TypeVar, overload
@@ -23,6 +24,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util import types
 
 from .. import semconv as S
+from ..clocks.base import Timestamp
 from ..clocks.leapseconds import tai_to_utc_ns
 from .context import get_state
 from .processor import end_attributes, pending_start
@@ -30,6 +32,8 @@ from .processor import end_attributes, pending_start
 __all__ = ["span", "traced"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+_log = logging.getLogger(__name__)
 
 _INSTRUMENTATION = "tempotrace_sdk"
 _tracer_cache: tuple[object, trace.Tracer] | None = None
@@ -53,7 +57,9 @@ def _start_span(
     tracer: trace.Tracer | None,
     context: context_api.Context | None = None,
 ) -> Span:
-    ts = get_state().clock.now()
+    ts = _now()
+    if ts is None:  # no usable clock: still trace, with the SDK's own start time
+        return (tracer or _tracer()).start_span(name, context=context, kind=kind, attributes=attributes)
     start_utc = tai_to_utc_ns(ts.ptp_ns)
     token = pending_start.set((start_utc, ts))
     try:
@@ -64,21 +70,33 @@ def _start_span(
         pending_start.reset(token)
 
 
+def _now() -> Timestamp | None:
+    # The decorated function is the user's program: a clock that fails must
+    # not make it fail. The processor's hooks count their own failures.
+    state = get_state()
+    try:
+        return state.clock.now()
+    except Exception:
+        state.count_error("decorator_clock")
+        _log.debug("tempotrace: clock read failed in a decorator", exc_info=True)
+        return None
+
+
 def _finish_span(sp: Span, exc: BaseException | None) -> None:
     state = get_state()
-    ts = state.clock.now()
+    ts = _now()
     if sp.is_recording():
         if exc is not None and not isinstance(exc, GeneratorExit):
             sp.record_exception(exc)
             sp.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
         span_id = sp.get_span_context().span_id
-        if span_id in state.live:  # our processor stamped the start; stamp the end to match
+        if ts is not None and span_id in state.live:  # our processor stamped the start; stamp the end too
             try:
                 attributes = getattr(sp, "attributes", None) or {}
                 sp.set_attributes(end_attributes(state, span_id, ts, attributes.get(S.POLICY_VERDICT)))
             except Exception:
                 state.count_error("span_end")
-    sp.end(end_time=tai_to_utc_ns(ts.ptp_ns))
+    sp.end(end_time=None if ts is None else tai_to_utc_ns(ts.ptp_ns))
 
 
 class span:  # lower case: it reads like a function, ``with span("step"):``

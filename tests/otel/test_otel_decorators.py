@@ -176,3 +176,23 @@ def test_async_with_span(setup: tuple[InMemorySpanExporter, StepClock]) -> None:
     asyncio.run(main())
     spans = by_name(exporter)
     assert spans["inner-async"].parent.span_id == spans["outer-async"].context.span_id
+
+
+def test_a_failing_clock_never_fails_the_decorated_function(setup: tuple[InMemorySpanExporter, StepClock]) -> None:
+    exporter, clock = setup
+
+    def broken() -> Any:
+        raise OSError("PHC vanished")
+
+    clock.now = broken  # type: ignore[method-assign]
+
+    @traced(name="still-runs")
+    def work() -> int:
+        return 7
+
+    assert work() == 7
+    (s,) = exporter.get_finished_spans()
+    assert s.name == "still-runs" and s.end_time is not None
+    from tempotrace_sdk.otel import get_state
+
+    assert get_state().errors().get("decorator_clock", 0) >= 2
