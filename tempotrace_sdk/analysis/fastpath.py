@@ -89,11 +89,14 @@ def parse_line_fast(text: str, line: int, build: Any) -> list[SpanRecord] | None
     ):
         return None
     chunks = text.split(_SPAN_MARK)
-    host_match = _RESOURCE_HOST.search(chunks[0])
+    host_match = _RESOURCE_HOST.search(chunks[0].split('"scopeSpans":', 1)[0])  # the resource's, not a scope's
     resource_host = host_match.group(1) if host_match else None
     out = []
     try:
         for chunk in chunks[1:]:
+            cut = chunk.find('"scope":')
+            if cut >= 0:  # the next scope's header follows this span: it belongs to no span
+                chunk = chunk[:cut]
             head = _HEAD.match(chunk)
             if head is None:
                 return None

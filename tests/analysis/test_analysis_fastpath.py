@@ -48,6 +48,22 @@ def test_generated_benchmark_trace_agrees(tmp_path: Path) -> None:
     assert list(iter_spans(str(path))) == list(iter_spans(str(path), fast_path=False))
 
 
+def test_several_scopes_in_one_line_agree(one_line: str) -> None:
+    doc = json.loads(one_line)
+    scopes = doc["resourceSpans"][0]["scopeSpans"]
+    extra = json.loads(json.dumps(scopes[0]))
+    extra["scope"] = {"name": "other", "attributes": [{"key": "tempotrace.host", "value": {"stringValue": "nope"}}]}
+    for span in extra["spans"]:
+        span["spanId"] = "00000000000000ff"
+        span["attributes"] = [kv for kv in span["attributes"] if kv["key"] != "tempotrace.host"]
+    scopes.append(extra)
+    scopes.insert(0, json.loads(json.dumps(extra)))
+    line = json.dumps(doc, separators=(",", ":"))
+    fast = parse_line_fast(line, 1, record_from_attrs)
+    assert fast is not None and fast == _slow(line) and len(fast) == 3
+    assert "nope" not in {r.host for r in fast}  # a scope's attributes are not the resource's
+
+
 def _edit(line: str, old: str, new: str) -> str:
     assert old in line
     return line.replace(old, new, 1)
