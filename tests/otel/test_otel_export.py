@@ -163,3 +163,35 @@ def test_collector_variables_select_otlp_or_say_what_to_install(monkeypatch: pyt
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "zipkin")
     with pytest.raises(ValueError, match="unknown exporter 'zipkin'"):
         select_exporter(None, None)
+
+
+FORKER = """
+import os, sys
+from tempotrace_sdk.otel import configure, span
+handle = configure(service_name="forker")
+with span("parent-step"):
+    pid = os.fork()
+    if pid == 0:
+        with span("child-step"):
+            pass
+        handle.force_flush()
+        os._exit(0)
+    os.waitpid(pid, 0)
+handle.shutdown()
+print(pid)
+"""
+
+
+def test_configure_then_fork_gives_each_process_its_own_file(tmp_path: Path) -> None:
+    """The demo's pattern: configure once, fork workers, each flushes before os._exit."""
+    env = subprocess_env(TEMPOTRACE_EXPORT_DIR=str(tmp_path), TEMPOTRACE_CLOCK="sim:ptp")
+    out = subprocess.run([sys.executable, "-c", FORKER], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    child_pid = int(out.stdout)
+    files = {p.name for p in tmp_path.iterdir()}
+    assert f"spans-{child_pid}.jsonl" in files and len(files) == 2
+    (child,) = read_spans(tmp_path / f"spans-{child_pid}.jsonl")
+    (parent,) = [s for p in tmp_path.iterdir() if p.name != f"spans-{child_pid}.jsonl" for s in read_spans(p)]
+    assert child["name"] == "child-step" and parent["name"] == "parent-step"
+    assert child["parent"] == parent["span_id"]
+    assert child["attrs"][S.LTS] > parent["attrs"][S.LTS]
