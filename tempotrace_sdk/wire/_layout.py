@@ -27,6 +27,11 @@ TRACESTATE_KEY = "tt"
 STRUCT = struct.Struct(">BqBBHQ32s")
 assert STRUCT.size == HEADER_LEN
 
+#: The 21 bytes before the sketch. 21 is a multiple of 3, so in the text form
+#: they are exactly the first 28 characters and the sketch the last 43.
+STRUCT_HEAD = struct.Struct(">BqBBHQ")
+assert STRUCT_HEAD.size == 21 and STRUCT_HEAD.size % 3 == 0
+
 OFF_VERSION_FLAGS = 0
 OFF_PTP_NS = 1
 OFF_TS_SOURCE = 9

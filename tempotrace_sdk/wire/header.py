@@ -35,6 +35,7 @@ _PTP_MAX = L.PTP_NS_MAX
 _HEADER_LEN = L.HEADER_LEN
 _unpack = L.STRUCT.unpack
 _pack = L.STRUCT.pack
+_pack_head = L.STRUCT_HEAD.pack
 _b2a = binascii.b2a_base64
 _a2b = binascii.a2b_base64
 _TEXT_LEN = L.TEXT_LEN
@@ -160,18 +161,17 @@ class TTExt:
     # -- text form (spec §5) ----------------------------------------------------
     def to_header(self) -> str:
         """The 71-character base64url text form (no padding)."""
-        raw = _pack(
+        # Bytes 0..20 are 28 characters exactly (21 = 7 groups of 3 bytes);
+        # the sketch's 43 characters follow and are cached on the sketch.
+        head = _pack_head(
             (self.tenant_id << 4) | _VERSION,
             self.ptp_ns,
             self.ts_source,
             self.clk_quality,
             self.uncertainty_ns,
             self.lts,
-            self.svc_sketch.to_bytes(),
         )
-        # base64 of 53 bytes is 72 characters ending in exactly one '=', which
-        # the translate drops.
-        return _b2a(raw, newline=False).translate(_TO_URL, b"=").decode()
+        return _b2a(head, newline=False).translate(_TO_URL).decode() + self.svc_sketch._text()
 
     @classmethod
     def from_header(cls, value: Any) -> TTExt:
@@ -257,6 +257,7 @@ def _from_wire(data: bytes | bytearray | memoryview) -> TTExt:
     svc_sketch = _object_new(Sketch)
     svc_sketch._b = None  # converted to an int only if a sketch operation needs it
     svc_sketch._r = sketch
+    svc_sketch._t = None
     if not _FAST:
         return _new(ptp_ns, ts_source, clk_quality, uncertainty, lts, svc_sketch, flags >> 4)
     obj: Any = _Builder()  # _new_fast, inlined: this is the per-hop path

@@ -14,6 +14,7 @@ sketch built by operations converts to bytes once however often it is sent.
 
 from __future__ import annotations
 
+import binascii
 import functools
 from typing import ClassVar
 
@@ -27,6 +28,8 @@ assert SKETCH_HASHES == 4 and SKETCH_BITS == 256, "_indices_and_mask is written 
 __all__ = ["Sketch", "sketch_indices", "span_id_bytes"]
 
 _hash64 = mmh3.hash64
+_b2a = binascii.b2a_base64
+_TO_URL = bytes.maketrans(b"+/", b"-_")
 #: The int of bit index j alone: index 0 is the most significant bit (spec §8.1).
 _BIT = tuple(1 << (SKETCH_BITS - 1 - j) for j in range(SKETCH_BITS))
 _FULL = (1 << SKETCH_BITS) - 1
@@ -86,10 +89,12 @@ class Sketch:
     """
 
     # _b: the bits as an int, or None until needed; _r: the 32 wire bytes, or
-    # None until needed. At least one is always set.
-    __slots__ = ("_b", "_r")
+    # None until needed (at least one of the two is always set); _t: the
+    # 43-character base64url text of the 32 bytes, or None until needed.
+    __slots__ = ("_b", "_r", "_t")
     _b: int | None
     _r: bytes | None
+    _t: str | None
     EMPTY: ClassVar[Sketch]
 
     def __init__(self, bits: int = 0) -> None:
@@ -97,6 +102,7 @@ class Sketch:
             raise FieldError("svc_sketch", "must be a 256-bit unsigned integer", error_class="SVC_SKETCH")
         self._b = int(bits)
         self._r = None
+        self._t = None
 
     # -- construction -----------------------------------------------------
     @classmethod
@@ -144,6 +150,17 @@ class Sketch:
             raw = self._b.to_bytes(SKETCH_BYTES, "big")  # type: ignore[union-attr]
             self._r = raw
         return raw
+
+    def _text(self) -> str:
+        # The sketch starts at byte 21 = 7 * 3 of the header, on a base64
+        # group boundary, so its 43 characters are the last 43 of the
+        # header's text whatever the other fields hold (spec §5.1): cached,
+        # a sketch that is sent many times is encoded once.
+        text = self._t
+        if text is None:
+            text = _b2a(self.to_bytes(), newline=False).translate(_TO_URL, b"=").decode()
+            self._t = text
+        return text
 
     # -- operations -------------------------------------------------------
     def with_span(self, span_id: int | bytes) -> Sketch:
@@ -217,6 +234,7 @@ def _new(bits: int | None, raw: bytes | None) -> Sketch:
     obj = _object_new(Sketch)
     obj._b = bits
     obj._r = raw
+    obj._t = None
     return obj
 
 
