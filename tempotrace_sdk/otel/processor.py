@@ -261,15 +261,18 @@ def _write_direct(span: Span, attrs: dict[str, Any]) -> bool:
 
 
 def _set_on_ending_span(span: Span, attrs: Mapping[str, Any]) -> None:
-    # The SDK froze the span's BoundedAttributes before calling _on_ending.
-    # Lift the freeze for our keys only, under the attributes' own lock
-    # discipline (each __setitem__ takes it), and restore it.
+    # The SDK (up to at least 1.45) froze the span's BoundedAttributes before
+    # calling _on_ending (open-telemetry/opentelemetry-python#5614). Used only
+    # when the direct store is not safe (attribute limits configured): lift
+    # the freeze for our keys, each __setitem__ validating and locking as
+    # usual, then restore it.
     bounded = getattr(span, "_attributes", None)
     if bounded is None or not hasattr(bounded, "_immutable"):
         return
+    was_immutable = bounded._immutable  # a later SDK may keep spans mutable here (otel-python #5613)
     bounded._immutable = False
     try:
         for key, value in attrs.items():
             bounded[key] = value
     finally:
-        bounded._immutable = True
+        bounded._immutable = was_immutable

@@ -197,3 +197,21 @@ def test_without_the_sdk_end_hook_records_are_still_released(clock: StepClock) -
             pass
     assert state.live == {}
     assert state.errors() == {"no_end_hook": 3}
+
+
+def test_configured_attribute_limits_are_respected(clock: StepClock) -> None:
+    """With span limits set, stamps go through the SDK's validating path, start and end."""
+    from opentelemetry.sdk.trace import SpanLimits
+
+    state = TempoTraceState(clock=clock, tenant=0, host="h")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=SpanLimits(max_span_attribute_length=100, max_span_attributes=64))
+    provider.add_span_processor(TempoTraceSpanProcessor(state=state))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("t").start_as_current_span("limited") as sp:
+        TempoTracePropagator(state=state).inject({})
+    (span,) = exporter.get_finished_spans()
+    assert span.attributes[S.SVC_SKETCH] == Sketch.of(sp.get_span_context().span_id).to_bytes().hex()
+    assert span.attributes[S.END_LTS] > span.attributes[S.LTS]
+    assert list(span.attributes[S.SEND_LTS]) == [span.attributes[S.LTS] + 1]
+    assert state.errors() == {}
