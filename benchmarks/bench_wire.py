@@ -17,12 +17,12 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import mmh3
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from benchmarks.harness import Row, emit, measure
+from benchmarks.harness import Row, compare, emit, measure
 from tempotrace_sdk import ClockQuality, LamportClock, Sketch, TsSource, TTExt
 
 ENCODE_TARGET_NS = 1000.0
@@ -37,11 +37,18 @@ def run(min_time: float) -> list[Row]:
     sketch = Sketch.of(0x00F067AA0BA902B7, 0x0102030405060708, 0xB7AD6B7169203331)
     sketch_raw = sketch.to_bytes()
 
-    def m(fn: object) -> float:
-        return measure(fn, min_time=min_time)  # type: ignore[arg-type]
+    def m(fn: Callable[[], object]) -> float:
+        return measure(fn, min_time=min_time)
 
-    def add(name: str, ours: float, peer_name: str | None, peer: float | None, target: float | None = None) -> None:
-        rows.append(Row(name, ours, peer_name, None if peer is None else ours / peer, target))
+    def pair(
+        name: str, ours: Callable[[], object], peer_name: str, peer: Callable[[], object], target: float | None = None
+    ) -> float:
+        ns, _, ratio = compare(ours, peer, min_time=2 * min_time)
+        rows.append(Row(name, ns, peer_name, ratio, target))
+        return ns
+
+    def alone(name: str, ours: Callable[[], object]) -> None:
+        rows.append(Row(name, m(ours)))
 
     # -- encode: what inject does per hop ----------------------------------------
     def encode() -> str:
@@ -51,42 +58,46 @@ def run(min_time: float) -> list[Row]:
         raw = _STRUCT.pack(0x03, clock(tai), 0, 0, 220, 42, sketch_raw)
         return base64.urlsafe_b64encode(raw)[:-1].decode("ascii")
 
-    floor = m(encode_floor)
-    add("encode: clock+TTExt+text", m(encode), "clock+pack+b64 floor", floor, ENCODE_TARGET_NS)
+    pair("encode: clock+TTExt+text", encode, "clock+pack+b64 floor", encode_floor, ENCODE_TARGET_NS)
     header = TTExt(clock(tai), gte, ok, 220, 42, sketch, 0)
-    add("  TTExt(...) construct", m(lambda: TTExt(1, gte, ok, 220, 42, sketch, 0)), None, None)
-    add("  to_header()", m(header.to_header), None, None)
+    alone("  TTExt(...) construct", lambda: TTExt(1, gte, ok, 220, 42, sketch, 0))
+    alone("  to_header()", header.to_header)
 
     # -- decode: what extract does per hop -------------------------------------------
     text = encode()
     padded = text + "="
-    floor = m(lambda: _STRUCT.unpack(base64.urlsafe_b64decode(padded)))
-    ours = m(lambda: TTExt.from_header(text))
-    add("decode: text->TTExt", ours, "b64+unpack floor", floor, DECODE_TARGET_NS)
+
+    def decode_floor() -> object:
+        return _STRUCT.unpack(base64.urlsafe_b64decode(padded))
+
+    pair("decode: text->TTExt", lambda: TTExt.from_header(text), "b64+unpack floor", decode_floor, DECODE_TARGET_NS)
     w3c = TraceContextTextMapPropagator()
     carrier = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
-    add("decode: text->TTExt", ours, "OTel W3C extract", m(lambda: w3c.extract(carrier)))
+    pair("decode: text->TTExt", lambda: TTExt.from_header(text), "OTel W3C extract", lambda: w3c.extract(carrier))
     with_ows = f" \t{text} "
-    add("decode with OWS", m(lambda: TTExt.from_header(with_ows)), "b64+unpack floor", floor)
+    pair("decode with OWS", lambda: TTExt.from_header(with_ows), "b64+unpack floor", decode_floor)
     bad = text[:-1] + "B"  # non-canonical: the slow, classifying path
-    add("decode rejected (non-canonical)", m(lambda: _reject(bad)), "b64+unpack floor", floor)
+    pair("decode rejected (non-canonical)", lambda: _reject(bad), "b64+unpack floor", decode_floor)
 
     # -- round trip and binary form --------------------------------------------------
-    add("text round trip", m(lambda: TTExt.from_header(header.to_header())), "floors", m(_roundtrip_floor(padded)))
+    pair("text round trip", lambda: TTExt.from_header(header.to_header()), "floors", _roundtrip_floor(padded))
     raw = header.encode()
-    add("binary encode", m(header.encode), "struct.pack", m(lambda: _STRUCT.pack(3, 1, 0, 0, 220, 42, sketch_raw)))
-    add("binary decode", m(lambda: TTExt.decode(raw)), "struct.unpack", m(lambda: _STRUCT.unpack(raw)))
+    pair("binary encode", header.encode, "struct.pack", lambda: _STRUCT.pack(3, 1, 0, 0, 220, 42, sketch_raw))
+    pair("binary decode", lambda: TTExt.decode(raw), "struct.unpack", lambda: _STRUCT.unpack(raw))
 
     # -- sketch -----------------------------------------------------------------------
     fresh = itertools.count(1 << 40)
-    hash_floor = m(lambda: mmh3.hash64(next(fresh).to_bytes(8, "big"), seed=0, x64arch=True, signed=False))
-    add("sketch add (new span id)", m(lambda: sketch.with_span(next(fresh))), "mmh3.hash64", hash_floor)
-    add("sketch add (cached id)", m(lambda: sketch.with_span(0x0102030405060708)), "mmh3.hash64", hash_floor)
+
+    def hash_floor() -> object:
+        return mmh3.hash64(next(fresh).to_bytes(8, "big"), seed=0, x64arch=True, signed=False)
+
+    pair("sketch add (new span id)", lambda: sketch.with_span(next(fresh)), "mmh3.hash64", hash_floor)
+    pair("sketch add (cached id)", lambda: sketch.with_span(0x0102030405060708), "mmh3.hash64", hash_floor)
     other = Sketch.of(7, 8, 9)
     a_int, b_int = int(sketch), int(other)
-    add("sketch merge a | b", m(lambda: sketch | other), "int | int", m(lambda: a_int | b_int))
-    add("sketch contains (new id)", m(lambda: sketch.contains(next(fresh))), "mmh3.hash64", hash_floor)
-    add("sketch contains (cached id)", m(lambda: 0x0102030405060708 in sketch), "mmh3.hash64", hash_floor)
+    pair("sketch merge a | b", lambda: sketch | other, "int | int", lambda: a_int | b_int)
+    pair("sketch contains (new id)", lambda: sketch.contains(next(fresh)), "mmh3.hash64", hash_floor)
+    pair("sketch contains (cached id)", lambda: 0x0102030405060708 in sketch, "mmh3.hash64", hash_floor)
 
     # -- Lamport ------------------------------------------------------------------------
     lamport = LamportClock()
@@ -98,9 +109,8 @@ def run(min_time: float) -> list[Row]:
             box[0] += 1
             return box[0]
 
-    lock_floor = m(locked_add)
-    add("Lamport tick", m(lamport.tick), "lock + int add", lock_floor)
-    add("Lamport merge", m(lambda: lamport.merge(5)), "lock + int add", lock_floor)
+    pair("Lamport tick", lamport.tick, "lock + int add", locked_add)
+    pair("Lamport merge", lambda: lamport.merge(5), "lock + int add", locked_add)
     return rows
 
 

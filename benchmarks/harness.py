@@ -10,6 +10,9 @@ as a timed assertion in a test.
     peer = measure(lambda: base64.urlsafe_b64decode(padded))
     print_table("decode", [Row("tt-ext decode", ours, "b64 floor", ours / peer, 1200.0)])
 
+``compare(ours, peer)`` times the two in alternating batches and returns
+(ours ns, peer ns, median per-pair ratio): prefer it on a shared machine.
+
 ``measure`` returns the median nanoseconds per call over ``repeat`` timed
 batches; the batch size is calibrated so one batch lasts about
 ``min_time / repeat`` seconds. The garbage collector is disabled while timing
@@ -26,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
-__all__ = ["Row", "as_json", "emit", "measure", "print_table"]
+__all__ = ["Row", "as_json", "compare", "emit", "measure", "print_table"]
 
 
 class Row(NamedTuple):
@@ -80,6 +83,44 @@ def measure(fn: Callable[[], object], *, min_time: float = 0.2, repeat: int = 7)
 
 def _rows(rows: Iterable[Row | Sequence[Any]]) -> list[Row]:
     return [r if isinstance(r, Row) else Row(*r) for r in rows]
+
+
+def _loops_for(fn: Callable[[], object], per_batch_ns: float) -> int:
+    fn()
+    loops = 1
+    while True:
+        ns = _time_batch(fn, loops) * loops
+        if ns >= per_batch_ns / 10 or loops >= 1 << 24:
+            return max(1, int(loops * per_batch_ns / max(ns, 1.0)))
+        loops *= 10
+
+
+def compare(
+    fn: Callable[[], object], peer: Callable[[], object], *, min_time: float = 0.4, repeat: int = 15
+) -> tuple[float, float, float]:
+    """(ours ns, peer ns, ratio) with the two timed in alternating batches.
+
+    On a shared, noisy machine load changes between two separate
+    ``measure`` calls; alternating batches exposes both to the same load, and
+    the ratio is the median of the per-pair ratios, which is far steadier
+    than a ratio of two medians.
+    """
+    if repeat < 1 or min_time <= 0:
+        raise ValueError("repeat must be >= 1 and min_time > 0")
+    per_batch_ns = min_time * 1e9 / (2 * repeat)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        ours_loops, peer_loops = _loops_for(fn, per_batch_ns), _loops_for(peer, per_batch_ns)
+        ours, theirs = [], []
+        for _ in range(repeat):
+            ours.append(_time_batch(fn, ours_loops))
+            theirs.append(_time_batch(peer, peer_loops))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+    return statistics.median(ours), statistics.median(theirs), statistics.median(ratios)
 
 
 def _fmt_ns(ns: float) -> str:
