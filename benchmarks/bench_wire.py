@@ -122,7 +122,7 @@ def _reject(text: str) -> None:
     raise AssertionError("a non-canonical text was accepted")
 
 
-def _roundtrip_floor(padded: str) -> object:
+def _roundtrip_floor(padded: str) -> Callable[[], object]:
     def both() -> object:
         fields = _STRUCT.unpack(base64.urlsafe_b64decode(padded))
         return base64.urlsafe_b64decode(base64.urlsafe_b64encode(_STRUCT.pack(*fields)))
