@@ -152,8 +152,10 @@ class TTExt:
         Raises ``HeaderError`` (with ``remote=True``) naming the first field,
         in wire order, that breaks a rule (spec §9.1).
         """
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise HeaderError("binary", "binary form must be bytes", error_class="BINARY_TYPE", remote=True)
+        if type(data) is not bytes:
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise HeaderError("binary", "binary form must be bytes", error_class="BINARY_TYPE", remote=True)
+            data = bytes(data)  # a memoryview's len() counts items, not bytes
         if len(data) != _HEADER_LEN:
             raise LengthError("length", f"must be exactly {_HEADER_LEN} bytes, got {len(data)}", remote=True)
         return _from_wire(data)

@@ -110,11 +110,12 @@ class Sketch:
         """Build a sketch from its 32-byte wire form."""
         if not isinstance(raw, (bytes, bytearray, memoryview)):
             raise FieldError("svc_sketch", "must be 32 bytes", error_class="SVC_SKETCH")
+        raw = bytes(raw)  # a memoryview's len() counts items, not bytes
         if len(raw) != SKETCH_BYTES:
             raise FieldError(
                 "svc_sketch", f"must be exactly {SKETCH_BYTES} bytes, got {len(raw)}", error_class="SVC_SKETCH"
             )
-        return _new(None, bytes(raw))
+        return _new(None, raw)
 
     @classmethod
     def of(cls, *span_ids: int | bytes) -> Sketch:

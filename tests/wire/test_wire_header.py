@@ -228,3 +228,15 @@ def test_non_ascii_inside_a_71_character_value_is_alphabet_error(odd: str) -> No
         with pytest.raises(HeaderError) as info:
             TTExt.from_header(text[:position] + odd + text[position + 1 :])
         assert info.value.error_class == "TEXT_ALPHABET"
+
+
+def test_memoryview_with_wide_items_is_measured_in_bytes() -> None:
+    """53 four-byte items are 212 bytes: LENGTH, not a struct.error (spec §4)."""
+    import array
+
+    wide = memoryview(array.array("I", [0] * 53))
+    with pytest.raises(HeaderError) as info:
+        TTExt.decode(wide)
+    assert info.value.error_class == "LENGTH"
+    raw = TTExt(1, 0, 0, 1, 1).encode()  # type: ignore[arg-type]
+    assert TTExt.decode(memoryview(raw)) == TTExt.decode(bytearray(raw)) == TTExt.decode(raw)
