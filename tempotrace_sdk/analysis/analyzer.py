@@ -104,9 +104,14 @@ class Analyzer:
     def _analyse_trace(self, spans: list[SpanRecord]) -> None:
         rep = self.report
         rep.traces += 1
-        by_id = {s.span_id: s for s in spans}
-        starts: dict[str, Event] = {}  # each start event is built once, used as parent and as child
+        by_id: dict[str, SpanRecord] = {}
         for s in spans:
+            if s.span_id in by_id:  # the same span exported twice: count it once
+                rep.duplicate_spans += 1
+            else:
+                by_id[s.span_id] = s
+        starts: dict[str, Event] = {}  # each start event is built once, used as parent and as child
+        for s in by_id.values():
             keep = len(rep.spans_kept) < self.keep
             if keep:
                 rep.keep_span(s)

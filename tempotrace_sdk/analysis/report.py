@@ -61,6 +61,7 @@ class AnalysisReport:
     hops: int = 0
     hops_matched: int = 0
     unresolved_parents: int = 0
+    duplicate_spans: int = 0
     edges: EdgeCounts = field(default_factory=EdgeCounts)
     faults: list[HostFault] = field(default_factory=list)
     elapsed_s: float = 0.0
@@ -124,6 +125,7 @@ class AnalysisReport:
             "traces": self.traces,
             "hops": {"total": self.hops, "matched": self.hops_matched},
             "unresolved_parents": self.unresolved_parents,
+            "duplicate_spans": self.duplicate_spans,
             "edges": self.edges.to_dict(),
             "faults": [f.to_dict() for f in self.faults],
             "lying_hosts": self.lying_hosts,
@@ -153,6 +155,8 @@ class AnalysisReport:
             + "   " + ", ".join(f"{k} {v}" for k, v in e.wrong.items() if v),
             f"  naive (raw timestamps) inversions {pct(e.naive_inversions)}   ties {e.naive_ties:,}",
         ]
+        if self.duplicate_spans:
+            lines.append(f"  spans exported more than once: {self.duplicate_spans:,} (counted once)")
         if self.unresolved_parents:
             lines.append(f"  parents not in the input: {self.unresolved_parents:,} (their edges are not counted)")
         if not self.faults:

@@ -88,6 +88,16 @@ def test_in_memory_spans_give_the_same_report(honest: tuple[str, dict[str, int]]
     assert from_file == from_records
 
 
+def test_a_span_exported_twice_counts_once(honest: tuple[str, dict[str, int]], tmp_path: Path) -> None:
+    path, _ = honest
+    doubled = tmp_path / "doubled.jsonl"
+    text = Path(path).read_text()
+    doubled.write_text(text + text)
+    once, twice = analyze_file(path).to_dict(), analyze_file(str(doubled)).to_dict()
+    assert twice["duplicate_spans"] == once["spans"]
+    assert twice["edges"] == once["edges"] and twice["hops"] == once["hops"]
+
+
 def test_small_window_still_counts_every_edge(honest: tuple[str, dict[str, int]]) -> None:
     """§5: the window bounds memory; a trace analysed early loses only edges across the split."""
     path, _ = honest
