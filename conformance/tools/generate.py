@@ -27,6 +27,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import cases_header
 import cases_sketch
+import cases_text
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VECTORS = ROOT / "vectors"
@@ -135,7 +136,7 @@ def build() -> dict[str, str]:
             "tt_ext_v3_header_test.json",
             [
                 ("TtExtBinaryDecode", cases_header.binary_decode()),
-                ("TtExtTextDecode", cases_header.text_decode_cases()),
+                ("TtExtTextDecode", cases_text.text_decode_cases()),
                 ("TtExtEncode", cases_header.encode()),
             ],
         ),

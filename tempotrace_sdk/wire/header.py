@@ -32,6 +32,7 @@ _SATURATED = L.UNCERTAINTY_SATURATED
 _VERSION = L.VERSION
 _LTS_MAX = L.LTS_MAX
 _PTP_MAX = L.PTP_NS_MAX
+_TENANT_MAX = L.TENANT_MAX
 _HEADER_LEN = L.HEADER_LEN
 _unpack = L.STRUCT.unpack
 _pack = L.STRUCT.pack
@@ -95,7 +96,7 @@ class TTExt:
             and type(lts) is int
             and type(svc_sketch) is Sketch
             and type(tenant_id) is int
-            and 0 <= tenant_id <= 15
+            and 0 <= tenant_id <= _TENANT_MAX
             and 0 <= ptp_ns <= _PTP_MAX
             and 0 <= uncertainty_ns <= _SATURATED
             and 0 <= lts <= _LTS_MAX
