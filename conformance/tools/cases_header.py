@@ -1,4 +1,4 @@
-"""Header vectors: binary decode, text decode, encode (spec §2-§5, §9).
+"""Header vectors: binary decode and encode (spec §2-§4, §9); text cases are in cases_text.py.
 
 Each case states its expected outcome explicitly; reference.py then checks
 the statement against the rules written out from the spec, so a typo in a
@@ -24,7 +24,7 @@ from reference import (
 )
 
 I63 = 2**63
-NOW = 1_700_000_037_000_000_123  # 2023-11-14 22:13:20 TAI, ns
+NOW = 1_700_000_037_000_000_123  # TAI ns: 2023-11-14 22:13:20.000000123 UTC (TAI - UTC = 37 s)
 SPAN_A = bytes.fromhex("00f067aa0ba902b7")  # the W3C traceparent example span id
 SPAN_B = bytes.fromhex("b7ad6b7169203331")
 SKETCH_AB = sketch_of(SPAN_A, SPAN_B)
