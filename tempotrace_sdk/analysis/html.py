@@ -129,8 +129,9 @@ def render_html(report: AnalysisReport) -> str:
     spans = report.spans_kept[:HTML_MAX_SPANS]
     hops = report.hops_kept[:HTML_MAX_HOPS]
     data = {"summary": summary, "spans": spans, "hops": hops}
-    # "</" inside a script element would end it early; JSON allows the escaped form.
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    # "</script" or "<!--" inside a script element would end or derail it; escaping every "<"
+    # as \u003c keeps the JSON identical once parsed.
+    payload = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
     cut = ""
     if len(spans) < report.spans or len(hops) < report.hops:
         cut = (f'<p id="cut">Timeline shows {len(spans):,} of {report.spans:,} spans and {len(hops):,} of '

@@ -177,3 +177,23 @@ def test_topology_extra_error_makes_physics_more_careful(honest: tuple[str, dict
     assert e["decided"]["physics"] < flat["decided"]["physics"]
     assert e["decided"]["svc"] + e["decided"]["lamport"] > 0
     assert e["wrong_total"] == 0 and e["total"] == flat["total"]
+
+
+def test_html_embeds_hostile_names_safely() -> None:
+    """§6.3: a span name cannot end the data script early; the embedded JSON parses back unchanged."""
+    import re
+
+    from tempotrace_sdk.analysis.html import render_html
+    from tempotrace_sdk.analysis.report import AnalysisReport
+
+    rep = AnalysisReport(source="<src>")
+    name = "</script><!--<script>alert(1)</script>"
+    rep.spans_kept.append({"trace_id": "t", "span_id": "s", "parent_id": "", "name": name, "host": "<h>",
+                           "rank": None, "clock": "", "start_ptp_ns": 1, "start_uncertainty_ns": 1,
+                           "start_quality": "OK", "start_lts": 1, "end_ptp_ns": 2, "end_uncertainty_ns": 1,
+                           "end_quality": "OK", "stamped": True})
+    page = render_html(rep)
+    assert page.count("</script>") == 2  # the data block's and the code block's, nothing else
+    data = re.search(r'id="tt-data">(.*?)</script>', page, re.S)
+    assert data is not None and json.loads(data.group(1))["spans"][0]["name"] == name
+    assert "<src>" not in page and "&lt;src&gt;" in page
