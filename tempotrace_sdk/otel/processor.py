@@ -255,8 +255,9 @@ def _write_direct(span: Span, attrs: dict[str, Any]) -> bool:
     maxlen = getattr(bounded, "maxlen", 0)
     if maxlen is not None and len(store) + len(attrs) > maxlen:
         return False
-    with bounded._lock:  # type: ignore[union-attr]
-        store.update(attrs)
+    # No lock: in on_start the span is not yet visible to other threads, and
+    # in _on_ending the SDK has already refused every other writer (_end_time set).
+    store.update(attrs)
     return True
 
 
