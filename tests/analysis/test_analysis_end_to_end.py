@@ -197,3 +197,15 @@ def test_html_embeds_hostile_names_safely() -> None:
     data = re.search(r'id="tt-data">(.*?)</script>', page, re.S)
     assert data is not None and json.loads(data.group(1))["spans"][0]["name"] == name
     assert "<src>" not in page and "&lt;src&gt;" in page
+
+
+def test_json_report_matches_its_schema(liar: str, honest: tuple[str, dict[str, int]]) -> None:
+    """§6.1: the --json contract is spec/analysis-report.schema.json."""
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parents[2] / "spec" / "analysis-report.schema.json").read_text())
+    for path in (liar, honest[0]):
+        report = analyze_file(path).to_dict()
+        jsonschema.validate(report, schema)
+        s = report["summary"]
+        assert s["physics"] + s["lamport"] + s["svc"] + s["undecided"] + s["wrong"] == s["edges"]
