@@ -154,9 +154,16 @@ class TTExt:
         in wire order, that breaks a rule (spec §9.1).
         """
         if type(data) is not bytes:
-            if not isinstance(data, (bytes, bytearray, memoryview)):
+            # The real type (isinstance can be faked), and a plain copy (a
+            # memoryview's len() counts items, not bytes; a subclass may
+            # override anything): received input never runs foreign code
+            # that could raise something other than HeaderError.
+            if not issubclass(type(data), (bytes, bytearray, memoryview)):
                 raise HeaderError("binary", "binary form must be bytes", error_class="BINARY_TYPE", remote=True)
-            data = bytes(data)  # a memoryview's len() counts items, not bytes
+            try:
+                data = memoryview(data).tobytes()
+            except Exception as err:
+                raise HeaderError("binary", "unreadable buffer", error_class="BINARY_TYPE", remote=True) from err
         if len(data) != _HEADER_LEN:
             raise LengthError("length", f"must be exactly {_HEADER_LEN} bytes, got {len(data)}", remote=True)
         return _from_wire(data)

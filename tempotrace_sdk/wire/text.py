@@ -66,9 +66,12 @@ def encode_text(raw: bytes) -> str:
 def decode_text(value: Any) -> bytes:
     """The 53 bytes a received text value stands for, or ``TextFormError``."""
     if type(value) is not str:
-        if not isinstance(value, str):
+        # issubclass on the real type: an object can fake isinstance through
+        # a __class__ property. A str subclass is copied to a plain str
+        # without running any of its (possibly overridden) methods.
+        if not issubclass(type(value), str):
             raise TextFormError("text", "must be a single string", error_class="TEXT_TYPE", remote=True)
-        value = str(value)
+        value = str.__str__(value)
     text = value
     if len(value) != TEXT_LEN:
         if len(value) > MAX_TEXT_INPUT:

@@ -240,3 +240,41 @@ def test_memoryview_with_wide_items_is_measured_in_bytes() -> None:
     assert info.value.error_class == "LENGTH"
     raw = TTExt(1, 0, 0, 1, 1).encode()  # type: ignore[arg-type]
     assert TTExt.decode(memoryview(raw)) == TTExt.decode(bytearray(raw)) == TTExt.decode(raw)
+
+
+def test_hostile_objects_get_header_errors() -> None:
+    """Objects that fake their class or override str/bytes methods never leak other exceptions (spec §12.5)."""
+
+    class FakeStr:
+        @property  # type: ignore[misc]
+        def __class__(self) -> type:
+            return str
+
+    class EvilStr(str):
+        def strip(self, *args: object) -> str:
+            raise RuntimeError("boom")
+
+        def __str__(self) -> str:
+            raise RuntimeError("boom")
+
+        def encode(self, *args: object, **kwargs: object) -> bytes:
+            raise RuntimeError("boom")
+
+    class EvilBytes(bytes):
+        def __bytes__(self) -> bytes:
+            raise RuntimeError("boom")
+
+        def __len__(self) -> int:
+            raise RuntimeError("boom")
+
+    assert isinstance(FakeStr(), str)
+    with pytest.raises(HeaderError):
+        TTExt.from_header(FakeStr())
+    text = TTExt(1, 0, 0, 1, 1).to_header()  # type: ignore[arg-type]
+    assert TTExt.from_header(EvilStr(text)) == TTExt.from_header(text)
+    with pytest.raises(HeaderError):
+        TTExt.from_header(EvilStr(" " + text[1:]))
+    raw = TTExt(1, 0, 0, 1, 1).encode()  # type: ignore[arg-type]
+    assert TTExt.decode(EvilBytes(raw)) == TTExt.decode(raw)
+    with pytest.raises(HeaderError):
+        TTExt.decode(FakeStr())  # type: ignore[arg-type]
