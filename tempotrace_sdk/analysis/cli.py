@@ -91,6 +91,11 @@ def add_simulate_command(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--edges", type=int, default=1_000_000, help="edges per class (default 1,000,000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--nodes", type=int, default=256, help="nodes in the simulated cluster (default 256)")
+    p.add_argument("--samples", type=int, default=None, help="Monte Carlo samples per Table 2 model (default: --edges)")
+    p.add_argument("--ntp-sigma-ns", type=float, default=500_000.0,
+                   help="per-node NTP clock error σ in ns, for Table 2 and the NTP class (default 500000)")
+    p.add_argument("--liar-offset-ns", type=int, default=50_000,
+                   help="how far the lying node's clock is off while claiming 230 ns (default 50000)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--out", metavar="FILE", help="also write the JSON results to FILE")
     p.set_defaults(func=run_simulate)
@@ -98,13 +103,13 @@ def add_simulate_command(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    if args.edges < 1 or args.nodes < 2:
-        return _fail("simulate", "--edges must be >= 1 and --nodes >= 2", EXIT_USAGE)
+    if args.edges < 1 or args.nodes < 8 or (args.samples is not None and args.samples < 1) or args.ntp_sigma_ns <= 0:
+        return _fail("simulate", "--edges and --samples must be >= 1, --nodes >= 8, --ntp-sigma-ns > 0", EXIT_USAGE)
     try:
         from .simulate import run_simulation
     except ImportError as err:
         return _fail("simulate", f"needs numpy (pip install 'tempotrace-sdk[analysis]'): {err}", EXIT_USAGE)
-    result = run_simulation(args.edges, args.seed, args.nodes)
+    result = run_simulation(args.edges, args.seed, args.nodes, args.samples, args.ntp_sigma_ns, args.liar_offset_ns)
     if args.out:
         try:
             atomic_write(args.out, lambda fh: json.dump(result, fh, indent=2))
@@ -127,8 +132,9 @@ def format_simulation(result: dict[str, Any]) -> str:
         lat_s = f"{lat / 1000:g} µs" if lat < 1_000_000 else f"{lat / 1e6:g} ms"
         out.append(f"  {row['operation']:<22}{lat_s:>9}  {row['published_pct']:>6.1f}  {sim['gaussian']:>9.2f}  "
                    f"{sim['laplace-node']:>12.2f}  {sim['laplace-pair']:>12.2f}  {', '.join(row['matches']) or '-'}")
-    out.append("  (gaussian: per-node N(0, σ), σ_pair = 707 µs; laplace-node: per-node Laplace(b = σ); "
-               "laplace-pair: pairwise Laplace(b = σ), σ_pair = 707 µs)")
+    pair_us = result["ntp_sigma_ns"] * 2**0.5 / 1000
+    out.append(f"  (gaussian: per-node N(0, σ), σ_pair = {pair_us:.0f} µs; laplace-node: per-node Laplace(b = σ); "
+               f"laplace-pair: pairwise Laplace(b = σ), σ_pair = {pair_us:.0f} µs)")
     out.append("")
     out.append(f"Ordering engine, {result['edges_per_class']:,} causal edges per class, {result['nodes']} nodes")
     out.append(f"  {'class':<26}{'physics':>9}{'lamport':>9}{'svc':>9}{'undecided':>10}{'WRONG':>7}"
@@ -142,6 +148,9 @@ def format_simulation(result: dict[str, Any]) -> str:
     liar = result["liar"]
     flagged = [f for f in liar["faults"] if f["verdict"] == "lying"]
     out.append("")
+    if not liar["faults"]:
+        who = f"{liar['liar']['node']}, {liar['liar']['offset_ns']:,} ns off"
+        out.append(f"  the liar ({who}) was not caught: its error never reversed a known edge beyond the bounds")
     for f in flagged:
         out.append(f"  lying clock caught: {f['host']}: {f['violations']:,} of {f['edges']:,} edges violated "
                    f"({100 * f['rate']:.1f}%), {f['peers']} peers, up to {f['max_excess_ns']:,} ns beyond the bounds")

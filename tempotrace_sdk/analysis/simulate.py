@@ -141,6 +141,7 @@ def _engine_run(
     sigma_ns: float,
     liar: int | None = None,
     start_fraction: float = 0.5,
+    liar_offset_ns: int = LIAR_OFFSET_NS,
 ) -> dict[str, Any]:
     latencies = np.array([row[1] for row in PAPER_TABLE2], dtype=np.int64)
     src = rng.integers(0, nodes, n)
@@ -152,8 +153,8 @@ def _engine_run(
     err_a = np.clip(rng.normal(0.0, sigma_ns, n), -bound_ns, bound_ns)
     err_b = np.clip(rng.normal(0.0, sigma_ns, n), -bound_ns, bound_ns)
     if liar is not None:
-        err_a = err_a + np.where(src == liar, LIAR_OFFSET_NS, 0)
-        err_b = err_b + np.where(dst == liar, LIAR_OFFSET_NS, 0)
+        err_a = err_a + np.where(src == liar, liar_offset_ns, 0)
+        err_b = err_b + np.where(dst == liar, liar_offset_ns, 0)
     ptp_a = t_a + np.rint(err_a).astype(np.int64)
     ptp_b = t_b + np.rint(err_b).astype(np.int64)
     u = np.full(n, min(bound_ns, UNCERTAINTY_SATURATED), dtype=np.int64)
@@ -226,27 +227,33 @@ def _ledger(rel: npt.NDArray[np.int8], meth: npt.NDArray[np.int8], src: npt.NDAr
 
 
 def run_simulation(
-    edges: int = 1_000_000, seed: int = 0, nodes: int = 256, samples: int | None = None
+    edges: int = 1_000_000,
+    seed: int = 0,
+    nodes: int = 256,
+    samples: int | None = None,
+    ntp_sigma_ns: float = NTP_SIGMA_NS,
+    liar_offset_ns: int = LIAR_OFFSET_NS,
 ) -> dict[str, Any]:
     """Table 2 plus the engine runs; a JSON-ready dict."""
     rng = np.random.default_rng(seed)
     sk = _Sketches(rng)
     classes = []
-    for name, bound, sigma in CLASSES:
+    specs = [*CLASSES[:3], (f"NTP {ntp_sigma_ns / 1000:g} us", int(3 * ntp_sigma_ns), ntp_sigma_ns)]
+    for name, bound, sigma in specs:
         res = _engine_run(rng, sk, edges, nodes, bound, sigma)
         res.update({"class": name, "claimed_bound_ns": bound, "sigma_ns": sigma, "liar": None})
         classes.append(res)
-    liar = _engine_run(rng, sk, edges, nodes, 230, 230 / 3, liar=7)
+    liar = _engine_run(rng, sk, edges, nodes, 230, 230 / 3, liar=7, liar_offset_ns=liar_offset_ns)
     liar.update({"class": "PTP 230 ns, node-7 lies", "claimed_bound_ns": 230, "sigma_ns": 230 / 3,
-                 "liar": {"node": "node-7", "offset_ns": LIAR_OFFSET_NS}})
+                 "liar": {"node": "node-7", "offset_ns": liar_offset_ns}})
     return {
         "schema": "tempotrace.simulation/1",
         "seed": seed,
         "edges_per_class": edges,
         "table2_samples": samples or edges,
         "nodes": nodes,
-        "ntp_sigma_ns": NTP_SIGMA_NS,
-        "table2": table2(samples or edges, seed, NTP_SIGMA_NS),
+        "ntp_sigma_ns": ntp_sigma_ns,
+        "table2": table2(samples or edges, seed, ntp_sigma_ns),
         "classes": classes,
         "liar": liar,
     }
