@@ -76,7 +76,9 @@ class LamportClock:
         Raises ``FieldError`` (error class LTS_RANGE) for remote >= 2^63 or
         negative values, leaving the counter untouched.
         """
-        if not isinstance(remote, int) or isinstance(remote, bool) or not 0 <= remote <= LTS_MAX:
+        if not (type(remote) is int and 0 <= remote <= LTS_MAX) and (
+            not isinstance(remote, int) or isinstance(remote, bool) or not 0 <= remote <= LTS_MAX
+        ):
             raise FieldError("lts", "remote value must be 0..2^63-1", error_class="LTS_RANGE", remote=True)
         with self._lock:
             value = self._value
