@@ -142,24 +142,24 @@ from tempotrace_sdk.analysis import analyze_file
 best = float("inf")
 for _ in range(int(sys.argv[2])):
     t0 = time.perf_counter()
-    rep = analyze_file(sys.argv[1], keep=0)
+    rep = analyze_file(sys.argv[1], keep=0, jobs=int(sys.argv[3]))
     best = min(best, time.perf_counter() - t0)
 print(json.dumps({"seconds": best, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "edges": rep.edges.total, "wrong": sum(rep.edges.wrong.values())}))
 """
 
 
-def _end_to_end(path: str, repeat: int) -> dict[str, Any]:
+def _end_to_end(path: str, repeat: int, jobs: int = 1) -> dict[str, Any]:
     """analyze_file in a fresh interpreter, so its peak RSS is the analysis's own."""
     root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    out = subprocess.run([sys.executable, "-c", _CHILD, path, str(repeat)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", _CHILD, path, str(repeat), str(jobs)], capture_output=True, text=True,
                          check=True, env=env)
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 
 
-def bench(sizes: list[int], repeat: int, floor_max: int = 200_000) -> list[dict[str, Any]]:
+def bench(sizes: list[int], repeat: int, floor_max: int = 200_000, jobs: int = 1) -> list[dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
@@ -172,6 +172,9 @@ def bench(sizes: list[int], repeat: int, floor_max: int = 200_000) -> list[dict[
                 "spans_per_s": n / e2e["seconds"], "peak_rss_mb": round(e2e["peak_rss_mb"], 1),
                 "json_floor_spans_per_s": None, "ratio_vs_json_floor": None, "analysis_stage_spans_per_s": None,
             }
+            if jobs > 1:
+                par = _end_to_end(path, repeat if size < 1_000_000 else 1, jobs)
+                row[f"spans_per_s_jobs_{jobs}"] = n / par["seconds"]
             if size <= floor_max:  # the peers hold the whole file in memory: only for the smaller sizes
                 with open(path, encoding="utf-8") as fh:
                     lines = fh.readlines()
@@ -200,9 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="10000,100000", help="comma-separated span counts (add 1000000 if time allows)")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--jobs", type=int, default=1, help="also measure analyze --jobs N end to end")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    rows = bench([int(s) for s in args.sizes.split(",")], args.repeat)
+    rows = bench([int(s) for s in args.sizes.split(",")], args.repeat, jobs=args.jobs)
     if args.json:
         print(json.dumps({"title": "analyze throughput", "target_spans_per_s": TARGET, "rows": rows}, indent=2))
         return 0
@@ -217,6 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {r['spans']:>9,} {r['file_mb']:>7} {r['edges']:>9,} {r['spans_per_s']:>10,.0f} "
               f"{r['peak_rss_mb']:>11} {num(r['json_floor_spans_per_s'], ',.0f'):>11} "
               f"{num(r['ratio_vs_json_floor'], '.2f'):>10} {num(r['analysis_stage_spans_per_s'], ',.0f'):>11}")
+    if args.jobs > 1:
+        for r in rows:
+            par = r[f"spans_per_s_jobs_{args.jobs}"]
+            print(f"  {r['spans']:>9,} spans with --jobs {args.jobs}: {par:,.0f} spans/s "
+                  f"({par / r['spans_per_s']:.2f}x one process; {os.cpu_count()} CPUs here)")
     for a, b in itertools.pairwise(rows):
         growth = (b["spans"] / b["spans_per_s"]) / (a["spans"] / a["spans_per_s"])
         linear = b["spans"] / a["spans"]

@@ -36,9 +36,18 @@ def analyze_file(
     keep: int = DEFAULT_KEEP,
     window_spans: int = DEFAULT_WINDOW,
     progress: IO[str] | None = None,
+    jobs: int = 1,
 ) -> AnalysisReport:
-    """Analyse an OTLP JSON lines trace file (raises TraceFileError / TopologyError)."""
-    analyzer = Analyzer(_topology(topology), window_spans=window_spans, keep=keep, progress=progress, source=path)
+    """Analyse an OTLP JSON lines trace file (raises TraceFileError / TopologyError).
+
+    ``jobs > 1`` splits the work by trace over that many processes (parallel.py);
+    the report is the same. Reading stdin ("-") is always one process."""
+    topo = _topology(topology)
+    if jobs > 1 and path != "-":
+        from .parallel import analyze_parallel
+
+        return analyze_parallel(path, topo, jobs, keep=keep, window_spans=window_spans, progress=progress)
+    analyzer = Analyzer(topo, window_spans=window_spans, keep=keep, progress=progress, source=path)
     analyzer.add_all(iter_spans(path))
     return analyzer.finish()
 

@@ -46,6 +46,8 @@ def add_analyze_command(subparsers: Any) -> argparse.ArgumentParser:
                    help=f"spans kept in memory before idle traces are analysed (default {DEFAULT_WINDOW:,})")
     p.add_argument("--keep", type=int, default=DEFAULT_KEEP, metavar="SPANS",
                    help=f"spans kept for --perfetto/--html (default {DEFAULT_KEEP:,})")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="analyse with N processes, split by trace (same result; default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--fail-on-wrong", action="store_true", help="exit 1 when any confident decision is wrong")
     p.set_defaults(func=run_analyze)
@@ -56,7 +58,10 @@ def run_analyze(args: argparse.Namespace) -> int:
     keep = args.keep if (args.perfetto or args.html) else 0
     progress = None if args.quiet else sys.stderr
     try:
-        report = analyze_file(args.trace, args.topology, keep=keep, window_spans=args.window, progress=progress)
+        if args.jobs < 1:
+            return _fail("analyze", "--jobs must be >= 1", EXIT_USAGE)
+        report = analyze_file(args.trace, args.topology, keep=keep, window_spans=args.window, progress=progress,
+                              jobs=args.jobs)
     except (TraceFileError, TopologyError) as err:
         return _fail("analyze", str(err), EXIT_USAGE)
     from .writers import write_html, write_perfetto

@@ -76,10 +76,12 @@ def _attrs(found: list[tuple[str, str, str]]) -> dict[str, Any] | None:
     return attrs
 
 
-def parse_line_fast(text: str, line: int, build: Any) -> list[SpanRecord] | None:
+def parse_line_fast(text: str, line: int, build: Any, owns: Any = None) -> list[SpanRecord] | None:
     """Records of one eligible line, or None (not eligible / not valid: use the JSON path).
 
-    ``build`` is the reader's ``record_from_attrs`` (shared validation)."""
+    ``build`` is the reader's ``record_from_attrs`` (shared validation); ``owns``,
+    when given, says from the trace id which spans this worker wants: the others
+    are skipped before any work is spent on them."""
     if (
         "\\" in text
         or not text.startswith('{"resourceSpans":[{"resource":')
@@ -97,6 +99,8 @@ def parse_line_fast(text: str, line: int, build: Any) -> list[SpanRecord] | None
             cut = chunk.find('"scope":')
             if cut >= 0:  # the next scope's header follows this span: it belongs to no span
                 chunk = chunk[:cut]
+            if owns is not None and not owns(chunk[:32]):
+                continue
             head = _HEAD.match(chunk)
             if head is None:
                 return None

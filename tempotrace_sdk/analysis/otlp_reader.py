@@ -25,7 +25,7 @@ from ..wire._layout import UNCERTAINTY_SATURATED
 from .events import QUALITIES, SpanRecord, Stamp
 from .fastpath import parse_line_fast
 
-__all__ = ["TraceFileError", "iter_spans", "iter_spans_from_lines", "record_from_attrs", "span_from_dict"]
+__all__ = ["TraceFileError", "iter_spans", "iter_spans_from_lines", "record_from_attrs", "shard_of", "span_from_dict"]
 
 _PREFIX = S.PREFIX
 
@@ -43,6 +43,10 @@ class TraceFileError(TempoTraceError, ValueError):
         self.reason = reason
         where = f"{path}:{line}" if line else path
         super().__init__(f"{where}: {reason}")
+
+    def __reduce__(self) -> tuple[type[TraceFileError], tuple[str, int, str]]:
+        # Rebuilt from its fields when it crosses a process boundary (analyze --jobs).
+        return (TraceFileError, (self.path, self.line, self.reason))
 
 
 def _norm_id(raw: object, size: int, what: str) -> str:
@@ -214,17 +218,34 @@ def _resource_host(resource: dict[str, Any]) -> str | None:
     return None
 
 
+def shard_of(trace_id: str, shards: int) -> int:
+    """Which of ``shards`` workers owns a trace (hex trace id, any case)."""
+    return int(trace_id[-8:], 16) % shards
+
+
 def iter_spans_from_lines(
-    lines: Iterable[str], path: str = "<stream>", *, fast_path: bool = True
+    lines: Iterable[str],
+    path: str = "<stream>",
+    *,
+    fast_path: bool = True,
+    shard: tuple[int, int] | None = None,
 ) -> Iterator[SpanRecord]:
     """Spans from OTLP JSON lines, in file order. Blank lines are skipped.
 
     Lines in the exporter's exact shape take the regex fast path (fastpath.py);
     every other line, and every line the fast path finds invalid, is parsed
-    with ``json.loads`` (``fast_path=False`` forces that for all lines)."""
+    with ``json.loads`` (``fast_path=False`` forces that for all lines).
+    ``shard=(k, n)`` yields only the traces worker k of n owns (``shard_of``)."""
     seen_any = False
+    owns = None
+    if shard is not None:
+        k, n = shard
+
+        def owns(trace_id: str) -> bool:
+            return shard_of(trace_id, n) == k
+
     for number, text in enumerate(lines, 1):
-        fast = parse_line_fast(text.rstrip("\r\n"), number, record_from_attrs) if fast_path else None
+        fast = parse_line_fast(text.rstrip("\r\n"), number, record_from_attrs, owns) if fast_path else None
         if fast is not None:
             seen_any = True
             yield from fast
@@ -247,7 +268,9 @@ def iter_spans_from_lines(
                 host = _resource_host(rs.get("resource", {}))
                 for ss in rs.get("scopeSpans", ()):
                     for span in ss.get("spans", ()):
-                        yield span_from_dict(span, host, number)
+                        record = span_from_dict(span, host, number)
+                        if owns is None or owns(record.trace_id):
+                            yield record
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             what = f"missing key {err}" if isinstance(err, KeyError) else str(err)
             raise TraceFileError(path, number, f"malformed span: {what}") from err
@@ -263,7 +286,7 @@ def _decoded_lines(stream: IO[bytes], path: str) -> Iterator[str]:
             raise TraceFileError(path, number, f"not UTF-8 text (byte {err.start}): a binary file?") from err
 
 
-def iter_spans(path: str, *, fast_path: bool = True) -> Iterator[SpanRecord]:
+def iter_spans(path: str, *, fast_path: bool = True, shard: tuple[int, int] | None = None) -> Iterator[SpanRecord]:
     """Stream the spans of an OTLP JSON lines file ("-" reads stdin)."""
     if path == "-":
         yield from iter_spans_from_lines(_decoded_lines(sys.stdin.buffer, "<stdin>"), "<stdin>", fast_path=fast_path)
@@ -273,4 +296,4 @@ def iter_spans(path: str, *, fast_path: bool = True) -> Iterator[SpanRecord]:
     except OSError as err:
         raise TraceFileError(path, 0, f"cannot open: {err.strerror or err}") from err
     with stream:
-        yield from iter_spans_from_lines(_decoded_lines(stream, path), path, fast_path=fast_path)
+        yield from iter_spans_from_lines(_decoded_lines(stream, path), path, fast_path=fast_path, shard=shard)

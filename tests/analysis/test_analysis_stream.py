@@ -52,3 +52,30 @@ def test_progress_goes_to_the_given_stream(trace: str, monkeypatch: pytest.Monke
     lines = err.getvalue().splitlines()
     assert lines and all(line.startswith("analyze: ") and "spans/s" in line for line in lines)
     assert "4,000 spans" in lines[-1]
+
+
+def test_jobs_split_by_trace_give_the_same_report(trace: str, tmp_path: Path) -> None:
+    """§5: analyze --jobs N equals one process (counts, faults, kept spans)."""
+    from .tracegen import write_trace
+
+    liar = tmp_path / "liar.jsonl"
+    write_trace(str(liar), {"c": "sim:ptp", "w1": "sim:ptp", "w2": "sim:liar", "w3": "sim:ptp", "w4": "sim:ntp"})
+    for path in (trace, str(liar)):
+        one = analyze_file(path, window_spans=500).to_dict()
+        three = analyze_file(path, window_spans=500, jobs=3).to_dict()
+        one.pop("elapsed_s")
+        three.pop("elapsed_s")
+        assert three == one
+
+
+def test_jobs_report_the_first_bad_line(tmp_path: Path) -> None:
+    from tempotrace_sdk.analysis import TraceFileError
+
+    good = Path(tmp_path / "g.jsonl")
+    generate(str(good), 600, ranks=4)
+    lines = good.read_text().splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([lines[0], "{broken", *lines[1:], "[]"]) + "\n")
+    with pytest.raises(TraceFileError) as info:
+        analyze_file(str(bad), jobs=2)
+    assert info.value.line == 2 and "not JSON" in info.value.reason
