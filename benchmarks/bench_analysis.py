@@ -34,7 +34,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tempotrace_sdk.analysis import iter_spans
+from benchmarks.harness import Row, compare, print_table
+from tempotrace_sdk.analysis import analyze_file, iter_spans
 from tempotrace_sdk.analysis.analyzer import Analyzer
 from tempotrace_sdk.wire import Sketch
 
@@ -199,6 +200,23 @@ def bench(sizes: list[int], repeat: int, floor_max: int = 200_000, jobs: int = 1
     return rows
 
 
+def _steady_ratio(repeat: int, size: int = 10_000) -> tuple[float, float, float]:
+    """ns/span of analyze and of the json.loads floor, timed in alternating runs
+    (harness.compare) so both see the same load on a shared machine."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "steady.jsonl")
+        n = generate(path, size)
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.readlines()
+
+        def floor() -> None:
+            for x in lines:
+                json.loads(x)
+
+        ours, peer, ratio = compare(lambda: analyze_file(path, keep=0), floor, min_time=0.1, repeat=max(3, repeat))
+    return ours / n, peer / n, ratio
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="10000,100000", help="comma-separated span counts (add 1000000 if time allows)")
@@ -226,6 +244,10 @@ def main(argv: list[str] | None = None) -> int:
             par = r[f"spans_per_s_jobs_{args.jobs}"]
             print(f"  {r['spans']:>9,} spans with --jobs {args.jobs}: {par:,.0f} spans/s "
                   f"({par / r['spans_per_s']:.2f}x one process; {os.cpu_count()} CPUs here)")
+    steady = _steady_ratio(args.repeat)
+    print_table("analyze vs json.loads floor, alternating runs on 10,000 spans (per span)", [
+        Row("analyze (read+parse+decide)", steady[0], "json.loads of the lines", steady[2], 1e9 / TARGET),
+    ])
     for a, b in itertools.pairwise(rows):
         growth = (b["spans"] / b["spans_per_s"]) / (a["spans"] / a["spans_per_s"])
         linear = b["spans"] / a["spans"]
