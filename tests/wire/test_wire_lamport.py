@@ -80,6 +80,7 @@ def test_bad_start_values_are_refused(bad: object) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # the point of the test
 def test_fork_child_keeps_value_and_gets_a_free_lock() -> None:
     """A lock held by another thread at fork time must not deadlock the child."""
     clock = LamportClock(100)
