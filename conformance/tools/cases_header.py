@@ -8,6 +8,7 @@ for a wrong vector to be written.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from reference import (
@@ -179,7 +180,25 @@ def binary_decode() -> list[dict[str, Any]]:
             "PTP_NS_RANGE",
         ),
     ]
+    out += [_valid(f"pseudo-random valid header #{i}", ["Typical"], raw) for i, raw in enumerate(_random_raws(11, 8))]
     return out
+
+
+def _random_raws(seed: int, n: int) -> list[Raw]:
+    """Deterministic valid headers with every field drawn over its whole range."""
+    rng = random.Random(seed)
+    return [
+        Raw(
+            tenant=rng.randrange(16),
+            ptp_ns=rng.randrange(I63),
+            ts_source=rng.randrange(3),
+            clk_quality=rng.randrange(3),
+            uncertainty_ns=rng.randrange(0x10000),
+            lts=rng.randrange(I63),
+            sketch=rng.getrandbits(256).to_bytes(32, "big"),
+        )
+        for _ in range(n)
+    ]
 
 
 def _enc(comment: str, flags: list[str], **f: Any) -> dict[str, Any]:
@@ -265,4 +284,18 @@ def encode() -> list[dict[str, Any]]:
             lts=-1,
             error="UNCERTAINTY_RANGE",
         ),
+        *[
+            _enc(
+                f"pseudo-random valid fields #{i}",
+                ["Typical"],
+                tenant=r.tenant,
+                ptp=r.ptp_ns,
+                ts=["GTE", "SW_GCC", "CPU"][r.ts_source],
+                q=["OK", "DEGRADED", "UNKNOWN"][r.clk_quality],
+                u=r.uncertainty_ns,
+                lts=r.lts,
+                sketch=r.sketch,
+            )
+            for i, r in enumerate(_random_raws(12, 8))
+        ],
     ]
