@@ -19,11 +19,7 @@ from typing import Any
 from ..errors import ClockError
 from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from . import refresh
-from ._fast import new_timestamp as _new
-from ._fast import set_ptp as _set_ptp
-from ._fast import set_quality as _set_q
-from ._fast import set_source as _set_src
-from ._fast import set_uncertainty as _set_u
+from ._fast import new_tuple as _new_tuple
 from ._native import native_status
 from .base import Timestamp, saturate_uncertainty
 from .kernel import STA_CLOCKERR, TIME_ERROR, KernelSync, read_kernel_sync
@@ -122,22 +118,39 @@ class CpuClock:
         if background:
             refresh.register(self)
 
+    @property
+    def _state(self) -> _CpuState:
+        return self._snap
+
+    @_state.setter
+    def _state(self, st: _CpuState) -> None:
+        # What now() needs, as one exact tuple: the interpreter unpacks an
+        # exact tuple in a single specialised step (a dataclass or NamedTuple
+        # costs an attribute load or an iterator per field). One store, so a
+        # reader sees the old snapshot or the new one, never a mix.
+        self._hot = (st.read_at_ns, st.valid_until_ns, st.offset_ns, st.quality, st.uncertainty_ns)
+        self._snap = st
+
     def refresh(self) -> None:
         """Re-read the kernel state (called by the refresher thread, ~1/s)."""
         self._state = _snapshot()
 
     def now(self) -> Timestamp:
-        st = self._state
+        # The hottest call in the SDK: one unpack, one clock read, one tuple
+        # (make_timestamp inlined; quality and bound were validated when the
+        # snapshot was taken).
+        read_at, valid_until, offset, quality, unc = self._hot
         t = _gettime(_CLOCK_TAI)
-        if not st.read_at_ns <= t <= st.valid_until_ns:  # stale, or the clock stepped back
-            st = self._state = _snapshot()
-        # make_timestamp inlined: this is the hottest call in the SDK.
-        ts: Timestamp = _new(Timestamp)
-        _set_ptp(ts, t + st.offset_ns)
-        _set_src(ts, _CPU)
-        _set_q(ts, st.quality)
-        _set_u(ts, st.uncertainty_ns)
-        return ts
+        if read_at <= t <= valid_until:
+            return _new_tuple(Timestamp, (t + offset, _CPU, quality, unc))
+        return self._resnapshot()
+
+    def _resnapshot(self) -> Timestamp:
+        # Stale (the refresher stalled) or the clock stepped back: re-read
+        # the kernel state inline, then read the clock again.
+        st = _snapshot()
+        self._state = st
+        return Timestamp(_gettime(_CLOCK_TAI) + st.offset_ns, _CPU, st.quality, st.uncertainty_ns)
 
     @property
     def reason(self) -> str:
