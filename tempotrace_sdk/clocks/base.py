@@ -58,6 +58,9 @@ class Timestamp(tuple):  # type: ignore[type-arg]  # fields are typed one by one
 
     __slots__ = ()
     __match_args__ = ("ptp_ns", "ts_source", "clk_quality", "uncertainty_ns")
+    #: namedtuple's marker: dataclasses.asdict() of a dataclass holding a
+    #: Timestamp (e.g. PreflightResult) rebuilds it field by field.
+    _fields = __match_args__
 
     if TYPE_CHECKING:
 

@@ -84,3 +84,12 @@ def test_fast_path_builds_the_same_value_as_the_constructor() -> None:
     now = CpuClock(background=False).now()
     assert type(now) is Timestamp
     assert now == Timestamp(now.ptp_ns, now.ts_source, now.clk_quality, now.uncertainty_ns)
+
+
+def test_asdict_of_a_dataclass_holding_a_timestamp() -> None:
+    """dataclasses.asdict(PreflightResult) keeps working: the Timestamp is rebuilt, equal."""
+    from tempotrace_sdk.clocks import preflight
+
+    result = preflight(ClockQuality.UNKNOWN, clock=CpuClock(background=False))
+    as_dict = dataclasses.asdict(result)
+    assert as_dict["timestamp"] == result.timestamp
