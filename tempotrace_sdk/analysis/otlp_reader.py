@@ -245,7 +245,7 @@ def iter_spans_from_lines(
             return shard_of(trace_id, n) == k
 
     for number, text in enumerate(lines, 1):
-        fast = parse_line_fast(text.rstrip("\r\n"), number, record_from_attrs, owns) if fast_path else None
+        fast = parse_line_fast(text.rstrip("\r\n"), number, owns) if fast_path else None
         if fast is not None:
             seen_any = True
             yield from fast

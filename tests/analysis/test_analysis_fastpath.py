@@ -11,7 +11,7 @@ import pytest
 
 from tempotrace_sdk.analysis import iter_spans
 from tempotrace_sdk.analysis.fastpath import parse_line_fast
-from tempotrace_sdk.analysis.otlp_reader import record_from_attrs, span_from_dict
+from tempotrace_sdk.analysis.otlp_reader import span_from_dict
 
 from .tracegen import write_trace
 
@@ -36,7 +36,7 @@ def test_real_exporter_lines_take_the_fast_path_and_agree(tmp_path: Path) -> Non
     path = tmp_path / "t.jsonl"
     write_trace(str(path), {"c": "sim:ptp", "w1": "sim:ntp", "w2": "sim:liar", "w3": "sim:unsynced"}, steps=1)
     lines = path.read_text().splitlines()
-    fast = [parse_line_fast(line, 1, record_from_attrs) for line in lines]
+    fast = [parse_line_fast(line, 1) for line in lines]
     assert all(f is not None for f in fast), "the exporter's own lines should qualify"
     assert fast == [_slow(line) for line in lines]
     assert list(iter_spans(str(path))) == list(iter_spans(str(path), fast_path=False))
@@ -59,7 +59,7 @@ def test_several_scopes_in_one_line_agree(one_line: str) -> None:
     scopes.append(extra)
     scopes.insert(0, json.loads(json.dumps(extra)))
     line = json.dumps(doc, separators=(",", ":"))
-    fast = parse_line_fast(line, 1, record_from_attrs)
+    fast = parse_line_fast(line, 1)
     assert fast is not None and fast == _slow(line) and len(fast) == 3
     assert "nope" not in {r.host for r in fast}  # a scope's attributes are not the resource's
 
@@ -89,10 +89,43 @@ STEP_ASIDE = [
     ("uncertainty out of range", lambda s: _edit(s, '"tempotrace.uncertainty_ns","value":{"intValue":"220"}',
                                                   '"tempotrace.uncertainty_ns","value":{"intValue":"99999"}')),
     ("pretty-printed JSON", lambda s: json.dumps(json.loads(s), indent=1)),
+    ("line cut short (exporter killed mid-write)", lambda s: s[: s.rindex('"status"')]),
+    ("an int attribute written as a string", lambda s: _edit(s, '"tempotrace.lts","value":{"intValue":"',
+                                                              '"tempotrace.lts","value":{"stringValue":"')),
+    ("a quality written as an int", lambda s: _edit(s, '"tempotrace.clk_quality","value":{"stringValue":"OK"}',
+                                                     '"tempotrace.clk_quality","value":{"intValue":"1"}')),
+    ("an unread int attribute that is not a number",
+     lambda s: _edit(s, '"tempotrace.tenant_id","value":{"intValue":"0"}',
+                     '"tempotrace.tenant_id","value":{"intValue":"x"}')),
+    ("an unknown value kind", lambda s: _edit(s, '"tempotrace.lts","value":{"intValue":"',
+                                               '"tempotrace.lts","value":{"itringValue":"')),
+    ("a send.lts array holding a string", lambda s: _edit(s, '"tempotrace.uncertainty_ns","value":{"intValue":"',
+                                                           '"tempotrace.send.lts","value":{"arrayValue":{"values":'
+                                                           '[{"stringValue":"x"}]}}},'
+                                                           '{"key":"tempotrace.uncertainty_ns","value":{"intValue":"')),
+    ("a sketch of the wrong size", lambda s: _edit(s, '"tempotrace.svc_sketch","value":{"stringValue":"',
+                                                    '"tempotrace.svc_sketch","value":{"stringValue":"00')),
 ]
 
 
 @pytest.mark.parametrize(("name", "edit"), STEP_ASIDE, ids=[c[0] for c in STEP_ASIDE])
 def test_fast_path_steps_aside(one_line: str, name: str, edit) -> None:  # type: ignore[no-untyped-def]
     line = edit(one_line)
-    assert parse_line_fast(line, 1, record_from_attrs) is None, name
+    assert parse_line_fast(line, 1) is None, name
+
+
+@pytest.mark.parametrize(("name", "edit"), STEP_ASIDE, ids=[c[0] for c in STEP_ASIDE])
+def test_a_line_the_fast_path_refuses_gets_the_json_paths_verdict(
+    one_line: str, name: str, edit, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    """Whatever the fast path steps aside from, the reader still answers exactly as the JSON path does."""
+    path = tmp_path / "t.jsonl"
+    path.write_text(edit(one_line) + "\n")
+
+    def read(fast: bool) -> object:
+        try:
+            return list(iter_spans(str(path), fast_path=fast))
+        except ValueError as err:
+            return f"{type(err).__name__}: {err}"
+
+    assert read(True) == read(False), name
