@@ -16,7 +16,8 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import IO, Any
 
-from .events import Event, SpanRecord
+from ..wire._layout import UNCERTAINTY_SATURATED
+from .events import Event, SpanRecord, Stamp
 from .faults import FaultLedger
 from .order import CONSISTENT, Decision, Method, Relation, decide
 from .report import AnalysisReport, EdgeCounts
@@ -79,8 +80,25 @@ class Analyzer:
                       file=self.progress, flush=True)
 
     def add_all(self, spans: Iterable[SpanRecord]) -> None:
+        """``add`` for each span, with the per-span work inlined (the hot loop of analyze)."""
+        if self.progress is not None:
+            for span in spans:
+                self.add(span)
+            return
+        rep, open_, window = self.report, self._open, self.window
+        get, move = open_.get, open_.move_to_end
         for span in spans:
-            self.add(span)
+            rep.spans += 1
+            tid = span.trace_id
+            bucket = get(tid)
+            if bucket is None:
+                open_[tid] = [span]
+            else:
+                bucket.append(span)
+                move(tid)
+            self._buffered += 1
+            if self._buffered > window:
+                self._flush_oldest()
 
     def _flush_oldest(self) -> None:
         # Release the least recently seen traces until half the window is free.
@@ -110,7 +128,9 @@ class Analyzer:
                 rep.duplicate_spans += 1
             else:
                 by_id[s.span_id] = s
-        starts: dict[str, Event] = {}  # each start event is built once, used as parent and as child
+        # Most known edges are settled by physics: _physics counts those without building
+        # Event/Decision objects; every other edge takes the general path (_edge), as before.
+        physics = self._physics
         for s in by_id.values():
             keep = len(rep.spans_kept) < self.keep
             if keep:
@@ -119,14 +139,17 @@ class Analyzer:
             if s.parent_id and parent is None:
                 rep.unresolved_parents += 1
             if parent is not None:
-                pa = starts.get(parent.span_id)
-                if pa is None:
-                    pa = starts[parent.span_id] = parent.start_event()
-                mine = starts.get(s.span_id)
-                if mine is None:
-                    mine = starts[s.span_id] = s.start_event()
-                self._edge("parent_child", pa, mine)
-                if s.end is not None and parent.end is not None and self._end_edge(parent, s):
+                pa, sa = parent.start, s.start
+                if not physics("parent_child", pa, sa, parent.host, s.host,
+                               parent.otel_start_ns if pa.ptp_ns is None else pa.ptp_ns,
+                               s.otel_start_ns if sa.ptp_ns is None else sa.ptp_ns):
+                    self._edge("parent_child", parent.start_event(), s.start_event())
+                end, pend = s.end, parent.end
+                if end is not None and pend is not None and self._end_edge(parent, s) and not physics(
+                    "child_end", end, pend, s.host, parent.host,
+                    s.otel_end_ns if end.ptp_ns is None else end.ptp_ns,
+                    parent.otel_end_ns if pend.ptp_ns is None else pend.ptp_ns,
+                ):
                     self._edge("child_end", s.end_event(), parent.end_event())
             if s.remote is not None:
                 self._hop(s, parent, keep)
@@ -156,11 +179,50 @@ class Analyzer:
         if matched:
             rep.hops_matched += 1
         host = client.host if client is not None else "?"
+        record = keep and len(rep.hops_kept) < self.keep
+        start = s.start
+        if not record and self._physics("hop", remote, start, host, s.host, remote.ptp_ns,
+                                         s.otel_start_ns if start.ptp_ns is None else start.ptp_ns):
+            return
         send = Event("send", s.parent_id, host, remote, s.remote_sketch, remote.ptp_ns)
         recv = s.start_event()
         decision = self._edge("hop", send, recv)
-        if keep and len(rep.hops_kept) < self.keep:
+        if record:
             rep.hops_kept.append(_hop_record(s, host, send, recv, decision, matched))
+
+    def _physics(self, kind: str, sa: Stamp, sb: Stamp, host_a: str, host_b: str, raw_a: int | None,
+                 raw_b: int | None) -> bool:
+        """Count the known edge a -> b if physics settles it (order.decide's first rule, §2.1) and
+        return True; return False, counting nothing, when the later rules must speak.
+
+        The counting is _edge's, step for step, so the report is the same either way."""
+        pa, pb = sa.ptp_ns, sb.ptp_ns
+        if (
+            pa is None or pb is None or sa.quality == "UNKNOWN" or sb.quality == "UNKNOWN"
+            or sa.uncertainty_ns >= UNCERTAINTY_SATURATED or sb.uncertainty_ns >= UNCERTAINTY_SATURATED
+        ):
+            return False
+        extra = 0 if self._flat or host_a == host_b else self.topology.extra_ns(host_a, host_b)
+        ua, ub = sa.uncertainty_ns, sb.uncertainty_ns
+        gap_ab = (pb - ub) - (pa + ua) - extra
+        gap_ba = (pa - ua) - (pb + ub) - extra
+        if gap_ab <= 0 and gap_ba <= 0:
+            return False
+        c = self.counts
+        c.total += 1
+        c.by_kind[kind] = c.by_kind.get(kind, 0) + 1
+        if raw_a is not None and raw_b is not None:
+            if raw_a > raw_b:
+                c.naive_inversions += 1
+            elif raw_a == raw_b:
+                c.naive_ties += 1
+        self.ledger.edge(host_a, host_b)
+        if gap_ab > 0:
+            c.decided["physics"] += 1
+        else:
+            c.wrong["physics"] += 1
+            self.ledger.physics_violation(host_a, host_b, gap_ba, ua, ub)
+        return True
 
     def _edge(self, kind: str, a: Event, b: Event) -> Decision:
         extra = 0 if self._flat or a.host == b.host else self.topology.extra_ns(a.host, b.host)
