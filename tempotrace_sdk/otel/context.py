@@ -30,11 +30,13 @@ if TYPE_CHECKING:
     from .policy import Contract, Policy
 
 __all__ = [
+    "LIVE_SPANS_MAX",
     "REMOTE_HOP_KEY",
     "RemoteHop",
     "SpanRecord",
     "TempoTraceState",
     "get_state",
+    "hop_seen",
     "remote_hop",
 ]
 
@@ -42,6 +44,12 @@ _log = logging.getLogger(__name__)
 
 #: Where extract() leaves the received header for the processor to find.
 REMOTE_HOP_KEY = context_api.create_key("tempotrace.remote-hop")
+
+#: ``hop_seen[0]`` turns True (for good) when this process first stores a hop
+#: under REMOTE_HOP_KEY (hop.receive, the only writer: the key is unique to
+#: this module). Until then no context can hold one, and the processor skips
+#: looking for it on every root span.
+hop_seen = [False]
 
 #: Ended spans whose sketch is kept for children that start after their parent
 #: ended (async fan-out). 8192 entries is about 1 MiB.

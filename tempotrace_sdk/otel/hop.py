@@ -18,7 +18,7 @@ from opentelemetry import trace
 from ..errors import HeaderError
 from ..wire import Sketch, TTExt
 from ..wire._layout import STRUCT, VERSION
-from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, remote_hop
+from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, hop_seen, remote_hop
 
 __all__ = ["receive", "send"]
 
@@ -76,6 +76,7 @@ def receive(state: TempoTraceState, header: TTExt, context: context_api.Context 
     ctx = context if context is not None else context_api.Context()
     parent = trace.get_current_span(ctx).get_span_context()
     parent_id = parent.span_id if parent.is_valid and parent.is_remote else 0
+    hop_seen[0] = True
     return context_api.set_value(REMOTE_HOP_KEY, RemoteHop(header, recv_lts, parent_id), ctx)
 
 

@@ -59,7 +59,7 @@ from ..semconv import (
     UNCERTAINTY_NS,
 )
 from ..wire import Sketch
-from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, get_state
+from .context import LIVE_SPANS_MAX, REMOTE_HOP_KEY, RemoteHop, SpanRecord, TempoTraceState, get_state, hop_seen
 
 __all__ = ["TempoTraceSpanProcessor", "end_attributes", "pending_start"]
 
@@ -78,25 +78,33 @@ _QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
 
 def end_attributes(state: TempoTraceState, span_id: int, ts: Timestamp, start_verdict: Any) -> dict[str, Any]:
     """The ``tempotrace.end.*`` stamp (and pending send arrays) for a span ending now."""
+    return _end_attrs(state, state.live.get(span_id), ts, start_verdict)
+
+
+#: The most attributes _end_attrs writes (4 end fields, 3 send arrays, 2 policy).
+_END_ATTRS_MAX = 9
+
+
+def _end_attrs(state: TempoTraceState, record: SpanRecord | None, ts: Timestamp, start_verdict: Any) -> dict[str, Any]:
     attrs: dict[str, Any] = {
         END_PTP_NS: ts.ptp_ns,
         END_UNCERTAINTY_NS: ts.uncertainty_ns,
         END_CLK_QUALITY: _QUALITY_NAMES[ts.clk_quality],
         END_LTS: state.lamport.tick(),
     }
-    record = state.live.get(span_id)
     if record is not None and record.sends:
         sends = record.sends
         record.sends = None
         attrs[SEND_LTS] = tuple(s[0] for s in sends)
         attrs[SEND_PTP_NS] = tuple(s[1] for s in sends)
         attrs[SEND_UNCERTAINTY_NS] = tuple(s[2] for s in sends)
-    contract = state.contract
-    if contract is not None and start_verdict == "pass":
-        verdict, reason = contract.verdict(ts)
-        if verdict != "pass":  # the start kept the contract, the end did not
-            attrs[POLICY_VERDICT] = verdict
-            attrs[POLICY_REASON] = "end: " + reason
+    if state.policy is not None and start_verdict == "pass":
+        contract = state.contract
+        if contract is not None:
+            verdict, reason = contract.verdict(ts)
+            if verdict != "pass":  # the start kept the contract, the end did not
+                attrs[POLICY_VERDICT] = verdict
+                attrs[POLICY_REASON] = "end: " + reason
     return attrs
 
 
@@ -116,104 +124,134 @@ class TempoTraceSpanProcessor(SpanProcessor):
         return self.state.errors()
 
     # -- start ------------------------------------------------------------------
+    # The hooks run once per span on the user's thread, so they are written
+    # flat: one frame per hook, each piece of state looked up once, and the
+    # state's lazily resolved properties read through their backing fields.
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
         if self._shut:
             return
+        state = self._state
         try:
-            self._on_start(span, parent_context)
+            if state is None:
+                state = get_state()
+            clock = state._clock
+            if clock is None:
+                clock = state.clock
+            pending = pending_start.get()
+            ts = pending[1] if pending is not None and pending[0] == span.start_time else clock.now()
+            own = span.get_span_context().span_id
+            parent = span.parent
+            hop: RemoteHop | None = None
+            # Only a context that went through receive() can hold a hop: skip
+            # the context lookup in a process that never received one.
+            if (parent is None or parent.is_remote) and hop_seen[0]:
+                ctx = parent_context if parent_context is not None else context_api.get_current()
+                found = ctx.get(REMOTE_HOP_KEY)
+                if isinstance(found, RemoteHop) and found.applies_to(parent):
+                    hop = found
+            if parent is None:
+                sketch = Sketch.EMPTY if hop is None else hop.header.svc_sketch
+            elif parent.is_remote:
+                sketch = (hop.header.svc_sketch if hop is not None else Sketch.EMPTY).with_span(parent.span_id)
+            else:
+                record = state.live.get(parent.span_id)
+                if record is not None:
+                    sketch = record.sketch
+                else:
+                    known = state.ended.get(parent.span_id)
+                    if known is None:  # parent from before this process's tracking (or evicted)
+                        state.count_error("parent_sketch_missing")
+                        known = Sketch.EMPTY.with_span(parent.span_id)
+                    sketch = known
+            sketch = sketch.with_span(own)
+            live = state.live
+            if len(live) < LIVE_SPANS_MAX:
+                live[own] = SpanRecord(sketch)
+            else:
+                state.count_error("live_table_full")
+            tenant = state._tenant
+            attrs: dict[str, types.AttributeValue] = {
+                PTP_NS: ts.ptp_ns,
+                UNCERTAINTY_NS: ts.uncertainty_ns,
+                CLK_QUALITY: _QUALITY_NAMES[ts.clk_quality],
+                TS_SOURCE: _SOURCE_NAMES[ts.ts_source],
+                LTS: state.lamport.tick(),
+                TENANT_ID: state.tenant if tenant is None else tenant,
+                SVC_SKETCH: sketch.to_bytes().hex(),
+                CLOCK: clock.name,
+                HOST: state.host,
+            }
+            if hop is not None:
+                h = hop.header
+                attrs[REMOTE_PTP_NS] = h.ptp_ns
+                attrs[REMOTE_UNCERTAINTY_NS] = h.uncertainty_ns
+                attrs[REMOTE_CLK_QUALITY] = h.clk_quality.name
+                attrs[REMOTE_TS_SOURCE] = h.ts_source.name
+                attrs[REMOTE_LTS] = h.lts
+                attrs[REMOTE_TENANT_ID] = h.tenant_id
+                attrs[REMOTE_SVC_SKETCH] = h.svc_sketch.to_bytes().hex()
+                attrs[RECV_LTS] = hop.recv_lts
+            if state.policy is not None:
+                contract = state.contract  # the local tenant's, never the remote header's
+                if contract is not None:
+                    verdict, reason = contract.verdict(ts)
+                    attrs[POLICY_VERDICT] = verdict
+                    attrs[POLICY_REASON] = reason
+                    attrs[POLICY_TIER] = contract.tier
+                    if contract.retention_days is not None:
+                        attrs[POLICY_RETENTION_DAYS] = contract.retention_days
+            store = _direct_store(span, len(attrs))
+            if store is not None:
+                store.update(attrs)
+            else:
+                span.set_attributes(attrs)
         except Exception:
-            self.state.count_error("on_start")
-            _log.debug("tempotrace: on_start failed", exc_info=True)
-
-    def _on_start(self, span: Span, parent_context: context_api.Context | None) -> None:
-        state = self.state
-        clock = state.clock
-        pending = pending_start.get()
-        ts = pending[1] if pending is not None and pending[0] == span.start_time else clock.now()
-        own = span.get_span_context().span_id
-        parent = span.parent
-        hop: RemoteHop | None = None
-        if parent is None or parent.is_remote:
-            ctx = parent_context if parent_context is not None else context_api.get_current()
-            found = ctx.get(REMOTE_HOP_KEY)
-            if isinstance(found, RemoteHop) and found.applies_to(parent):
-                hop = found
-        if parent is None:
-            sketch = Sketch.EMPTY if hop is None else hop.header.svc_sketch
-        elif parent.is_remote:
-            sketch = (hop.header.svc_sketch if hop is not None else Sketch.EMPTY).with_span(parent.span_id)
-        else:
-            known = state.sketch_of(parent.span_id)
-            if known is None:  # parent from before this process's tracking (or evicted)
-                state.count_error("parent_sketch_missing")
-                known = Sketch.EMPTY.with_span(parent.span_id)
-            sketch = known
-        sketch = sketch.with_span(own)
-        state.open_span(own, sketch)
-        attrs: dict[str, types.AttributeValue] = {
-            PTP_NS: ts.ptp_ns,
-            UNCERTAINTY_NS: ts.uncertainty_ns,
-            CLK_QUALITY: _QUALITY_NAMES[ts.clk_quality],
-            TS_SOURCE: _SOURCE_NAMES[ts.ts_source],
-            LTS: state.lamport.tick(),
-            TENANT_ID: state.tenant,
-            SVC_SKETCH: sketch.to_bytes().hex(),
-            CLOCK: clock.name,
-            HOST: state.host,
-        }
-        if hop is not None:
-            h = hop.header
-            attrs[REMOTE_PTP_NS] = h.ptp_ns
-            attrs[REMOTE_UNCERTAINTY_NS] = h.uncertainty_ns
-            attrs[REMOTE_CLK_QUALITY] = h.clk_quality.name
-            attrs[REMOTE_TS_SOURCE] = h.ts_source.name
-            attrs[REMOTE_LTS] = h.lts
-            attrs[REMOTE_TENANT_ID] = h.tenant_id
-            attrs[REMOTE_SVC_SKETCH] = h.svc_sketch.to_bytes().hex()
-            attrs[RECV_LTS] = hop.recv_lts
-        contract = state.contract  # the local tenant's, never the remote header's
-        if contract is not None:
-            verdict, reason = contract.verdict(ts)
-            attrs[POLICY_VERDICT] = verdict
-            attrs[POLICY_REASON] = reason
-            attrs[POLICY_TIER] = contract.tier
-            if contract.retention_days is not None:
-                attrs[POLICY_RETENTION_DAYS] = contract.retention_days
-        if not _write_direct(span, attrs):
-            span.set_attributes(attrs)
+            self._failed(state, "on_start")
 
     # -- end ----------------------------------------------------------------------
     def _on_ending(self, span: Span) -> None:
         if self._shut:
             return
+        state = self._state
         try:
-            self._ending(span)
+            if state is None:
+                state = get_state()
+            own = span.get_span_context().span_id
+            record = state.live.get(own)
+            if record is None:  # started before this processor was added, or by another state
+                return
+            store = _direct_store(span, _END_ATTRS_MAX)
+            attributes: Mapping[str, Any] = store if store is not None else (span.attributes or {})
+            if END_PTP_NS in attributes:
+                extra: dict[str, Any] = {}
+                if record.sends:  # sends after our decorator stamped the end: rare, keep them
+                    sends, record.sends = record.sends, None
+                    extra = {
+                        SEND_LTS: tuple(s[0] for s in sends),
+                        SEND_PTP_NS: tuple(s[1] for s in sends),
+                        SEND_UNCERTAINTY_NS: tuple(s[2] for s in sends),
+                    }
+            else:
+                clock = state._clock
+                ts = (clock if clock is not None else state.clock).now()
+                extra = _end_attrs(state, record, ts, attributes.get(POLICY_VERDICT))
+            state.close_span(own)
+            if not extra:
+                return
+            if store is not None:
+                store.update(extra)
+            else:
+                _set_on_ending_span(span, extra)
         except Exception:
-            self.state.count_error("on_ending")
-            _log.debug("tempotrace: _on_ending failed", exc_info=True)
+            self._failed(state, "on_ending")
 
-    def _ending(self, span: Span) -> None:
-        state = self.state
-        own = span.get_span_context().span_id
-        record = state.live.get(own)
-        if record is None:  # started before this processor was added, or by another state
-            return
-        store = getattr(getattr(span, "_attributes", None), "_dict", None)
-        attributes: Mapping[str, Any] = store if type(store) is dict else (span.attributes or {})
-        if END_PTP_NS in attributes:
-            extra: dict[str, Any] = {}
-            if record.sends:  # sends after our decorator stamped the end: rare, keep them
-                sends, record.sends = record.sends, None
-                extra = {
-                    SEND_LTS: tuple(s[0] for s in sends),
-                    SEND_PTP_NS: tuple(s[1] for s in sends),
-                    SEND_UNCERTAINTY_NS: tuple(s[2] for s in sends),
-                }
-        else:
-            extra = end_attributes(state, own, state.clock.now(), attributes.get(POLICY_VERDICT))
-        state.close_span(own)
-        if extra and not _write_direct(span, extra):
-            _set_on_ending_span(span, extra)
+    def _failed(self, state: TempoTraceState | None, where: str) -> None:
+        # Called from a hook's except clause: must not raise in turn.
+        try:
+            (state if state is not None else self.state).count_error(where)
+            _log.debug("tempotrace: %s failed", where, exc_info=True)
+        except Exception:  # pragma: no cover - the state itself is broken
+            pass
 
     def on_end(self, span: ReadableSpan) -> None:
         # Everything happened in _on_ending, before any exporter saw the span.
@@ -239,26 +277,28 @@ class TempoTraceSpanProcessor(SpanProcessor):
         return True
 
 
-def _write_direct(span: Span, attrs: dict[str, Any]) -> bool:
-    """Store our attributes without the SDK's per-value validation; False if unsafe.
+def _direct_store(span: Span, adding: int) -> dict[str, Any] | None:
+    """The span's attribute dict when ours may be stored without the SDK's checks; else None.
 
     Our values are ints, short ASCII strings and int tuples that the SDK's
     cleaning would leave unchanged, and validating a dozen of them costs more
-    than the rest of a span's start. The fast path is taken only when the
-    span's configured limits cannot apply (no value-length limit, room under
-    the count limit); otherwise the public, validating path is used.
+    than the rest of a span's start. The direct store is used only when the
+    span's configured limits cannot apply (no value-length limit, room for
+    ``adding`` more under the count limit); otherwise the public, validating
+    path is. No lock is needed: in on_start the span is not yet visible to
+    other threads, and in _on_ending the SDK has already refused every other
+    writer (_end_time set).
     """
-    bounded = getattr(span, "_attributes", None)
-    store = getattr(bounded, "_dict", None)
-    if type(store) is not dict or getattr(bounded, "max_value_len", 0) is not None:
-        return False
-    maxlen = getattr(bounded, "maxlen", 0)
-    if maxlen is not None and len(store) + len(attrs) > maxlen:
-        return False
-    # No lock: in on_start the span is not yet visible to other threads, and
-    # in _on_ending the SDK has already refused every other writer (_end_time set).
-    store.update(attrs)
-    return True
+    try:
+        bounded = span._attributes
+        store = bounded._dict  # type: ignore[union-attr]
+        if type(store) is dict and bounded.max_value_len is None:  # type: ignore[union-attr]
+            maxlen = bounded.maxlen  # type: ignore[union-attr]
+            if maxlen is None or len(store) + adding <= maxlen:
+                return store
+    except AttributeError:  # another SDK's span, or a changed SDK: the public path
+        pass
+    return None
 
 
 def _set_on_ending_span(span: Span, attrs: Mapping[str, Any]) -> None:
