@@ -10,19 +10,24 @@ it; a peer's bad bytes never get that far: the caller counts them with
 
 from __future__ import annotations
 
+import binascii
 import logging
 
 from opentelemetry import context as context_api
 from opentelemetry import trace
 
+from ..clocks.base import Timestamp
 from ..errors import HeaderError
 from ..wire import Sketch, TTExt
-from ..wire._layout import STRUCT, VERSION
+from ..wire._layout import STRUCT, STRUCT_HEAD, VERSION
 from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, hop_seen, remote_hop
 
-__all__ = ["receive", "send"]
+__all__ = ["receive", "send", "send_text"]
 
 _log = logging.getLogger(__name__)
+_b2a = binascii.b2a_base64
+_TO_URL = bytes.maketrans(b"+/", b"-_")
+_new_tuple = tuple.__new__
 
 
 def _untracked_sketch(state: TempoTraceState, context: context_api.Context | None, span_id: int) -> Sketch:
@@ -37,37 +42,52 @@ def _untracked_sketch(state: TempoTraceState, context: context_api.Context | Non
     return base.with_span(span_id) if span_id else base
 
 
-def send(state: TempoTraceState, context: context_api.Context | None = None) -> bytes:
-    """Record a send event and return the 53-byte header for it.
+def _send_event(state: TempoTraceState, context: context_api.Context | None) -> tuple[int, Timestamp, int, Sketch]:
+    """Record a send event: (first byte, timestamp, lts, sketch) of the header for it.
 
     The send is remembered on the current span (if we track it and it is
     still open) and written as ``tempotrace.send.*`` arrays when it ends.
     """
     span_context = trace.get_current_span(context).get_span_context()
-    span_id = span_context.span_id if span_context.is_valid else 0
+    span_id = span_context.span_id
     # A record is in ``live`` exactly while its span is open (removed at end).
     record = state.live.get(span_id) if span_id else None
-    sketch = record.sketch if record is not None else _untracked_sketch(state, context, span_id)
-    ts = state.clock.now()
+    if record is not None:
+        sketch = record.sketch
+    else:
+        sketch = _untracked_sketch(state, context, span_id if span_context.is_valid else 0)
+    clock = state._clock
+    ts = (clock if clock is not None else state.clock).now()
     lts = state.lamport.tick()
-    # Every field is already valid (Timestamp, LamportClock and the state
-    # check their ranges), so pack directly instead of building a TTExt.
-    raw = STRUCT.pack(
-        (state.tenant << 4) | VERSION,
-        ts.ptp_ns,
-        ts.ts_source,
-        ts.clk_quality,
-        ts.uncertainty_ns,
-        lts,
-        sketch.to_bytes(),
-    )
+    tenant = state._tenant
     if record is not None:
         sends = record.sends
         if sends is None:
             record.sends = [(lts, ts.ptp_ns, ts.uncertainty_ns)]
         else:
             sends.append((lts, ts.ptp_ns, ts.uncertainty_ns))
-    return raw
+    return ((state.tenant if tenant is None else tenant) << 4) | VERSION, ts, lts, sketch
+
+
+def send(state: TempoTraceState, context: context_api.Context | None = None) -> bytes:
+    """Record a send event and return the 53-byte header for it."""
+    first, ts, lts, sketch = _send_event(state, context)
+    # Every field is already valid (Timestamp, LamportClock and the state
+    # check their ranges), so pack directly instead of building a TTExt.
+    return STRUCT.pack(first, ts.ptp_ns, ts.ts_source, ts.clk_quality, ts.uncertainty_ns, lts, sketch.to_bytes())
+
+
+def send_text(state: TempoTraceState, context: context_api.Context | None = None) -> str:
+    """Record a send event and return the 71-character text header for it.
+
+    Bytes 0..20 are exactly 28 base64 characters (21 = 7 groups of 3), so the
+    text is the head's characters followed by the sketch's 43, which the
+    sketch caches: a span that sends several times encodes its sketch once
+    (the same construction as ``TTExt.to_header``).
+    """
+    first, ts, lts, sketch = _send_event(state, context)
+    head = STRUCT_HEAD.pack(first, ts.ptp_ns, ts.ts_source, ts.clk_quality, ts.uncertainty_ns, lts)
+    return _b2a(head, newline=False).translate(_TO_URL).decode() + sketch._text()
 
 
 def receive(state: TempoTraceState, header: TTExt, context: context_api.Context | None) -> context_api.Context:
@@ -75,9 +95,11 @@ def receive(state: TempoTraceState, header: TTExt, context: context_api.Context 
     recv_lts = state.lamport.merge(header.lts)
     ctx = context if context is not None else context_api.Context()
     parent = trace.get_current_span(ctx).get_span_context()
-    parent_id = parent.span_id if parent.is_valid and parent.is_remote else 0
+    parent_id = parent.span_id if parent.is_remote and parent.is_valid else 0
     hop_seen[0] = True
-    return context_api.set_value(REMOTE_HOP_KEY, RemoteHop(header, recv_lts, parent_id), ctx)
+    # tuple.__new__: RemoteHop's generated __new__ is a Python frame, and
+    # every field here is already known good.
+    return context_api.set_value(REMOTE_HOP_KEY, _new_tuple(RemoteHop, (header, recv_lts, parent_id)), ctx)
 
 
 def reject(state: TempoTraceState, err: Exception, where: str) -> None:

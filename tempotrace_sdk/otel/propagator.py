@@ -26,9 +26,8 @@ from opentelemetry.trace.span import TraceState
 from ..errors import TextFormError
 from ..wire import TTExt
 from ..wire._layout import TEXT_HEADER, TRACESTATE_KEY
-from ..wire.text import encode_text
 from .context import TempoTraceState, get_state
-from .hop import receive, reject, send
+from .hop import receive, reject, send_text
 
 __all__ = ["TRACESTATE_FALLBACK_ENV", "TempoTracePropagator"]
 
@@ -41,6 +40,9 @@ TRACESTATE_FALLBACK_ENV = "TEMPOTRACE_TRACESTATE_FALLBACK"
 #: for our member: W3C caps the header at 512 characters, and a hostile peer
 #: may send megabytes.
 MAX_TRACESTATE_INPUT = 4096
+
+
+_TT_EXT = TEXT_HEADER
 
 
 def _duplicate() -> TextFormError:
@@ -103,14 +105,24 @@ class TempoTracePropagator(TextMapPropagator):
     ) -> context_api.Context:
         if context is None:
             context = context_api.Context()
-        state = self.state
+        state = self._state
+        if state is None:
+            state = get_state()
         try:
-            value = self._read(carrier, getter, context)
-            if value is None:
-                return context
+            # The usual carrier (a dict of str, default getter) read directly;
+            # anything else, or any value that is not a plain str, takes the
+            # general path with its checks. Same outcome either way.
+            if getter is default_getter and type(carrier) is dict:
+                value = carrier.get(_TT_EXT)  # type: ignore[attr-defined]
+            else:
+                value = None
+            if type(value) is not str:
+                value = self._read(carrier, getter, context)
+                if value is None:
+                    return context
             header = TTExt.from_header(value)
         except Exception as err:  # HeaderError, or a hostile getter/carrier: never into the user's program
-            reject(state, err, self.TT_EXT_HEADER)
+            reject(state, err, _TT_EXT)
             return context
         try:
             return receive(state, header, context)
@@ -154,10 +166,15 @@ class TempoTracePropagator(TextMapPropagator):
         context: context_api.Context | None = None,
         setter: Setter[CarrierT] = default_setter,
     ) -> None:
-        state = self.state
+        state = self._state
+        if state is None:
+            state = get_state()
         try:
-            text = encode_text(send(state, context))
-            setter.set(carrier, self.TT_EXT_HEADER, text)
+            text = send_text(state, context)
+            if setter is default_setter and type(carrier) is dict:
+                carrier[_TT_EXT] = text  # type: ignore[index]  # = default_setter.set, without its frame
+            else:
+                setter.set(carrier, self.TT_EXT_HEADER, text)
             if self._fallback:
                 span_context = trace.get_current_span(context).get_span_context()
                 if span_context.is_valid:  # tracestate without traceparent means nothing (W3C)

@@ -313,3 +313,44 @@ def test_a_huge_tracestate_is_not_scanned(state: TempoTraceState) -> None:
     ctx = TC.extract(carrier)
     assert TempoTracePropagator(state=state, tracestate_fallback=True).extract(carrier, ctx) is ctx
     assert state.rejections() == {"TEXT_LENGTH": 1}
+
+
+def test_injected_text_is_the_canonical_form_of_its_header(pipe: Pipeline) -> None:
+    """Spec §5.1: inject's text (head encoded, span sketch's cached text appended) is exactly
+    the base64url of the 53 bytes, every time the same span sends."""
+    with pipe.tracer.start_as_current_span("client") as client:
+        texts = []
+        for _ in range(3):
+            carrier: dict[str, str] = {}
+            pipe.propagator.inject(carrier)
+            texts.append(carrier["tt-ext"])
+    for text in texts:
+        header = TTExt.from_header(text)
+        assert text == encode_text(header.encode()) == header.to_header()
+        assert header.svc_sketch.contains(client.get_span_context().span_id)
+
+
+@pytest.mark.parametrize(
+    ("value", "error_class"),
+    [
+        (_valid_header().to_header()[:-1] + "!", "TEXT_ALPHABET"),
+        (_valid_header().to_header()[:-1] + "B", "TEXT_NON_CANONICAL"),
+        (_valid_header().to_header() + "=", "TEXT_PADDING"),
+        ("A" * 300, "TEXT_LENGTH"),
+        (5, "TEXT_TYPE"),
+        (["a", "b"], "TEXT_MULTIPLE"),
+    ],
+    ids=["alphabet", "non_canonical", "padding", "too_long", "int", "two_values"],
+)
+def test_plain_dict_carrier_refuses_like_the_general_path(state: TempoTraceState, value: Any, error_class: str) -> None:
+    """The default getter on a plain dict (extract's direct read) judges values as any other carrier."""
+
+    class MappingCarrier(dict[str, Any]):  # not exactly dict: takes the general path
+        pass
+
+    prop = TempoTracePropagator(state=state)
+    ctx = context_api.Context()
+    assert prop.extract({"tt-ext": value}, ctx) is ctx
+    assert prop.extract(MappingCarrier({"tt-ext": value}), ctx) is ctx
+    assert state.rejections() == {error_class: 2}
+    assert state.lamport.value == 0
