@@ -259,14 +259,16 @@ class TempoTraceSpanProcessor(SpanProcessor):
         # the table stays bounded, and count it (no end stamp was possible).
         if self._shut:
             return
+        state = self._state
         try:
+            if state is None:
+                state = get_state()
             context = span.get_span_context()
-            state = self.state
             if context is not None and context.span_id in state.live:
                 state.close_span(context.span_id)
                 state.count_error("no_end_hook")
         except Exception:
-            self.state.count_error("on_end")
+            self._failed(state, "on_end")
 
     def shutdown(self) -> None:
         """Stop stamping. Nothing is buffered here, so nothing is lost."""

@@ -215,3 +215,25 @@ def test_configured_attribute_limits_are_respected(clock: StepClock) -> None:
     assert span.attributes[S.END_LTS] > span.attributes[S.LTS]
     assert list(span.attributes[S.SEND_LTS]) == [span.attributes[S.LTS] + 1]
     assert state.errors() == {}
+
+
+def test_ended_sketches_are_kept_for_late_children_and_evicted_oldest_first(clock: StepClock) -> None:
+    """The ended-span table is bounded (ENDED_SKETCHES) and forgets the oldest spans first."""
+    from tempotrace_sdk.otel.context import ENDED_SKETCHES
+
+    state = TempoTraceState(clock=clock, tenant=0, host="h")
+    provider = TracerProvider()
+    provider.add_span_processor(TempoTraceSpanProcessor(state=state))
+    tracer = provider.get_tracer("t")
+    first = tracer.start_span("first")
+    first.end()
+    first_id = first.get_span_context().span_id
+    assert state.sketch_of(first_id) is not None
+    for _ in range(ENDED_SKETCHES - 1):
+        tracer.start_span("filler").end()
+    assert state.sketch_of(first_id) is not None  # exactly ENDED_SKETCHES kept
+    last = tracer.start_span("last")
+    last.end()
+    assert state.sketch_of(first_id) is None  # the oldest went first
+    assert state.sketch_of(last.get_span_context().span_id) is not None
+    assert len(state.ended) == ENDED_SKETCHES and state.live == {}
