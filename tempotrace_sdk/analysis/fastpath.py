@@ -18,7 +18,7 @@ paths give identical records.
 
 Per span the cost is one regex ``findall`` over its attributes turned into a
 dict with one C call: each key is the attribute name *and* its value kind
-(``tempotrace.lts","value":{"i`` for an intValue), so a wanted attribute of
+(``tempotrace.lts","value":{"intValue":"``), so a wanted attribute of
 the wrong kind is a key from a small "bad" set, found with one set test, and
 values are converted only for the attributes the analysis reads. The record is
 built here with the reader's rules (``otlp_reader.record_from_attrs``): same
@@ -39,7 +39,7 @@ __all__ = ["parse_line_fast"]
 #: int- and string-valued attributes; group 1 is "name + value kind" (module doc), group 2 the raw value.
 #: An intValue must be a plain decimal: the JSON path converts every tempotrace int, wanted or not.
 _SCALAR = re.compile(
-    r'\{"key":"(tempotrace\.[a-z_.]+","value":\{"(?:i(?=ntValue":"-?\d+")|s(?=tringValue":)))[a-zA-Z]+":"([^"]*)"\}\}'
+    r'\{"key":"(tempotrace\.[^"]+","value":\{"(?:intValue":"(?=-?\d+")|stringValue":"))([^"]*)"\}\}'
 )
 _ARRAY = re.compile(r'\{"key":"(tempotrace\.[a-z_.]+)","value":\{"arrayValue":(\{"values":\[[^\]]*\]\})\}\}')
 _ARRAY_INT = re.compile(r'^\{"values":\[(?:\{"intValue":"-?\d+"\}(?:,(?!\])|(?=\])))*\]\}$')
@@ -56,11 +56,11 @@ _LINE_END = "]}]}]}"
 
 
 def _i(name: str) -> str:
-    return name + '","value":{"i'
+    return name + '","value":{"intValue":"'
 
 
 def _s(name: str) -> str:
-    return name + '","value":{"s'
+    return name + '","value":{"stringValue":"'
 
 
 _INT_FIELDS = (S.PTP_NS, S.UNCERTAINTY_NS, S.LTS, S.END_PTP_NS, S.END_UNCERTAINTY_NS, S.END_LTS, S.REMOTE_PTP_NS,
@@ -124,10 +124,12 @@ def _sketch(raw: str | None) -> int | None:
     return int(raw, 16)
 
 
-def _sends(chunk: str) -> tuple[tuple[int, int | None, int | None], ...] | None:
-    """The span's send.* arrays as (lts, ptp, u) triples; None when an array has a shape we do not read."""
+def _sends(chunk: str) -> tuple[tuple[tuple[int, int | None, int | None], ...], int] | None:
+    """The span's send.* arrays as (lts, ptp, u) triples, and how many tempotrace arrays the span has;
+    None when an array has a shape we do not read."""
     arrays: dict[str, list[int]] = {}
-    for key, raw in _ARRAY.findall(chunk):
+    found = _ARRAY.findall(chunk)
+    for key, raw in found:
         # Only all-int arrays, wanted or not: the JSON path converts every element of every tempotrace array.
         if key in _SCALAR_FIELDS or _ARRAY_INT.match(raw) is None:
             return None
@@ -135,10 +137,11 @@ def _sends(chunk: str) -> tuple[tuple[int, int | None, int | None], ...] | None:
             arrays[key] = [int(x) for x in _INTS.findall(raw)]
     lts = arrays.get(S.SEND_LTS)
     if not lts:
-        return ()
+        return (), len(found)
     ptp = arrays.get(S.SEND_PTP_NS, [])
     unc = arrays.get(S.SEND_UNCERTAINTY_NS, [])
-    return tuple((v, ptp[i] if i < len(ptp) else None, unc[i] if i < len(unc) else None) for i, v in enumerate(lts))
+    sends = tuple((v, ptp[i] if i < len(ptp) else None, unc[i] if i < len(unc) else None) for i, v in enumerate(lts))
+    return sends, len(found)
 
 
 def parse_line_fast(text: str, line: int, owns: Any = None) -> list[SpanRecord] | None:
@@ -174,10 +177,10 @@ def parse_line_fast(text: str, line: int, owns: Any = None) -> list[SpanRecord] 
             marks = chunk.count(_ATTR_MARK)
             sends: tuple[tuple[int, int | None, int | None], ...] = ()
             if len(found) != marks:  # arrays, or an attribute shape we do not read
-                maybe = _sends(chunk) if '"arrayValue":' in chunk else None
-                if maybe is None or len(found) + len(_ARRAY.findall(chunk)) != marks:
+                arrays = _sends(chunk) if '"arrayValue":' in chunk else None
+                if arrays is None or len(found) + arrays[1] != marks:
                     return None
-                sends = maybe
+                sends = arrays[0]
             d = dict(found)
             if not clean(d):
                 return None
