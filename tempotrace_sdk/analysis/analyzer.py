@@ -72,20 +72,20 @@ class Analyzer:
         if self._buffered > self.window:
             self._flush_oldest()
         if self.progress is not None and rep.spans % PROGRESS_EVERY == 0:
-            now = time.monotonic()
-            if now >= self._next_progress:
-                self._next_progress = now + 2.0
-                rate = rep.spans / (now - self._t0)
-                print(f"analyze: {rep.spans:,} spans, {rep.traces:,} traces done, {rate:,.0f} spans/s",
-                      file=self.progress, flush=True)
+            self._progress_line()
+
+    def _progress_line(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_progress:
+            self._next_progress = now + 2.0
+            rep = self.report
+            rate = rep.spans / (now - self._t0)
+            print(f"analyze: {rep.spans:,} spans, {rep.traces:,} traces done, {rate:,.0f} spans/s",
+                  file=self.progress, flush=True)
 
     def add_all(self, spans: Iterable[SpanRecord]) -> None:
         """``add`` for each span, with the per-span work inlined (the hot loop of analyze)."""
-        if self.progress is not None:
-            for span in spans:
-                self.add(span)
-            return
-        rep, open_, window = self.report, self._open, self.window
+        rep, open_, window, progress = self.report, self._open, self.window, self.progress is not None
         get, move = open_.get, open_.move_to_end
         for span in spans:
             rep.spans += 1
@@ -99,6 +99,8 @@ class Analyzer:
             self._buffered += 1
             if self._buffered > window:
                 self._flush_oldest()
+            if progress and rep.spans % PROGRESS_EVERY == 0:
+                self._progress_line()
 
     def _flush_oldest(self) -> None:
         # Release the least recently seen traces until half the window is free.

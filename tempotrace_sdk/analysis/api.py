@@ -6,9 +6,11 @@ it into place, so a failure never leaves a partial output file (spec §6).
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 from .analyzer import DEFAULT_KEEP, DEFAULT_WINDOW, Analyzer
@@ -20,7 +22,25 @@ from .topology import Topology, load_topology
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["analyze_file", "analyze_spans", "atomic_write", "records_from_readable"]
+__all__ = ["analyze_file", "analyze_spans", "atomic_write", "gc_paused", "records_from_readable"]
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector, for processes that do nothing but analyse.
+
+    The records and counters the analysis keeps form no reference cycles
+    (reference counting frees them), yet every collection walks the whole
+    window of buffered spans: about a tenth of analyze's time. Used by the
+    CLI and the --jobs workers, whose process is the analysis; the library
+    calls leave the collector to their host program."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _topology(topology: Topology | str | None) -> Topology | None:

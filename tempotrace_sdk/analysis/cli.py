@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from .analyzer import DEFAULT_KEEP, DEFAULT_WINDOW
-from .api import analyze_file, atomic_write
+from .api import analyze_file, atomic_write, gc_paused
 from .otlp_reader import TraceFileError
 from .topology import TopologyError
 
@@ -60,8 +60,9 @@ def run_analyze(args: argparse.Namespace) -> int:
     try:
         if args.jobs < 1:
             return _fail("analyze", "--jobs must be >= 1", EXIT_USAGE)
-        report = analyze_file(args.trace, args.topology, keep=keep, window_spans=args.window, progress=progress,
-                              jobs=args.jobs)
+        with gc_paused():
+            report = analyze_file(args.trace, args.topology, keep=keep, window_spans=args.window, progress=progress,
+                                  jobs=args.jobs)
     except (TraceFileError, TopologyError) as err:
         return _fail("analyze", str(err), EXIT_USAGE)
     from .writers import write_html, write_perfetto

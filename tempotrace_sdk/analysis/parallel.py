@@ -29,9 +29,12 @@ __all__ = ["analyze_parallel", "merge_ledgers"]
 def _shard_worker(
     path: str, topology: Topology | None, k: int, n: int, window: int, keep: int
 ) -> tuple[AnalysisReport, FaultLedger]:
+    from .api import gc_paused  # the worker process only analyses (api.gc_paused)
+
     analyzer = Analyzer(topology, window_spans=max(1, window // n), keep=keep, source=path)
-    analyzer.add_all(iter_spans(path, shard=(k, n)))
-    return analyzer.finish(), analyzer.ledger
+    with gc_paused():
+        analyzer.add_all(iter_spans(path, shard=(k, n)))
+        return analyzer.finish(), analyzer.ledger
 
 
 def merge_ledgers(ledgers: list[FaultLedger]) -> FaultLedger:
