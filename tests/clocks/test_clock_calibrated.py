@@ -147,3 +147,37 @@ def test_real_counter_against_real_clock() -> None:
         assert lo - ts.uncertainty_ns <= ts.ptp_ns <= hi + ts.uncertainty_ns  # the bound holds on real clocks
         time.sleep(0.01)
     assert clock.describe()["rate_ns_per_tick"] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_now_agrees_with_the_calibration_and_bound_exactly() -> None:
+    """now()'s inlined arithmetic gives exactly Calibration.predict and saturate(bound_at) at the same tick."""
+    from tempotrace_sdk.clocks import saturate_uncertainty
+
+    world = World()
+    ticks: list[int] = []
+
+    def counter() -> int:
+        ticks.append(world.counter())
+        return ticks[-1]
+
+    clock = CalibratedClock(counter, Reference(world), pairs=16, background=False, sleep=_sleeper(world))
+    cal = clock._cal
+    for step in (0, 1_000, 10**6, 10**9, 3 * 10**10):
+        world.advance(step)
+        ts = clock.now()
+        tick = ticks[-1]
+        assert ts.ptp_ns == cal.predict(tick)
+        assert ts.uncertainty_ns == saturate_uncertainty(clock.bound_at(tick, cal))
+        assert ts == Timestamp(ts.ptp_ns, TsSource.SW_GCC, ClockQuality.OK, ts.uncertainty_ns)
+
+
+def test_a_prediction_outside_the_field_is_unknown_not_an_invalid_timestamp() -> None:
+    """A counter far outside the calibrated range cannot produce ptp_ns beyond 0..2^63-1."""
+    world = World(jitter_ns=0.0)
+    value = [0]
+    clock = CalibratedClock(world.counter, Reference(world), background=False, sleep=_sleeper(world))
+    clock._counter = lambda: value[0]
+    for tick, expected in ((-(10**22), 0), (10**22, 2**63 - 1)):
+        value[0] = tick
+        ts = clock.now()
+        assert ts == Timestamp(expected, TsSource.SW_GCC, ClockQuality.UNKNOWN, 65535)
