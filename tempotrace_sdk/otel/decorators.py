@@ -23,11 +23,10 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util import types
 
-from .. import semconv as S
 from ..clocks.base import Timestamp
 from ..clocks.leapseconds import tai_to_utc_ns
 from .context import get_state
-from .processor import end_attributes, pending_start
+from .processor import pending_start, stamp_end
 
 __all__ = ["span", "traced"]
 
@@ -92,8 +91,7 @@ def _finish_span(sp: Span, exc: BaseException | None) -> None:
         span_id = sp.get_span_context().span_id
         if ts is not None and span_id in state.live:  # our processor stamped the start; stamp the end too
             try:
-                attributes = getattr(sp, "attributes", None) or {}
-                sp.set_attributes(end_attributes(state, span_id, ts, attributes.get(S.POLICY_VERDICT)))
+                stamp_end(state, sp, span_id, ts)  # type: ignore[arg-type]  # an SDK span: it is in live
             except Exception:
                 state.count_error("span_end")
     sp.end(end_time=None if ts is None else tai_to_utc_ns(ts.ptp_ns))

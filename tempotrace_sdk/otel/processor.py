@@ -61,7 +61,7 @@ from ..semconv import (
 from ..wire import Sketch
 from .context import LIVE_SPANS_MAX, REMOTE_HOP_KEY, RemoteHop, SpanRecord, TempoTraceState, get_state, hop_seen
 
-__all__ = ["TempoTraceSpanProcessor", "end_attributes", "pending_start"]
+__all__ = ["TempoTraceSpanProcessor", "end_attributes", "pending_start", "stamp_end"]
 
 _log = logging.getLogger(__name__)
 
@@ -79,6 +79,26 @@ _QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
 def end_attributes(state: TempoTraceState, span_id: int, ts: Timestamp, start_verdict: Any) -> dict[str, Any]:
     """The ``tempotrace.end.*`` stamp (and pending send arrays) for a span ending now."""
     return _end_attrs(state, state.live.get(span_id), ts, start_verdict)
+
+
+def stamp_end(state: TempoTraceState, span: Span, span_id: int, ts: Timestamp) -> None:
+    """Write the end stamp on a span still recording (our decorators, just before ``end()``).
+
+    Under the span's own lock, the one ``set_attributes`` takes, so no other
+    writer and no ``end()`` can interleave; the values skip the SDK's
+    per-value cleaning when ``_direct_store`` allows it. Otherwise, or on an
+    SDK without those fields, the public validating path.
+    """
+    record = state.live.get(span_id)
+    store = _direct_store(span, _END_ATTRS_MAX)
+    lock = getattr(span, "_lock", None) if store is not None else None
+    if store is not None and lock is not None:
+        with lock:
+            if getattr(span, "_end_time", 0) is None:  # still recording
+                store.update(_end_attrs(state, record, ts, store.get(POLICY_VERDICT)))
+                return
+    attributes = getattr(span, "attributes", None) or {}
+    span.set_attributes(_end_attrs(state, record, ts, attributes.get(POLICY_VERDICT)))
 
 
 #: The most attributes _end_attrs writes (4 end fields, 3 send arrays, 2 policy).

@@ -196,3 +196,35 @@ def test_a_failing_clock_never_fails_the_decorated_function(setup: tuple[InMemor
     from tempotrace_sdk.otel import get_state
 
     assert get_state().errors().get("decorator_clock", 0) >= 2
+
+
+@pytest.mark.parametrize("limited", [False, True], ids=["direct_store", "validating_path"])
+def test_end_stamp_and_sends_with_and_without_attribute_limits(
+    setup: tuple[InMemorySpanExporter, StepClock], limited: bool
+) -> None:
+    """span()'s end stamp is the closing reading whichever way it is stored (limits force the SDK's path)."""
+    from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from tempotrace_sdk.otel import TempoTracePropagator, TempoTraceSpanProcessor, get_state
+
+    _, clock = setup
+    errors_before = get_state().errors()  # the process state outlives earlier tests
+    exporter = InMemorySpanExporter()
+    limits = SpanLimits(max_span_attribute_length=100, max_span_attributes=64) if limited else None
+    provider = TracerProvider(span_limits=limits)
+    provider.add_span_processor(TempoTraceSpanProcessor())
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with span("step", tracer=provider.get_tracer("t"), attributes={"user": "kept"}) as sp:
+        carrier: dict[str, str] = {}
+        TempoTracePropagator().inject(carrier)
+    (done,) = exporter.get_finished_spans()
+    end = clock.readings[-1]
+    assert done.end_time == tai_to_utc_ns(end.ptp_ns)
+    assert done.attributes[S.END_PTP_NS] == end.ptp_ns
+    assert done.attributes[S.END_UNCERTAINTY_NS] == end.uncertainty_ns
+    assert done.attributes[S.END_CLK_QUALITY] == end.clk_quality.name
+    assert done.attributes[S.END_LTS] == done.attributes[S.SEND_LTS][0] + 1
+    assert done.attributes["user"] == "kept"
+    assert get_state().errors() == errors_before
+    assert sp.get_span_context().span_id not in get_state().live
