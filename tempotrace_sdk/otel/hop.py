@@ -93,9 +93,13 @@ def send_text(state: TempoTraceState, context: context_api.Context | None = None
 def receive(state: TempoTraceState, header: TTExt, context: context_api.Context | None) -> context_api.Context:
     """Merge a validated header's Lamport value and return ``context`` carrying it."""
     recv_lts = state.lamport.merge(header.lts)
-    ctx = context if context is not None else context_api.Context()
-    parent = trace.get_current_span(ctx).get_span_context()
-    parent_id = parent.span_id if parent.is_remote and parent.is_valid else 0
+    if context:
+        parent = trace.get_current_span(context).get_span_context()
+        parent_id = parent.span_id if parent.is_remote and parent.is_valid else 0
+        ctx = context
+    else:  # None or an empty Context (a dict): no span, so no remote parent
+        parent_id = 0
+        ctx = context if context is not None else context_api.Context()
     hop_seen[0] = True
     # tuple.__new__: RemoteHop's generated __new__ is a Python frame, and
     # every field here is already known good.
