@@ -129,3 +129,17 @@ def test_a_line_the_fast_path_refuses_gets_the_json_paths_verdict(
             return f"{type(err).__name__}: {err}"
 
     assert read(True) == read(False), name
+
+
+def test_other_arrays_beside_the_send_arrays_agree(one_line: str) -> None:
+    """§5: arrays the analysis does not read (a user's, an unread tempotrace one of ints) keep the fast
+    path, and the records still equal the JSON path's."""
+    extra = ('{"key":"user.tags","value":{"arrayValue":{"values":[{"stringValue":"a"},{"stringValue":"b"}]}}},'
+             '{"key":"tempotrace.future.ids","value":{"arrayValue":{"values":[{"intValue":"7"},{"intValue":"8"}]}}},'
+             '{"key":"tempotrace.send.lts","value":{"arrayValue":{"values":[{"intValue":"41"},{"intValue":"42"}]}}},'
+             '{"key":"tempotrace.send.ptp_ns","value":{"arrayValue":{"values":[{"intValue":"9"}]}}},'
+             '{"key":"tempotrace.lts","value":{"intValue":"')
+    line = _edit(one_line, '{"key":"tempotrace.lts","value":{"intValue":"', extra)
+    fast = parse_line_fast(line, 1)
+    assert fast is not None and fast == _slow(line)
+    assert any(r.sends == ((41, 9, None), (42, None, None)) for r in fast)
