@@ -32,7 +32,7 @@ from typing import Any
 
 from .. import semconv as S
 from ..wire._layout import UNCERTAINTY_SATURATED
-from .events import QUALITIES, SpanRecord, Stamp
+from .events import QUALITIES, SpanRecord, Stamp, make_stamp
 
 __all__ = ["parse_line_fast"]
 
@@ -113,7 +113,7 @@ def _stamp(d: dict[str, str], kp: str, ku: str, kq: str, kl: str) -> Stamp | Non
     q = d.get(kq, "UNKNOWN")
     if q not in _QUALITIES:
         raise ValueError(q)
-    return Stamp(_int(p), unc, q, _int(lts))
+    return make_stamp(_int(p), unc, q, _int(lts))
 
 
 def _sketch(raw: str | None) -> int | None:

@@ -92,3 +92,18 @@ def test_gc_paused_restores_the_collector(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError), gc_paused():
         raise RuntimeError("boom")
     assert gc.isenabled()
+
+
+@given(stamp=stamps)
+def test_make_stamp_builds_what_the_constructor_builds(stamp: Stamp) -> None:
+    """The reader's stamp maker skips the frozen __init__: same fields, equal, same hash, still frozen."""
+    import dataclasses
+
+    from tempotrace_sdk.analysis.events import STAMP_FIELDS, make_stamp
+
+    assert STAMP_FIELDS == tuple(f.name for f in dataclasses.fields(Stamp))
+    assert not hasattr(Stamp, "__post_init__"), "make_stamp would skip it"
+    made = make_stamp(stamp.ptp_ns, stamp.uncertainty_ns, stamp.quality, stamp.lts)
+    assert made == stamp and hash(made) == hash(stamp) and repr(made) == repr(stamp)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.lts = 1  # type: ignore[misc]
