@@ -30,7 +30,23 @@ EXTRAS_SPEC := $(subst $(space),$(comma),$(sort $(strip $(EXTRAS))))
 
 .PHONY: venv test lint typecheck pytest bench clean $(TEST_STEPS) $(BENCH_STEPS)
 
-$(STAMP): $(INSTALL_DEPS)
+# A fresh Debian/Ubuntu machine may lack venv support, a C compiler or the
+# Python headers (the install compiles the native PHC module with cffi).
+# Install them only when missing, and only as root; say what is missing otherwise.
+.PHONY: sysdeps
+sysdeps:
+	@missing=""; \
+	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || missing="$$missing python3-venv"; \
+	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc libc6-dev"; \
+	$(PYTHON) -c "import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \
+	  || missing="$$missing python3-dev"; \
+	if [ -z "$$missing" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	else echo "missing system packages:$$missing (install them, then rerun)" >&2; exit 1; fi
+
+$(STAMP): $(INSTALL_DEPS) | sysdeps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[$(EXTRAS_SPEC)]'
 	touch $@
