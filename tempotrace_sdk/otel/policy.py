@@ -129,11 +129,18 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     return Policy.load(path)
 
 
+_TENANT_KEY = re.compile(r"0|[1-9][0-9]?")
+
+
 def _contract(text: str, origin: str, key: str, body: Any) -> Contract:
     where = f"tenants.{key}"
     header_line = _find_line(text, key, None)
-    if not re.fullmatch(r"[0-9]{1,2}", key) or int(key) > TENANT_MAX:
-        raise _error(origin, header_line, where, f"tenant id must be an integer 0..{TENANT_MAX}")
+    # Canonical decimal only: "01" and "1" would both be tenant 1, and the later
+    # table would silently replace the earlier contract (spec/policy.md §1).
+    if not _TENANT_KEY.fullmatch(key) or int(key) > TENANT_MAX:
+        raise _error(
+            origin, header_line, where, f"tenant id must be a decimal integer 0..{TENANT_MAX} without leading zeros"
+        )
     if not isinstance(body, dict):
         raise _error(origin, header_line, where, "must be a table")
     for field in body:

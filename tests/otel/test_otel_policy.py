@@ -59,6 +59,9 @@ BAD = [
     ("bad action", '[tenants.1]\non_violation = "page"\n', 2, "tenants.1.on_violation"),
     ("tenant 16", "# c\n[tenants.16]\nname = 'x'\n", 2, "tenants.16"),
     ("tenant name", "[tenants.llm]\nname = 'x'\n", 1, "tenants.llm"),
+    # "01" and "1" are both tenant 1: accepting both let the later table silently replace the earlier contract
+    ("tenant leading zero", "[tenants.1]\nmax_uncertainty_ns = 220\n[tenants.01]\n", 3, "tenants.01"),
+    ("tenant 00", "[tenants.00]\nname = 'x'\n", 1, "tenants.00"),
     ("retention zero", "[tenants.1]\nretention_days = 0\n", 2, "tenants.1.retention_days"),
     ("tier number", "[tenants.1]\ntier = 3\n", 2, "tenants.1.tier"),
     ("syntax", "[tenants.1]\nname = \n", 2, "<toml>"),
