@@ -4,19 +4,24 @@ gRPC metadata is a sequence of ``(key, value)`` pairs; keys ending in
 ``-bin`` carry bytes. Client side::
 
     metadata = [("authorization", token)]
-    inject_binary(metadata)                 # appends ("tt-ext-bin", b"...")
+    inject_binary(metadata)                 # appends ("tt-ext-bin", b"...") in place
     stub.Call(request, metadata=metadata)
+
+    # a tuple (or None) is left alone; send the list returned instead:
+    stub.Call(request, metadata=inject_binary((("authorization", token),)))
 
 Server side (inside a servicer method)::
 
     ctx = extract_binary(context.invocation_metadata())
     with tracer.start_as_current_span("Call", context=ctx): ...
 
-Like the text propagator, extract never raises and counts every refusal.
+Like the text propagator, none of these raises into the program: extract
+counts every refusal, inject counts every failure and sends no header.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,23 +35,61 @@ from .hop import receive, reject, send
 
 __all__ = ["BINARY_HEADER", "binary_header", "extract_binary", "inject_binary"]
 
+_log = logging.getLogger(__name__)
+
 
 def binary_header(
     context: context_api.Context | None = None, *, state: TempoTraceState | None = None
-) -> tuple[str, bytes]:
-    """A send event, as the ``("tt-ext-bin", 53 bytes)`` metadata pair."""
-    return BINARY_HEADER, send(state if state is not None else get_state(), context)
+) -> tuple[str, bytes] | None:
+    """A send event, as the ``("tt-ext-bin", 53 bytes)`` metadata pair.
+
+    ``None`` when no header can be made (e.g. the clock failed): the error is
+    counted under ``"binary_header"`` in ``state.errors()`` and logged at debug;
+    this never raises into the caller.
+    """
+    st = state if state is not None else get_state()
+    try:
+        return BINARY_HEADER, send(st, context)
+    except Exception:
+        st.count_error("binary_header")
+        _log.debug("tempotrace: binary_header failed", exc_info=True)
+        return None
 
 
 def inject_binary(
-    metadata: list[tuple[str, Any]],
+    metadata: Iterable[tuple[str, Any]] | None,
     context: context_api.Context | None = None,
     *,
     state: TempoTraceState | None = None,
-) -> None:
-    """Append the header to a gRPC metadata list, replacing any earlier one."""
-    metadata[:] = [item for item in metadata if not (isinstance(item, tuple) and item[:1] == (BINARY_HEADER,))]
-    metadata.append(binary_header(context, state=state))
+) -> list[tuple[str, Any]]:
+    """Add the header to gRPC metadata, replacing any earlier one; return the metadata to send.
+
+    A list is updated in place and returned (the same object). Any other
+    iterable of pairs -- a tuple, as in ``metadata=(("k", "v"),)`` -- or
+    ``None`` is left alone and a new list is returned. Never raises: when no
+    header can be made (e.g. the clock failed) the error is counted under
+    ``"inject_binary"`` in ``state.errors()``, any earlier ``tt-ext-bin`` is
+    still removed (it belongs to another send) and no header is added.
+    """
+    st = state if state is not None else get_state()
+    try:
+        kept = [item for item in metadata or () if not _is_ours(item)]
+        out = metadata if isinstance(metadata, list) else []
+        out[:] = kept
+    except Exception:  # not an iterable of pairs: the caller's object is left as it is
+        st.count_error("inject_binary")
+        _log.debug("tempotrace: inject_binary: unreadable metadata", exc_info=True)
+        return metadata if isinstance(metadata, list) else []
+    try:
+        out.append((BINARY_HEADER, send(st, context)))
+    except Exception:
+        st.count_error("inject_binary")
+        _log.debug("tempotrace: inject_binary failed", exc_info=True)
+    return out
+
+
+def _is_ours(item: Any) -> bool:
+    return isinstance(item, (tuple, list)) and len(item) > 0 and item[0] == BINARY_HEADER
 
 
 def extract_binary(

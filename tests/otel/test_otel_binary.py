@@ -9,7 +9,7 @@ from _otel_helpers import Pipeline
 from opentelemetry import context as context_api
 
 from tempotrace_sdk import semconv as S
-from tempotrace_sdk.otel import TempoTraceState, extract_binary, inject_binary, remote_hop
+from tempotrace_sdk.otel import TempoTraceState, binary_header, extract_binary, inject_binary, remote_hop
 from tempotrace_sdk.wire import TTExt
 
 
@@ -44,3 +44,37 @@ def test_bad_binary_metadata_is_refused_quietly(metadata: list[Any], error_class
     assert extract_binary(metadata, ctx, state=state) is ctx
     assert state.rejections() == {error_class: 1}
     assert state.lamport.value == 0
+
+
+class _BrokenClock:
+    name = "broken"
+
+    def now(self) -> Any:
+        raise OSError("PHC vanished")
+
+    def describe(self) -> dict[str, Any]:
+        return {}
+
+
+def test_a_failing_clock_sends_no_binary_header_and_never_raises() -> None:
+    # The network path never raises into the program (issue 4): like the text
+    # inject, the failure is counted, the stale header removed and none sent.
+    state = TempoTraceState(clock=_BrokenClock(), tenant=0, host="h")  # type: ignore[arg-type]
+    metadata: list[tuple[str, Any]] = [("authorization", "x"), ("tt-ext-bin", b"stale")]
+    assert inject_binary(metadata, state=state) is metadata
+    assert metadata == [("authorization", "x")]
+    assert binary_header(state=state) is None
+    assert state.errors() == {"inject_binary": 1, "binary_header": 1}
+    assert state.lamport.value == 0
+
+
+def test_tuple_metadata_gets_a_new_list_and_is_left_alone(state: TempoTraceState) -> None:
+    # The gRPC idiom passes metadata as a tuple of pairs: it cannot be updated in place.
+    metadata = (("authorization", "x"), ("tt-ext-bin", b"stale"))
+    sent = inject_binary(metadata, state=state)
+    assert metadata == (("authorization", "x"), ("tt-ext-bin", b"stale"))
+    assert isinstance(sent, list) and [k for k, _ in sent] == ["authorization", "tt-ext-bin"]
+    assert TTExt.decode(sent[1][1]).lts == 1
+    assert [k for k, _ in inject_binary(None, state=state)] == ["tt-ext-bin"]
+    assert [k for k, _ in inject_binary(iter([("a", "1")]), state=state)] == ["a", "tt-ext-bin"]
+    assert state.errors() == {}
