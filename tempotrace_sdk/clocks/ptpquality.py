@@ -29,6 +29,7 @@ from ..wire._layout import ClockQuality
 from .ptp4l import DEFAULT_UDS, Ptp4lStatus, query
 
 __all__ = [
+    "FUTURE_TOLERANCE_S",
     "HOLDOVER_DRIFT_PPB",
     "LOCKED_DRIFT_PPB",
     "OFFSET_OK_LIMIT_NS",
@@ -55,6 +56,10 @@ STALE_SYNC_INTERVALS = 4
 STALE_MIN_S = 1.0
 #: After this long without a measurement we claim nothing (UNKNOWN).
 VOID_AFTER_S = 60.0
+#: An ingress time this far in ptp4l's reference clock's future is not
+#: scheduling jitter but a different timescale (software timestamps on
+#: CLOCK_REALTIME against a PHC, an undisciplined PHC): inconsistent evidence.
+FUTURE_TOLERANCE_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,7 @@ class Limits:
     stale_intervals: float = STALE_SYNC_INTERVALS
     stale_min_s: float = STALE_MIN_S
     void_after_s: float = VOID_AFTER_S
+    future_tolerance_s: float = FUTURE_TOLERANCE_S
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,10 @@ class SyncHealth:
 
     ``anchor_mono_ns`` is the CLOCK_MONOTONIC instant the bound refers to
     (the last sync measurement); ``void_mono_ns`` is when it turns UNKNOWN.
+    ``stale_mono_ns`` is when the measurement stops being fresh: past it the
+    verdict is holdover (DEGRADED, ``stale_drift_ppb`` from the anchor) even
+    if nobody called ``update()`` since (a starved refresher must not keep an
+    OK at the locked drift rate). None: the verdict is already holdover.
     """
 
     quality: ClockQuality
@@ -82,15 +92,24 @@ class SyncHealth:
     void_mono_ns: int
     reason: str
     evidence: dict[str, Any] = field(default_factory=dict)
+    stale_mono_ns: int | None = None
+    stale_drift_ppb: float = HOLDOVER_DRIFT_PPB
 
     def bound_at(self, mono_ns: int) -> float:
         """Bound at a later monotonic instant (inf when UNKNOWN or void)."""
         if self.quality is ClockQuality.UNKNOWN or mono_ns > self.void_mono_ns:
             return math.inf
-        return self.bound_ns + self.drift_ppb * max(0, mono_ns - self.anchor_mono_ns) / 1e9
+        drift = self.drift_ppb
+        if self.stale_mono_ns is not None and mono_ns > self.stale_mono_ns:
+            drift = max(drift, self.stale_drift_ppb)
+        return self.bound_ns + drift * max(0, mono_ns - self.anchor_mono_ns) / 1e9
 
     def quality_at(self, mono_ns: int) -> ClockQuality:
-        return ClockQuality.UNKNOWN if mono_ns > self.void_mono_ns else self.quality
+        if mono_ns > self.void_mono_ns:
+            return ClockQuality.UNKNOWN
+        if self.quality is ClockQuality.OK and self.stale_mono_ns is not None and mono_ns > self.stale_mono_ns:
+            return ClockQuality.DEGRADED
+        return self.quality
 
     def as_dict(self, mono_ns: int | None = None) -> dict[str, Any]:
         now = time.monotonic_ns() if mono_ns is None else mono_ns
@@ -100,7 +119,9 @@ class SyncHealth:
             "bound_ns": None if math.isinf(bound) else round(bound, 1),
             "drift_ppb": self.drift_ppb,
             "evidence_age_s": round((now - self.anchor_mono_ns) / 1e9, 3),
-            "reason": self.reason,
+            "reason": self.reason
+            if self.stale_mono_ns is None or now <= self.stale_mono_ns
+            else f"holdover: no fresh sync data since the last update ({self.reason})",
             "evidence": self.evidence,
         }
 
@@ -118,7 +139,9 @@ def _holdover(last: SyncHealth | None, now_mono: int, why: str, limits: Limits, 
     if now_mono > last.void_mono_ns:
         return _unknown(f"{why}; last measurement older than {limits.void_after_s:g} s (void)", ev)
     # Re-anchor at the last measurement with the free-running drift rate.
-    bound = last.bound_ns  # bound at its own anchor: the measurement instant
+    # (Its bound at its own anchor; a locked-drift term accrued since then is
+    # covered by the larger holdover drift over the same interval.)
+    bound = last.bound_ns
     return SyncHealth(
         ClockQuality.DEGRADED,
         bound,
@@ -153,7 +176,7 @@ def evaluate(
     stale_s = max(limits.stale_min_s, limits.stale_intervals * interval_s)
     age_s = math.inf
     if ts.ingress_time_ns > 0 and reference_now_ns is not None:
-        age_s = max(0.0, (reference_now_ns - ts.ingress_time_ns) / 1e9)
+        age_s = (reference_now_ns - ts.ingress_time_ns) / 1e9
     offset = abs(ts.master_offset_ns)
     measured = offset + max(0.0, cur.mean_path_delay_ns) / 2
     ev = {
@@ -166,6 +189,17 @@ def evaluate(
         "stale_after_s": stale_s,
         "gm_clock_class": status.parent.gm_clock_class,
     }
+    if age_s < -limits.future_tolerance_s:
+        # The last Sync "arrived" in the future of the clock we read: ptp4l
+        # timestamps on another timescale than the one we compare with, so
+        # neither its age nor the PHC's error can be known from this answer.
+        ev["sync_age_s"] = round(age_s, 3)
+        return _unknown(
+            f"inconsistent evidence: last Sync ingress is {-age_s:.3f} s in the future of the reference clock "
+            "(ptp4l timestamping on another clock than the one read?)",
+            ev,
+        )
+    age_s = max(0.0, age_s)
     fresh = age_s <= stale_s
     if not (ts.gm_present and fresh and state in ("SLAVE", "UNCALIBRATED")):
         if not ts.gm_present:
@@ -177,9 +211,11 @@ def evaluate(
         return _holdover(last, now_mono_ns, why, limits, ev)
     anchor = now_mono_ns - int(age_s * 1e9)
     void = anchor + int(limits.void_after_s * 1e9)
+    stale = anchor + int(stale_s * 1e9)
     if state == "SLAVE" and offset <= limits.offset_ok_ns:
         reason = f"port SLAVE to {ts.gm_identity}, |offset| {offset} ns, path delay {cur.mean_path_delay_ns:.0f} ns"
-        return SyncHealth(ClockQuality.OK, measured, limits.locked_drift_ppb, anchor, void, reason, ev)
+        return SyncHealth(ClockQuality.OK, measured, limits.locked_drift_ppb, anchor, void, reason, ev,
+                          stale, limits.holdover_drift_ppb)  # fmt: skip
     why = (
         f"port {state}: servo not locked"
         if state != "SLAVE"

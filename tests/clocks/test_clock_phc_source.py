@@ -90,3 +90,14 @@ def test_read_failure_never_throws_and_is_labelled_cpu_unknown() -> None:
     assert ts.ts_source is TsSource.CPU and ts.clk_quality is ClockQuality.UNKNOWN
     info = clock.describe()
     assert info["read_failures"] == 1 and "gone" in info["last_read_error"]
+
+
+def test_stale_ok_health_reads_as_holdover_in_now() -> None:
+    """An OK verdict 30 s old (refresher starved, no update()) gives DEGRADED and the 50 ppm holdover bound."""
+    reading = PhcReading(PHC, PHC - 37_000_000_000, 0, "PTP_SYS_OFFSET_PRECISE", 5)
+    anchor = time.monotonic_ns() - 30_000_000_000
+    health = SyncHealth(ClockQuality.OK, 1_000.0, 1_000, anchor, anchor + 60_000_000_000, "test",
+                        stale_mono_ns=anchor + 1_000_000_000, stale_drift_ppb=50_000)  # fmt: skip
+    ts = _clock(ReplayDevice([reading]), health).now()
+    assert ts.clk_quality is ClockQuality.DEGRADED
+    assert ts.uncertainty_ns == 65535  # ~1.5 ms saturates the uint16 field; the locked 1 ppm gave 31 µs

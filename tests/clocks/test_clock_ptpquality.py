@@ -145,7 +145,44 @@ def test_holdover_grows_then_voids(loss: Ptp4lStatus | None) -> None:
     b1 = held.bound_at(later)
     b2 = held.bound_at(later + 1_000_000_000)
     assert b2 - b1 == pytest.approx(HOLDOVER_DRIFT_PPB)  # 50 ppm of 1 s = 50 µs
-    assert b1 > good.bound_at(later)  # holdover never narrows the bound
+    # holdover never narrows the bound; the stale OK verdict read on the hot path already agrees with it
+    assert b1 >= good.bound_at(later) == pytest.approx(b1)
+    assert good.quality_at(later) is ClockQuality.DEGRADED
     void = NOW_MONO + int(Limits().void_after_s * 1e9) + 1
     assert _eval(loss, last=held, mono=void).quality is ClockQuality.UNKNOWN
     assert held.quality_at(void) is ClockQuality.UNKNOWN and math.isinf(held.bound_at(void))
+
+
+@pytest.mark.parametrize("age_s", [-37.0, -1.0])
+def test_sync_in_the_future_is_inconsistent_evidence_not_fresh(age_s: float) -> None:
+    """ptp4l on software timestamps (CLOCK_REALTIME) while we read an undisciplined PHC: ingress is "in the future".
+
+    Clamping that age to 0 used to make it the freshest possible sync: OK with a ~1 µs bound whatever the gap.
+    """
+    health = _eval(_status(age_s=age_s))
+    assert health.quality is ClockQuality.UNKNOWN
+    assert math.isinf(health.bound_at(NOW_MONO))
+    assert "future" in health.reason
+    assert health.evidence["sync_age_s"] == pytest.approx(age_s, abs=1e-3)
+
+
+def test_sync_slightly_in_the_future_is_jitter() -> None:
+    """Within the tolerance (scheduling between the ptp4l answer and our reference read) it is fresh."""
+    assert _eval(_status(age_s=-0.05)).quality is ClockQuality.OK
+
+
+def test_ok_turns_holdover_on_the_hot_path_without_update() -> None:
+    """No update() after an OK verdict (background=False, starved refresher): past the stale limit the
+    verdict read by now() is DEGRADED and grows at the holdover drift from the anchor, as spec §PTP quality says."""
+    ok = _eval(_status(age_s=0.0, delay=0.0, offset=100))
+    assert ok.quality is ClockQuality.OK
+    stale_s = max(Limits().stale_min_s, Limits().stale_intervals * 2.0**-3)
+    just_fresh = NOW_MONO + int(stale_s * 1e9) - 1
+    assert ok.quality_at(just_fresh) is ClockQuality.OK
+    assert ok.bound_at(just_fresh) == pytest.approx(100 + LOCKED_DRIFT_PPB * stale_s, rel=1e-6)
+    later = NOW_MONO + 30_000_000_000
+    assert ok.quality_at(later) is ClockQuality.DEGRADED
+    assert ok.bound_at(later) == pytest.approx(100 + HOLDOVER_DRIFT_PPB * 30, rel=1e-6)  # ~1.5 ms, not 31 µs
+    assert "holdover" in ok.as_dict(later)["reason"]
+    void = NOW_MONO + int(Limits().void_after_s * 1e9) + 1
+    assert ok.quality_at(void) is ClockQuality.UNKNOWN
