@@ -159,7 +159,10 @@ class PhcClock:
         self.device = PhcDevice(target, samples=samples)
         self.name = f"phc:{target}"
         self.uds_path = uds_path or os.environ.get("TEMPOTRACE_PTP4L_UDS", DEFAULT_UDS)
-        self.monitor = Ptp4lHealth(self.uds_path, reference_ns=lambda: self.device.read().phc_ns)
+        # expect_phc: answers count only from a ptp4l that hardware-timestamps
+        # on an interface whose PHC is this device (spec/clocks.md §PHC).
+        self.monitor = Ptp4lHealth(self.uds_path, reference_ns=lambda: self.device.read().phc_ns,
+                                   expect_phc=self.device.path, iface_phc=resolve)  # fmt: skip
         self.read_failures = 0
         self.last_read_error = ""
         self._cpu = CpuClock(background=False)

@@ -28,10 +28,12 @@ from ..errors import ClockError
 __all__ = [
     "DEFAULT_UDS",
     "PORT_STATES",
+    "TIMESTAMPING",
     "CurrentDataSet",
     "MgmtId",
     "ParentDataSet",
     "PortDataSet",
+    "PortProperties",
     "Ptp4lClient",
     "Ptp4lStatus",
     "TimeStatusNP",
@@ -61,6 +63,7 @@ class MgmtId(enum.IntEnum):
     PARENT_DATA_SET = 0x2002
     PORT_DATA_SET = 0x2004
     TIME_STATUS_NP = 0xC000
+    PORT_PROPERTIES_NP = 0xC004
 
 
 _DATALEN = {
@@ -68,7 +71,15 @@ _DATALEN = {
     MgmtId.PARENT_DATA_SET: 32,
     MgmtId.PORT_DATA_SET: 26,
     MgmtId.TIME_STATUS_NP: 50,
+    # portIdentity(10) port_state(1) timestamping(1) interface PTPText(1 + n): 13 at least.
+    MgmtId.PORT_PROPERTIES_NP: 13,
 }
+#: GETs sent with an empty data field (what ``pmc -z`` sends; ptp4l accepts
+#: length-2 management TLVs for GET): a zero-filled PTPText would be parsed.
+_EMPTY_GET = frozenset({MgmtId.PORT_PROPERTIES_NP})
+
+#: linuxptp's enum timestamp_type (sk.h), as pmc prints it.
+TIMESTAMPING = {0: "SOFTWARE", 1: "HARDWARE", 2: "LEGACY_HW", 3: "ONESTEP", 4: "P2P1STEP"}
 
 #: IEEE 1588 portState values (ddt.h / fsm.h).
 PORT_STATES = {
@@ -124,6 +135,27 @@ class PortDataSet:
 
 
 @dataclass(frozen=True)
+class PortProperties:
+    """PORT_PROPERTIES_NP: which interface a port runs on and how it timestamps."""
+
+    port_number: int
+    port_state: str
+    timestamping: str
+    interface: str
+
+    @property
+    def hardware(self) -> bool:
+        """True when ptp4l timestamps in the NIC, i.e. disciplines the interface's PHC."""
+        return self.timestamping not in ("SOFTWARE",) and not self.timestamping.startswith("UNKNOWN")
+
+    @classmethod
+    def parse(cls, data: bytes) -> PortProperties:
+        _cid, port, state, tsm, n = struct.unpack_from(">8sHBBB", data, 0)
+        name = data[13 : 13 + n].decode("utf-8", "replace")
+        return cls(port, PORT_STATES.get(state, f"UNKNOWN({state})"), TIMESTAMPING.get(tsm, f"UNKNOWN({tsm})"), name)
+
+
+@dataclass(frozen=True)
 class CurrentDataSet:
     steps_removed: int
     offset_from_master_ns: float
@@ -164,6 +196,8 @@ class Ptp4lStatus:
     parent: ParentDataSet
     realtime_ns: int  # CLOCK_REALTIME when the answers arrived
     monotonic_ns: int
+    #: The port's interface and timestamping mode; None when ptp4l did not answer it.
+    properties: PortProperties | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -207,7 +241,7 @@ class Ptp4lClient:
         self.close()
 
     def _request(self, mid: MgmtId) -> bytes:
-        datalen = _DATALEN[mid]
+        datalen = 0 if mid in _EMPTY_GET else _DATALEN[mid]
         length = _HEADER.size + _MGMT.size + _TLV.size + datalen
         self._seq = (self._seq + 1) & 0xFFFF
         header = _HEADER.pack(
@@ -276,7 +310,16 @@ class Ptp4lClient:
         cur = CurrentDataSet.parse(self.get(MgmtId.CURRENT_DATA_SET)[0][1])
         par = ParentDataSet.parse(self.get(MgmtId.PARENT_DATA_SET)[0][1])
         port = next((p for p in ports if p.port_number >= 1), None)
-        return Ptp4lStatus(self.uds_path, ts, port, cur, par, time.time_ns(), time.monotonic_ns())
+        return Ptp4lStatus(self.uds_path, ts, port, cur, par, time.time_ns(), time.monotonic_ns(), self.properties())
+
+    def properties(self) -> PortProperties | None:
+        """The first PTP port's PORT_PROPERTIES_NP, or None when ptp4l does not answer it."""
+        try:
+            answers = self.get(MgmtId.PORT_PROPERTIES_NP)
+        except ClockError:
+            return None  # older ptp4l, or a refusal: the caller treats it as "cannot confirm"
+        props = sorted((PortProperties.parse(d) for _, d in answers), key=lambda p: p.port_number)
+        return next((p for p in props if p.port_number >= 1), None)
 
 
 def query(uds_path: str = DEFAULT_UDS, *, timeout_s: float = 0.5, domain: int = 0) -> Ptp4lStatus:

@@ -19,6 +19,7 @@ Summary:
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from typing import Any
 
 from ..errors import ClockError
 from ..wire._layout import ClockQuality
-from .ptp4l import DEFAULT_UDS, Ptp4lStatus, query
+from .ptp4l import DEFAULT_UDS, PortProperties, Ptp4lStatus, query
 
 __all__ = [
     "FUTURE_TOLERANCE_S",
@@ -39,6 +40,7 @@ __all__ = [
     "Limits",
     "Ptp4lHealth",
     "SyncHealth",
+    "discipline_problem",
     "evaluate",
 ]
 
@@ -224,6 +226,28 @@ def evaluate(
     return SyncHealth(ClockQuality.DEGRADED, measured, limits.holdover_drift_ppb, anchor, void, why, ev)
 
 
+def discipline_problem(props: PortProperties | None, expect_phc: str, iface_phc: Callable[[str], str]) -> str | None:
+    """Why ptp4l's answers say nothing about the PHC at ``expect_phc``, or None when its port disciplines it.
+
+    ptp4l disciplines the PHC of its interface only with hardware timestamping;
+    with software timestamping it steers CLOCK_REALTIME and its offsets and
+    ingress times are about that clock. ``iface_phc`` maps an interface name to
+    its /dev/ptpN (ETHTOOL_GET_TS_INFO) and raises ClockError/OSError when it has none.
+    """
+    if props is None:
+        return "cannot confirm ptp4l disciplines this PHC (no PORT_PROPERTIES_NP answer)"
+    if not props.hardware:
+        return (f"ptp4l port {props.interface or '?'} uses {props.timestamping} timestamping: "
+                f"it disciplines the system clock, not {expect_phc}")  # fmt: skip
+    try:
+        theirs = iface_phc(props.interface)
+    except OSError as err:
+        return f"cannot find the PHC of ptp4l's interface {props.interface!r}: {err}"
+    if os.path.realpath(theirs) != os.path.realpath(expect_phc):
+        return f"ptp4l disciplines {theirs} (interface {props.interface}), not {expect_phc}"
+    return None
+
+
 class Ptp4lHealth:
     """Queries ptp4l and keeps the last measurement for holdover; ``update()`` never raises."""
 
@@ -235,12 +259,18 @@ class Ptp4lHealth:
         limits: Limits = Limits(),
         timeout_s: float = 0.2,
         domain: int = 0,
+        expect_phc: str | None = None,
+        iface_phc: Callable[[str], str] | None = None,
     ) -> None:
+        """``expect_phc`` (with ``iface_phc``): the /dev/ptpN whose error we judge;
+        answers from a ptp4l that does not discipline it give UNKNOWN (see ``discipline_problem``)."""
         self.uds_path = uds_path
         self._reference_ns = reference_ns
         self.limits = limits
         self._timeout_s = timeout_s
         self._domain = domain
+        self._expect_phc = expect_phc
+        self._iface_phc = iface_phc
         self.health: SyncHealth = _NEVER
         self.last_status: Ptp4lStatus | None = None
 
@@ -255,6 +285,10 @@ class Ptp4lHealth:
         last = self.health if self.health.quality is not ClockQuality.UNKNOWN else None
         health = evaluate(status, now_mono_ns=time.monotonic_ns(), reference_now_ns=reference, last=last,
                           error=error, limits=self.limits)  # fmt: skip
+        if status is not None and self._expect_phc is not None and self._iface_phc is not None:
+            problem = discipline_problem(status.properties, self._expect_phc, self._iface_phc)
+            if problem is not None:
+                health = _unknown(problem, dict(health.evidence))
         self.last_status = status
         self.health = health
         return health

@@ -71,6 +71,15 @@ def test_slave_fields_quality_and_master_loss(pair: PtpPair) -> None:
     if expected is ClockQuality.DEGRADED:
         assert "UNCALIBRATED" in health.reason
 
+    # Which clock it disciplines: software timestamping on the slave's veth, so a PHC source must not
+    # take these answers as evidence about /dev/ptp0 (PORT_PROPERTIES_NP from the live daemon).
+    assert slave.properties is not None
+    assert (slave.properties.interface, slave.properties.timestamping) == (pair.if_slave, "SOFTWARE")
+    phc_monitor = Ptp4lHealth(pair.slave_uds, reference_ns=time.time_ns, expect_phc="/dev/ptp0",
+                              iface_phc=lambda iface: "/dev/ptp0")  # fmt: skip
+    judged = phc_monitor.update()
+    assert judged.quality is ClockQuality.UNKNOWN and "SOFTWARE timestamping" in judged.reason
+
     # Lose the grandmaster: DEGRADED (holdover) with a bound that keeps growing, then UNKNOWN.
     pair.stop_master()
     pair.wait_for(lambda: "holdover" in health_monitor.update().reason, 5, "holdover after master loss")

@@ -11,11 +11,19 @@ from tempotrace_sdk.clocks.ptp4l import (
     MgmtId,
     ParentDataSet,
     PortDataSet,
+    PortProperties,
     Ptp4lClient,
     Ptp4lStatus,
     TimeStatusNP,
 )
-from tempotrace_sdk.clocks.ptpquality import HOLDOVER_DRIFT_PPB, LOCKED_DRIFT_PPB, Limits, SyncHealth, evaluate
+from tempotrace_sdk.clocks.ptpquality import (
+    HOLDOVER_DRIFT_PPB,
+    LOCKED_DRIFT_PPB,
+    Limits,
+    SyncHealth,
+    discipline_problem,
+    evaluate,
+)
 from tempotrace_sdk.errors import ClockError
 from tempotrace_sdk.wire._layout import ClockQuality
 
@@ -186,3 +194,51 @@ def test_ok_turns_holdover_on_the_hot_path_without_update() -> None:
     assert "holdover" in ok.as_dict(later)["reason"]
     void = NOW_MONO + int(Limits().void_after_s * 1e9) + 1
     assert ok.quality_at(void) is ClockQuality.UNKNOWN
+
+
+def _props(ts: int, iface: str = "eth3") -> PortProperties:
+    # PORT_PROPERTIES_NP data as ptp4l sends it: portIdentity, port_state, timestamping, PTPText interface.
+    raw = bytes.fromhex("a287e4fffe79f8a2") + (1).to_bytes(2, "big") + bytes([9, ts, len(iface)]) + iface.encode()
+    return PortProperties.parse(raw)
+
+
+def test_port_properties_parse_and_empty_get() -> None:
+    props = _props(1)
+    assert (props.port_number, props.port_state, props.timestamping, props.interface) == (
+        1,
+        "SLAVE",
+        "HARDWARE",
+        "eth3",
+    )
+    assert props.hardware and not _props(0).hardware and _props(0).timestamping == "SOFTWARE"
+    client = Ptp4lClient("/nonexistent")
+    try:
+        req = client._request(MgmtId.PORT_PROPERTIES_NP)
+    finally:
+        client.close()
+    assert req[48:54] == bytes.fromhex("00010002c004") and len(req) == 54  # length-2 TLV, as pmc -z sends
+
+
+def _iface_phc(iface: str) -> str:
+    if iface == "lo":
+        raise ClockError(95, "interface 'lo' has no PTP hardware clock", iface)
+    return {"eth3": "/dev/ptp3", "eth0": "/dev/ptp0"}[iface]
+
+
+@pytest.mark.parametrize(
+    ("props", "problem"),
+    [
+        (_props(1, "eth3"), None),
+        (_props(3, "eth3"), None),  # one-step is hardware timestamping too
+        (_props(0, "eth3"), "SOFTWARE timestamping"),
+        (_props(1, "eth0"), "disciplines /dev/ptp0"),
+        (_props(1, "lo"), "cannot find the PHC"),
+        (None, "cannot confirm"),
+    ],
+)
+def test_ptp4l_must_discipline_this_phc(props: PortProperties | None, problem: str | None) -> None:
+    got = discipline_problem(props, "/dev/ptp3", _iface_phc)
+    if problem is None:
+        assert got is None
+    else:
+        assert got is not None and problem in got
