@@ -88,7 +88,13 @@ def remote_hop(context: context_api.Context | None = None) -> RemoteHop | None:
 
 
 class SpanRecord:
-    """What we remember about an open span: its sketch and its sends."""
+    """What we remember about an open span: its sketch and its sends.
+
+    ``sends`` and ``finished`` change only under the state's ``_sends_lock``:
+    a send either lands in ``sends`` before the end takes them, or sees
+    ``finished`` and is not recorded (the span had already ended), never
+    appended to a list the end has already written out.
+    """
 
     __slots__ = ("finished", "sends", "sketch")
 
@@ -160,6 +166,7 @@ class TempoTraceState:
         self.ended: dict[int, Sketch] = {}
         self._ended_order: deque[int] = deque()
         self._counts_lock = threading.Lock()
+        self._sends_lock = threading.Lock()
         self._rejections: Counter[str] = Counter()
         self._errors: Counter[str] = Counter()
         _STATES.add(self)
@@ -214,6 +221,15 @@ class TempoTraceState:
             self.count_error("live_table_full")
         return record
 
+    def take_sends(self, record: SpanRecord, finish: bool) -> list[tuple[int, int, int]] | None:
+        """The sends recorded so far (None when none), cleared; ``finish``: record no more."""
+        with self._sends_lock:
+            sends = record.sends
+            record.sends = None
+            if finish:
+                record.finished = True
+        return sends
+
     def sketch_of(self, span_id: int) -> Sketch | None:
         record = self.live.get(span_id)
         if record is not None:
@@ -256,6 +272,7 @@ class TempoTraceState:
         # A lock held by another thread at fork time stays held forever in
         # the child. Span records are kept: the child's spans descend from them.
         self._counts_lock = threading.Lock()
+        self._sends_lock = threading.Lock()
 
 
 _STATES: weakref.WeakSet[TempoTraceState] = weakref.WeakSet()

@@ -61,11 +61,17 @@ def _send_event(state: TempoTraceState, context: context_api.Context | None) -> 
     lts = state.lamport.tick()
     tenant = state._tenant
     if record is not None:
-        sends = record.sends
-        if sends is None:
-            record.sends = [(lts, ts.ptp_ns, ts.uncertainty_ns)]
-        else:
-            sends.append((lts, ts.ptp_ns, ts.uncertainty_ns))
+        entry = (lts, ts.ptp_ns, ts.uncertainty_ns)
+        # Under the lock the end takes the list with (SpanRecord): otherwise an
+        # end between reading ``sends`` and appending would write the span
+        # without this send while its header still goes out.
+        with state._sends_lock:
+            if not record.finished:
+                sends = record.sends
+                if sends is None:
+                    record.sends = [entry]
+                else:
+                    sends.append(entry)
     return ((state.tenant if tenant is None else tenant) << 4) | VERSION, ts, lts, sketch
 
 

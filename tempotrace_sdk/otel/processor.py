@@ -78,7 +78,7 @@ _QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
 
 def end_attributes(state: TempoTraceState, span_id: int, ts: Timestamp, start_verdict: Any) -> dict[str, Any]:
     """The ``tempotrace.end.*`` stamp (and pending send arrays) for a span ending now."""
-    return _end_attrs(state, state.live.get(span_id), ts, start_verdict)
+    return _end_attrs(state, state.live.get(span_id), ts, start_verdict, finish=False)
 
 
 def stamp_end(state: TempoTraceState, span: Span, span_id: int, ts: Timestamp) -> None:
@@ -95,26 +95,34 @@ def stamp_end(state: TempoTraceState, span: Span, span_id: int, ts: Timestamp) -
     if store is not None and lock is not None:
         with lock:
             if getattr(span, "_end_time", 0) is None:  # still recording
-                store.update(_end_attrs(state, record, ts, store.get(POLICY_VERDICT)))
+                store.update(_end_attrs(state, record, ts, store.get(POLICY_VERDICT), finish=False))
                 return
     attributes = getattr(span, "attributes", None) or {}
-    span.set_attributes(_end_attrs(state, record, ts, attributes.get(POLICY_VERDICT)))
+    span.set_attributes(_end_attrs(state, record, ts, attributes.get(POLICY_VERDICT), finish=False))
 
 
 #: The most attributes _end_attrs writes (4 end fields, 3 send arrays, 2 policy).
 _END_ATTRS_MAX = 9
 
 
-def _end_attrs(state: TempoTraceState, record: SpanRecord | None, ts: Timestamp, start_verdict: Any) -> dict[str, Any]:
+def _end_attrs(
+    state: TempoTraceState, record: SpanRecord | None, ts: Timestamp, start_verdict: Any, *, finish: bool
+) -> dict[str, Any]:
+    """The end stamp; ``finish`` when no later hook will collect sends (the SDK's _on_ending).
+
+    A stamp written before ``end()`` (our decorators) leaves the record open:
+    sends between the stamp and ``end()`` are collected by ``_on_ending``.
+    """
     attrs: dict[str, Any] = {
         END_PTP_NS: ts.ptp_ns,
         END_UNCERTAINTY_NS: ts.uncertainty_ns,
         END_CLK_QUALITY: _QUALITY_NAMES[ts.clk_quality],
         END_LTS: state.lamport.tick(),
     }
-    if record is not None and record.sends:
-        sends = record.sends
-        record.sends = None
+    # Without finish and no sends yet, skip the lock: a send racing us lands
+    # in the still-open record and _on_ending collects it.
+    sends = state.take_sends(record, finish) if record is not None and (finish or record.sends) else None
+    if sends:
         attrs[SEND_LTS] = tuple(s[0] for s in sends)
         attrs[SEND_PTP_NS] = tuple(s[1] for s in sends)
         attrs[SEND_UNCERTAINTY_NS] = tuple(s[2] for s in sends)
@@ -244,8 +252,8 @@ class TempoTraceSpanProcessor(SpanProcessor):
             attributes: Mapping[str, Any] = store if store is not None else (span.attributes or {})
             if END_PTP_NS in attributes:
                 extra: dict[str, Any] = {}
-                if record.sends:  # sends after our decorator stamped the end: rare, keep them
-                    sends, record.sends = record.sends, None
+                sends = state.take_sends(record, True)
+                if sends:  # sends after our decorator stamped the end: rare, keep them
                     extra = {
                         SEND_LTS: tuple(s[0] for s in sends),
                         SEND_PTP_NS: tuple(s[1] for s in sends),
@@ -254,7 +262,7 @@ class TempoTraceSpanProcessor(SpanProcessor):
             else:
                 clock = state._clock
                 ts = (clock if clock is not None else state.clock).now()
-                extra = _end_attrs(state, record, ts, attributes.get(POLICY_VERDICT))
+                extra = _end_attrs(state, record, ts, attributes.get(POLICY_VERDICT), finish=True)
             state.close_span(own)
             if not extra:
                 return

@@ -123,3 +123,32 @@ def test_forked_child_continues_causality_even_with_locks_held(pipe: Pipeline) -
     child_sketch = _sketch(report["attrs"])
     assert child_sketch.contains(parent.get_span_context().span_id)
     assert parent_lts < report["attrs"][S.LTS] < report["sent_lts"]
+
+
+def test_a_send_racing_the_end_is_on_the_span_whenever_its_header_goes_out(pipe: Pipeline) -> None:
+    # Force the interleaving the race needs: the sender has found the span's
+    # send list and is about to append when another thread ends the span.
+    # Ending must wait for that append (or the send must see the span as
+    # ended); before the fix the end took the list first and the appended
+    # send was lost, though its header went out.
+    span = pipe.tracer.start_span("client")
+    with trace.use_span(span):
+        pipe.propagator.inject({})  # the record now holds a send list
+    record = pipe.state.live[span.get_span_context().span_id]
+    ender = threading.Thread(target=span.end)
+
+    class EndsBeforeAppending(list):  # type: ignore[type-arg]
+        def append(self, item: object) -> None:
+            ender.start()
+            ender.join(0.3)  # returns at once without the fix; times out with it (the end waits for us)
+            super().append(item)
+
+    record.sends = EndsBeforeAppending(record.sends or [])
+    carrier: dict[str, str] = {}
+    with trace.use_span(span, end_on_exit=False):
+        pipe.propagator.inject(carrier)
+    ender.join()
+    sent = TTExt.from_header(carrier["tt-ext"]).lts
+    assert sent in pipe.spans()["client"].attributes[S.SEND_LTS]
+    assert len(pipe.spans()["client"].attributes[S.SEND_LTS]) == 2
+    assert pipe.state.errors() == {}
