@@ -16,6 +16,7 @@ import threading
 import time
 import weakref
 from collections import Counter, deque
+from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from opentelemetry import context as context_api
@@ -55,10 +56,16 @@ hop_seen = [False]
 #: ended (async fan-out). 8192 entries is about 1 MiB.
 ENDED_SKETCHES = 8192
 
-#: Open spans tracked at once (about 200 bytes each); beyond this new spans
-#: still get attributes but their children fall back to a sketch of the
-#: parent id alone (counted as live_table_full).
+#: Open spans tracked at once (about 200 bytes each). A full table means
+#: spans that are never ended (a leak in the program): the oldest records are
+#: evicted, LIVE_EVICT_BATCH at a time (counted as live_evicted), so new spans
+#: are always tracked. An evicted span that does end later gets no end stamp,
+#: and its children fall back to a sketch of its id alone.
 LIVE_SPANS_MAX = 1 << 17
+
+#: One eviction frees 1/16 of the table: finding the oldest entries scans the
+#: dict from its start, so evicting in batches keeps that cost per span constant.
+LIVE_EVICT_FRACTION = 16
 
 
 class RemoteHop(NamedTuple):
@@ -215,11 +222,21 @@ class TempoTraceState:
     # -- span records ---------------------------------------------------------
     def open_span(self, span_id: int, sketch: Sketch) -> SpanRecord:
         record = SpanRecord(sketch)
-        if len(self.live) < LIVE_SPANS_MAX:
-            self.live[span_id] = record
-        else:
-            self.count_error("live_table_full")
+        if len(self.live) >= LIVE_SPANS_MAX:
+            self.make_room()
+        self.live[span_id] = record
         return record
+
+    def make_room(self) -> None:
+        """Evict the oldest open-span records: the table is full of spans that never ended."""
+        live = self.live
+        try:  # dicts keep insertion order: the first keys are the oldest spans
+            victims = list(islice(live, max(1, LIVE_SPANS_MAX // LIVE_EVICT_FRACTION)))
+        except RuntimeError:  # another thread changed the table mid-scan: the next full start retries
+            return
+        evicted = sum(live.pop(span_id, None) is not None for span_id in victims)
+        if evicted:
+            self.count_error("live_evicted", evicted)
 
     def take_sends(self, record: SpanRecord, finish: bool) -> list[tuple[int, int, int]] | None:
         """The sends recorded so far (None when none), cleared; ``finish``: record no more."""
@@ -254,9 +271,9 @@ class TempoTraceState:
         with self._counts_lock:
             self._rejections[error_class] += 1
 
-    def count_error(self, where: str) -> None:
+    def count_error(self, where: str, n: int = 1) -> None:
         with self._counts_lock:
-            self._errors[where] += 1
+            self._errors[where] += n
 
     def rejections(self) -> dict[str, int]:
         """Headers refused at extract, by error class (e.g. TEXT_LENGTH, VERSION, DUPLICATE)."""

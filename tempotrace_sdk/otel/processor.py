@@ -193,10 +193,9 @@ class TempoTraceSpanProcessor(SpanProcessor):
                     sketch = known
             sketch = sketch.with_span(own)
             live = state.live
-            if len(live) < LIVE_SPANS_MAX:
-                live[own] = SpanRecord(sketch)
-            else:
-                state.count_error("live_table_full")
+            if len(live) >= LIVE_SPANS_MAX:  # spans that never ended: evict the oldest
+                state.make_room()
+            live[own] = SpanRecord(sketch)
             tenant = state._tenant
             attrs: dict[str, types.AttributeValue] = {
                 PTP_NS: ts.ptp_ns,

@@ -237,3 +237,25 @@ def test_ended_sketches_are_kept_for_late_children_and_evicted_oldest_first(cloc
     assert state.sketch_of(first_id) is None  # the oldest went first
     assert state.sketch_of(last.get_span_context().span_id) is not None
     assert len(state.ended) == ENDED_SKETCHES and state.live == {}
+
+
+def test_spans_that_never_end_give_way_to_new_ones(pipe: Pipeline, monkeypatch: Any) -> None:
+    # Spans that are never ended must not fill the live table for good: the
+    # oldest records are evicted (and counted) so new spans still get one and
+    # their children keep the whole causal past.
+    from tempotrace_sdk.otel import context as context_module
+    from tempotrace_sdk.otel import processor as processor_module
+
+    monkeypatch.setattr(context_module, "LIVE_SPANS_MAX", 8)
+    monkeypatch.setattr(processor_module, "LIVE_SPANS_MAX", 8)
+    leaked = [pipe.tracer.start_span(f"leak-{i}").get_span_context().span_id for i in range(8)]
+    for n in range(3):
+        with pipe.tracer.start_as_current_span(f"grandparent-{n}") as grandparent:
+            with pipe.tracer.start_as_current_span(f"parent-{n}"):
+                with pipe.tracer.start_as_current_span(f"child-{n}"):
+                    pass
+        child = pipe.spans()[f"child-{n}"]
+        assert sketch(child.attributes).contains(grandparent.get_span_context().span_id)
+    # Round 0 needed three slots (one per level): the three oldest leaks went.
+    assert pipe.state.errors() == {"live_evicted": 3}
+    assert [span_id in pipe.state.live for span_id in leaked] == [False] * 3 + [True] * 5
