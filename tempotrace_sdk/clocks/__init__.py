@@ -2,20 +2,88 @@
 
 ``select_clock()`` picks a source (``TEMPOTRACE_CLOCK``), ``preflight()``
 gates a job on clock quality, ``survey()`` explains every source on the host.
+
+The interface (``Timestamp``, ``ClockSource``) and the leap-second helpers are
+imported eagerly; the sources, which need ctypes, sockets, threads or the
+native module, load on first use (PEP 562), because ``import tempotrace_sdk``
+imports ``clocks.base`` and so runs this file: it must stay cheap and sans-IO.
 """
 
-from ._native import NativeStatus, native_status
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
 from .base import ClockSource, Timestamp, saturate_uncertainty
-from .calibrated import CalibratedClock
-from .cpu import CpuClock
-from .kernel import KernelSync, read_kernel_sync
 from .leapseconds import tai_to_utc_ns, utc_to_tai_ns
-from .phc import PhcClock, PhcDevice, PhcReading
-from .preflight import PreflightResult, preflight
-from .ptp4l import Ptp4lClient, Ptp4lStatus
-from .ptpquality import Ptp4lHealth, SyncHealth
-from .select import ClockSpecError, select_clock
-from .survey import survey
+
+#: Public names served lazily: name -> submodule that defines it.
+_LAZY = {
+    "NativeStatus": "._native",
+    "native_status": "._native",
+    "CalibratedClock": ".calibrated",
+    "CpuClock": ".cpu",
+    "KernelSync": ".kernel",
+    "read_kernel_sync": ".kernel",
+    "PhcClock": ".phc",
+    "PhcDevice": ".phc",
+    "PhcReading": ".phc",
+    "PreflightResult": ".preflight",
+    "preflight": ".preflight",
+    "Ptp4lClient": ".ptp4l",
+    "Ptp4lStatus": ".ptp4l",
+    "Ptp4lHealth": ".ptpquality",
+    "SyncHealth": ".ptpquality",
+    "ClockSpecError": ".select",
+    "select_clock": ".select",
+    "survey": ".survey",
+}
+
+if TYPE_CHECKING:
+    from ._native import NativeStatus, native_status
+    from .calibrated import CalibratedClock
+    from .cpu import CpuClock
+    from .kernel import KernelSync, read_kernel_sync
+    from .phc import PhcClock, PhcDevice, PhcReading
+    from .preflight import PreflightResult, preflight
+    from .ptp4l import Ptp4lClient, Ptp4lStatus
+    from .ptpquality import Ptp4lHealth, SyncHealth
+    from .select import ClockSpecError, select_clock
+    from .survey import survey
+
+
+#: Submodules named like the function they define: ``clocks.preflight`` and
+#: ``clocks.survey`` must stay the functions (as when this file imported them
+#: eagerly) even after something imports the submodule first.
+_SHADOWED = frozenset({"preflight", "survey"})
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The import system binds a loaded submodule onto its package with
+        # setattr, after the submodule ran: bind its function instead.
+        if name in _SHADOWED and isinstance(value, types.ModuleType):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tempotrace_sdk.clocks' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "CalibratedClock",
