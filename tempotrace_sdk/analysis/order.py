@@ -21,7 +21,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..wire._layout import SKETCH_BITS, SKETCH_HASHES, UNCERTAINTY_SATURATED
+from ..wire._layout import LTS_MAX, SKETCH_BITS, SKETCH_HASHES, UNCERTAINTY_SATURATED
 from ..wire.sketch import _indices_and_mask
 from .events import KIND_START, Event
 
@@ -120,7 +120,9 @@ def decide(a: Event, b: Event, extra_ns: int = 0) -> Decision:
             return Decision(Relation.AFTER, Method.PHYSICS, 1.0, 0.0, gap_ba)
     la, lb = sa.lts, sb.lts
     may_before = may_after = True
-    if la is not None and lb is not None:
+    # A saturated counter (2^63-1) is shared by every later event of that
+    # process: it orders nothing (spec/tt-ext-v3.md §10, §11.2).
+    if la is not None and lb is not None and la != LTS_MAX and lb != LTS_MAX:
         if la == lb:
             return Decision(Relation.CONCURRENT, Method.LAMPORT)
         if la > lb:
@@ -161,7 +163,7 @@ def decide_arrays(
 ) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int8]]:
     """``decide`` over arrays of pairs; returns (relation codes, method codes)
     indexing RELATION_CODES / METHOD_CODES. ``ok_*`` is "quality not UNKNOWN";
-    saturation is checked here; ``lts_* < 0`` means no Lamport value;
+    saturation is checked here; ``lts_* < 0`` (or saturated, 2^63-1) means no Lamport value;
     ``a_in_b`` is "a is a span start whose id is in b's sketch"."""
     import numpy as np
 
@@ -176,7 +178,7 @@ def decide_arrays(
     rel[after] = RELATION_CODES.index(Relation.AFTER)
     meth[phys] = METHOD_CODES.index(Method.PHYSICS)
     rest = ~phys
-    have_l = (lts_a >= 0) & (lts_b >= 0)
+    have_l = (lts_a >= 0) & (lts_b >= 0) & (lts_a != LTS_MAX) & (lts_b != LTS_MAX)
     conc = rest & have_l & (lts_a == lts_b)
     rel[conc] = RELATION_CODES.index(Relation.CONCURRENT)
     meth[conc] = METHOD_CODES.index(Method.LAMPORT)
