@@ -8,6 +8,11 @@ Rules (spec/clocks.md §CPU):
 - When the kernel's TAI offset is 0, CLOCK_TAI reads UTC (37 s off since
   2017): the leap-second table's TAI − UTC is added and ``describe()`` says so.
   If that table has expired, a leap second may have been missed → DEGRADED.
+- When the kernel's TAI offset is set but differs from the (unexpired) table,
+  the table wins: CLOCK_TAI is shifted by table − kernel and the quality is at
+  best DEGRADED, the reason naming both values (a daemon set a wrong offset).
+  With an expired table the kernel may know a newer leap second: its value is
+  kept, still DEGRADED.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from .base import Timestamp, saturate_uncertainty
 from .kernel import STA_CLOCKERR, TIME_ERROR, KernelSync, read_kernel_sync
 from .leapseconds import leap_table
 
-__all__ = ["KERNEL_MAXFREQ_PPM", "SNAPSHOT_VALID_S", "CpuClock"]
+__all__ = ["KERNEL_MAXFREQ_PPM", "SNAPSHOT_VALID_S", "CpuClock", "tai_correction"]
 
 #: The kernel adds MAXFREQ (500 ppm) of error per second to maxerror
 #: (kernel/time/ntp.c, second_overflow); we use the same worst-case rate.
@@ -52,7 +57,9 @@ class _CpuState:
     correction: dict[str, Any]
 
 
-def _judge(ks: KernelSync, table_expired: bool, correcting: bool) -> tuple[ClockQuality, int, str]:
+def _judge(
+    ks: KernelSync, table_expired: bool, correcting: bool, discrepancy: str = ""
+) -> tuple[ClockQuality, int, str]:
     if ks.unsync:
         return (
             ClockQuality.UNKNOWN,
@@ -66,7 +73,24 @@ def _judge(ks: KernelSync, table_expired: bool, correcting: bool) -> tuple[Clock
     unc = saturate_uncertainty(bound)
     if correcting and table_expired:
         return ClockQuality.DEGRADED, unc, "kernel TAI offset is 0 and the leap-second table has expired"
+    if discrepancy:
+        return ClockQuality.DEGRADED, unc, discrepancy
     return ClockQuality.OK, unc, f"kernel synchronised; bound = maxerror {ks.maxerror_us} µs + 500 ppm staleness"
+
+
+def tai_correction(kernel_tai_s: int, table_s: int, table_expired: bool, origin: str) -> tuple[int, str, str]:
+    """(seconds to add to CLOCK_TAI, why, discrepancy reason or "") for the kernel's and the table's TAI − UTC."""
+    if kernel_tai_s == 0:
+        return table_s, f"kernel TAI offset is 0 so CLOCK_TAI reads UTC; added TAI-UTC = {table_s} s from {origin}", ""
+    if kernel_tai_s == table_s:
+        return 0, "kernel TAI offset agrees with the leap table; CLOCK_TAI used as is", ""
+    if table_expired:
+        # The kernel may have been told of a leap second newer than our table.
+        why = f"kernel TAI offset {kernel_tai_s} s, expired {origin} says {table_s} s: kept the kernel's"
+        return 0, why, f"TAI offset uncertain: {why}"
+    shift = table_s - kernel_tai_s
+    why = f"kernel TAI offset {kernel_tai_s} s disagrees with {origin} ({table_s} s): added {shift:+d} s"
+    return shift, why, f"TAI offset discrepancy: {why}"
 
 
 def _snapshot() -> _CpuState:
@@ -87,14 +111,7 @@ def _snapshot() -> _CpuState:
     utc_s = time.time()
     table_offset = table.offset_at_utc(utc_s)
     expired = table.expires_unix_s is not None and utc_s > table.expires_unix_s
-    if ks.tai_s == 0:
-        offset_s = table_offset
-        why = f"kernel TAI offset is 0 so CLOCK_TAI reads UTC; added TAI-UTC = {table_offset} s from {table.origin}"
-    else:
-        offset_s = 0
-        why = "kernel TAI offset is set; CLOCK_TAI used as is"
-        if ks.tai_s != table_offset:
-            why += f" (note: kernel says {ks.tai_s} s, {table.origin} says {table_offset} s)"
+    offset_s, why, discrepancy = tai_correction(ks.tai_s, table_offset, expired, table.origin)
     corr = {
         "kernel_tai_offset_s": ks.tai_s,
         "applied_s": offset_s,
@@ -103,7 +120,7 @@ def _snapshot() -> _CpuState:
         "table_expired": expired,
         "why": why,
     }
-    quality, unc, reason = _judge(ks, expired, ks.tai_s == 0)
+    quality, unc, reason = _judge(ks, expired, ks.tai_s == 0, discrepancy)
     Timestamp(raw + offset_s * 10**9, TsSource.CPU, quality, unc)  # validates what the hot path will reuse
     return _CpuState(raw, valid_until, offset_s * 10**9, quality, unc, reason, ks, corr)
 

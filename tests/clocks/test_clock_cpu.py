@@ -61,11 +61,48 @@ def test_tai_correction_when_kernel_offset_is_zero() -> None:
     utc_before = time.time_ns()
     ts = clock.now()
     utc_after = time.time_ns()
-    expected = ks.tai_s if ks.tai_s else leap_table().offset_at_utc(utc_before / 1e9)
+    table = leap_table()
+    expired = table.expires_unix_s is not None and utc_before / 1e9 > table.expires_unix_s
+    # The table is authoritative unless the kernel's own offset is set and the table expired.
+    expected = ks.tai_s if ks.tai_s and expired else table.offset_at_utc(utc_before / 1e9)
     assert utc_before + expected * 10**9 <= ts.ptp_ns <= utc_after + expected * 10**9 + 10**6
     corr = clock.describe()["tai_correction"]
     assert corr["kernel_tai_offset_s"] == ks.tai_s
-    assert corr["applied_s"] == (expected if ks.tai_s == 0 else 0)
+    assert corr["applied_s"] == expected - ks.tai_s
+
+
+@pytest.mark.parametrize(
+    ("expired", "shift_s", "reason_has"),
+    [(False, 1, "discrepancy"), (True, 0, "kept the kernel's")],
+)
+def test_kernel_tai_offset_that_disagrees_with_the_table(monkeypatch: pytest.MonkeyPatch, expired: bool,
+                                                         shift_s: int, reason_has: str) -> None:  # fmt: skip
+    """A daemon set TAI offset 36 while the table says 37: times would be 1 s off, so the table's value is
+    applied and the source reports DEGRADED naming both values (with an expired table the kernel's is kept)."""
+    from tempotrace_sdk.clocks import cpu
+    from tempotrace_sdk.clocks.leapseconds import LeapTable
+
+    now_s = int(time.time())
+    table = LeapTable.from_entries([(0, 10), (now_s - 86_400, 37)], "test table", now_s + (-1 if expired else 86_400))
+    monkeypatch.setattr(cpu, "leap_table", lambda: table)
+    monkeypatch.setattr(cpu, "read_kernel_sync", lambda: _ks(tai=36))
+    clock = CpuClock(background=False)
+    raw = time.clock_gettime_ns(time.CLOCK_TAI)
+    ts = clock.now()
+    assert abs(ts.ptp_ns - (raw + shift_s * 10**9)) < 100_000_000
+    assert ts.clk_quality is ClockQuality.DEGRADED
+    info = clock.describe()
+    assert reason_has in info["reason"] and "36" in info["reason"] and "37" in info["reason"]
+    assert info["tai_correction"]["applied_s"] == shift_s
+
+
+def test_kernel_tai_offset_that_agrees_is_used_as_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tempotrace_sdk.clocks import cpu
+
+    monkeypatch.setattr(cpu, "read_kernel_sync", lambda: _ks(tai=leap_table().offset_at_utc(time.time())))
+    clock = CpuClock(background=False)
+    assert clock.describe()["tai_correction"]["applied_s"] == 0
+    assert clock.now().clk_quality is ClockQuality.OK and "synchronised" in clock.reason
 
 
 def test_now_is_monotone_enough_and_fast_path_equals_constructor() -> None:
@@ -132,3 +169,15 @@ def test_missing_native_build_says_how_to_fix(monkeypatch: pytest.MonkeyPatch) -
     finally:
         monkeypatch.undo()
         _native.reset_cache()
+
+
+def test_inserted_leap_second_maps_onto_a_repeated_utc_second() -> None:
+    """spec/clocks.md §3: TAI during 2016-12-31 23:59:60 maps onto 2017-01-01 00:00:00, which then repeats."""
+    from tempotrace_sdk.clocks.leapseconds import tai_to_utc_ns, utc_to_tai_ns
+
+    s = 1_483_228_800  # 2017-01-01T00:00:00Z, TAI - UTC 36 -> 37
+    sec = 10**9
+    assert tai_to_utc_ns((s + 35) * sec) == (s - 1) * sec  # 23:59:59
+    assert tai_to_utc_ns((s + 36) * sec + sec // 2) == s * sec + sec // 2  # 23:59:60.5 reads 00:00:00.5
+    assert tai_to_utc_ns((s + 37) * sec) == s * sec  # 00:00:00 again
+    assert utc_to_tai_ns(s * sec) == (s + 37) * sec  # the later instant
