@@ -6,16 +6,20 @@ INSTALL_DEPS += native/build_phc.py $(wildcard native/phc/*.c native/phc/*.h)
 TEST_STEPS += clocks-linuxptp
 BENCH_STEPS += bench-clock
 
-# The ptp4l integration tests need ptp4l/pmc. Install Debian's linuxptp when
-# missing, only as root (CI runs as root on a fresh machine); elsewhere the
-# tests skip with a reason, so this step stays quiet.
+# The ptp4l integration tests need ptp4l/pmc (linuxptp) and `ip` (iproute2,
+# for the namespaces and the veth pair; minimal images lack it). Install
+# what is missing from Debian, only as root (CI runs as root on a fresh
+# machine); elsewhere the tests skip with a reason, so this step stays quiet.
 clocks-linuxptp:
-	@if command -v ptp4l >/dev/null 2>&1; then :; \
-	elif [ "$$(id -u)" != 0 ]; then echo "clocks: not root, ptp4l tests will skip"; \
+	@pkgs=""; \
+	command -v ptp4l >/dev/null 2>&1 || pkgs="linuxptp"; \
+	command -v ip >/dev/null 2>&1 || pkgs="$$pkgs iproute2"; \
+	if [ -z "$$pkgs" ]; then :; \
+	elif [ "$$(id -u)" != 0 ]; then echo "clocks: not root, ptp4l tests will skip (missing:$$pkgs)"; \
 	elif command -v apt-get >/dev/null 2>&1; then \
-		echo "clocks: installing linuxptp"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linuxptp >/dev/null; \
-	else echo "clocks: no apt-get; ptp4l tests will skip"; fi
+		echo "clocks: installing$$pkgs"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs >/dev/null; \
+	else echo "clocks: no apt-get; ptp4l tests will skip (missing:$$pkgs)"; fi
 
 bench-clock: venv
 	$(PY) benchmarks/bench_clock.py
