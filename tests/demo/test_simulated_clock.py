@@ -119,3 +119,43 @@ def test_bad_specs_name_the_part_that_is_wrong(spec: str, words: str) -> None:
         from_spec(spec)
     assert words in str(info.value)
     assert isinstance(info.value, OSError)
+
+
+def test_an_honest_profile_never_breaks_its_bound_against_the_real_clock() -> None:
+    """3σ Gaussian noise alone breaks a 3σ bound on ~0.27% of stamps; an honest clock must break it on none.
+
+    σ = 20 µs, bound = 60 µs: the Gaussian tail beyond 3σ reaches µs past the bound, far more than
+    the two real-clock reads that sandwich each stamp take, so an unclipped clock fails here.
+    """
+    clock = from_spec("offset=0,noise=20us,bound=60us,drift=0,seed=3")
+    assert clock.describe()["honest"] is True
+    bound = clock.now().uncertainty_ns
+    worst = 0
+    for _ in range(20_000):
+        before = utc_to_tai_ns(time.time_ns())
+        stamp = clock.now().ptp_ns
+        after = utc_to_tai_ns(time.time_ns())
+        # The truth at the stamp lies in [before, after]: the error is beyond the bound only
+        # when the stamp is outside [before - bound, after + bound].
+        worst = max(worst, before - bound - stamp, stamp - after - bound)
+    assert worst <= 0, f"an honest clock broke its {bound} ns bound by {worst} ns"
+
+
+def test_an_honest_profile_clips_its_error_exactly_at_the_bound() -> None:
+    """With the truth pinned, every stamp's error is within the declared bound, offset and drift included."""
+    clock = from_spec("offset=120ns,noise=60ns,bound=300ns,drift=0,seed=5")
+    assert clock.describe()["honest"] is True
+    truth = clock._start_tai_ns
+    clock.true_tai_ns = lambda: truth  # type: ignore[method-assign]
+    errors = [clock.now().ptp_ns - truth for _ in range(50_000)]
+    assert max(abs(e) for e in errors) <= 300
+    # Still noisy on both sides of the offset, not a constant.
+    assert min(errors) < 120 < max(errors)
+
+
+def test_a_liar_is_not_clipped() -> None:
+    """Clipping is what makes an honest clock honest; a liar keeps its full error."""
+    clock = from_spec("liar,noise=0")
+    truth = clock._start_tai_ns
+    clock.true_tai_ns = lambda: truth  # type: ignore[method-assign]
+    assert clock.now().ptp_ns - truth == 10_000_000
