@@ -48,14 +48,27 @@ def _duration_ns(text: str) -> float:
     raise argparse.ArgumentTypeError(f"{text!r}: a duration such as 3ms, 500us or 50000ns")
 
 
+def _file_in_the_way(out: Path) -> Path | None:
+    """The existing non-folder at ``out`` or above it that would stop the demo making its folder."""
+    for path in (out, *out.parents):
+        if path.exists():
+            return None if path.is_dir() else path
+    return None
+
+
 def run_demo_command(args: argparse.Namespace) -> int:
     # Imported here: the demo pulls in OpenTelemetry and the analysis, which
     # `tempotrace decode` has no need to load.
     from ..demo.coordinator import DemoConfig, run_demo
     from ..demo.processes import WorkerError
+    from ..errors import TempoTraceError
 
     if args.ranks < 2:
         return fail("demo", "--ranks: the demo needs at least 2 honest ranks", EXIT_USAGE)
+    occupied = _file_in_the_way(args.out)
+    if occupied is not None:
+        where = "" if occupied == args.out else f"{occupied} "
+        return fail("demo", f"--out {args.out}: {where}is a file, not a folder", EXIT_USAGE)
     config = DemoConfig(
         ranks=args.ranks,
         iterations=args.iterations,
@@ -70,6 +83,10 @@ def run_demo_command(args: argparse.Namespace) -> int:
         return fail("demo", f"a worker failed (all workers stopped): {err}", EXIT_RUNTIME)
     except OSError as err:
         return fail("demo", f"{err}", EXIT_RUNTIME)
+    except (TempoTraceError, ValueError) as err:
+        # The workload ran, but its trace could not be analysed (e.g. the workers
+        # flushed nothing): a runtime failure of the demo, not bad user input.
+        return fail("demo", f"the analysis of the demo's trace failed: {err}", EXIT_RUNTIME)
     return EXIT_OK if result.ok else EXIT_CHECK_FAILED
 
 

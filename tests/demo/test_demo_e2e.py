@@ -199,3 +199,35 @@ def test_a_lie_smaller_than_a_hop_cannot_be_caught_and_the_demo_says_so(
     assert "[ok] no wrong decision on edges between honest clocks" in out
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["edges"]["wrong_total"] == 0 and report["lying_hosts"] == []
+
+
+def test_an_analysis_that_fails_is_a_runtime_failure_with_a_message_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Workers that flushed nothing leave an empty trace: the real analysis refuses it; the CLI says so, exit 3."""
+    import tempotrace_sdk.analysis as analysis
+
+    real_analyze = analysis.analyze_file
+
+    def analyze_after_nothing_was_flushed(path: str, *args: object, **kwargs: object) -> object:
+        Path(path).write_text("")  # as if every worker died before its exporter wrote a line
+        return real_analyze(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(analysis, "analyze_file", analyze_after_nothing_was_flushed)
+    code = main(["demo", "--ranks", "2", "--iterations", "1", "--no-liar", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert err.startswith("tempotrace demo: the analysis of the demo's trace failed")
+    assert "trace.jsonl" in err
+    assert "Traceback" not in err
+
+
+def test_out_naming_an_existing_file_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    occupied = tmp_path / "results.txt"
+    occupied.write_text("keep me")
+    assert main(["demo", "--ranks", "2", "--iterations", "1", "--out", str(occupied)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {occupied}: is a file, not a folder" in err
+    assert main(["demo", "--ranks", "2", "--iterations", "1", "--out", str(occupied / "sub")]) == 2
+    assert f"--out {occupied / 'sub'}: {occupied} is a file, not a folder" in capsys.readouterr().err
+    assert occupied.read_text() == "keep me"
