@@ -5,8 +5,12 @@ Spans are buffered per trace; a trace is analysed when it has not been seen
 for ``window_spans`` spans (or at end of input). Memory is therefore the spans
 of the traces active within the last window (default 100,000 spans), plus
 per-host and per-host-pair counters, plus whatever is kept for rendering
-(``keep`` spans, capped). An edge whose spans fall on both sides of a flush
-(a trace idle for longer than the window) is counted as unresolved, not guessed.
+(``keep`` spans, capped). A parent -> child edge whose spans fall on both sides
+of a flush (a trace idle for longer than the window) is counted as unresolved,
+not guessed. A hop split that way still finds its sender: client spans of
+analysed traces are remembered, and receive spans wait for their client, both
+in maps bounded by the window. A hop whose sender never shows up is decided and
+counted, but its contradictions are "unattributed": no host is blamed for them.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ __all__ = ["Analyzer"]
 SERVER = 2
 DEFAULT_WINDOW = 100_000
 DEFAULT_KEEP = 20_000
+#: Senders, waiting receivers and analysed trace ids remembered: the window, but at least this many
+#: (a few MB), so that a small window does not lose hops split across a flush.
+MIN_REMEMBER = 4096
 #: How often (in spans) to look at the clock for a progress line; a line at most every 2 s.
 PROGRESS_EVERY = 20_000
 
@@ -57,6 +64,14 @@ class Analyzer:
         self.report = AnalysisReport(source=source, topology=self.topology.to_dict() if topology else None)
         self._t0 = time.monotonic()
         self._next_progress = self._t0 + 2.0
+        # Client spans (span id -> record) of traces already analysed: a hop split by a flush finds its sender.
+        self._senders: OrderedDict[str, SpanRecord] = OrderedDict()
+        # Receive spans whose client span has not been analysed yet (client span id -> receive spans).
+        self._waiting: OrderedDict[str, list[SpanRecord]] = OrderedDict()
+        self._waiting_n = 0
+        # Trace ids already analysed (a trace flushed in parts counts once while its id is remembered).
+        self._done_traces: OrderedDict[str, None] = OrderedDict()
+        self._remember = max(self.window, MIN_REMEMBER)
 
     # -- input ------------------------------------------------------------------
     def add(self, span: SpanRecord) -> None:
@@ -114,6 +129,12 @@ class Analyzer:
             _, spans = self._open.popitem(last=False)
             self._analyse_trace(spans)
         self._buffered = 0
+        # Senders that never showed up: decide the hops, blame nobody.
+        while self._waiting:
+            _, receivers = self._waiting.popitem(last=False)
+            for s in receivers:
+                self._hop(s, None, len(self.report.hops_kept) < self.keep)
+        self._waiting_n = 0
         rep = self.report
         rep.edges = self.counts
         rep.faults = self.ledger.attribute()
@@ -123,7 +144,15 @@ class Analyzer:
     # -- one trace ----------------------------------------------------------------
     def _analyse_trace(self, spans: list[SpanRecord]) -> None:
         rep = self.report
-        rep.traces += 1
+        rep.trace_parts += 1
+        done, tid = self._done_traces, spans[0].trace_id
+        if tid in done:
+            done.move_to_end(tid)
+        else:
+            rep.traces += 1
+            done[tid] = None
+            if len(done) > self._remember:
+                done.popitem(last=False)
         by_id: dict[str, SpanRecord] = {}
         for s in spans:
             if s.span_id in by_id:  # the same span exported twice: count it once
@@ -154,7 +183,33 @@ class Analyzer:
                 ):
                     self._edge("child_end", s.end_event(), parent.end_event())
             if s.remote is not None:
-                self._hop(s, parent, keep)
+                client = parent if parent is not None else self._senders.get(s.parent_id)
+                if client is None and s.parent_id:
+                    self._wait(s)
+                else:
+                    self._hop(s, client, keep)
+        senders, waiting = self._senders, self._waiting
+        for s in by_id.values():
+            if s.sends:
+                senders[s.span_id] = s
+                if len(senders) > self._remember:
+                    senders.popitem(last=False)
+                if waiting:
+                    receivers = waiting.pop(s.span_id, None)
+                    if receivers is not None:
+                        self._waiting_n -= len(receivers)
+                        for r in receivers:
+                            self._hop(r, s, len(rep.hops_kept) < self.keep)
+
+    def _wait(self, s: SpanRecord) -> None:
+        """Hold a receive span until its client span is analysed (bounded by the window)."""
+        self._waiting.setdefault(s.parent_id, []).append(s)
+        self._waiting_n += 1
+        while self._waiting_n > self._remember:
+            _, receivers = self._waiting.popitem(last=False)
+            self._waiting_n -= len(receivers)
+            for r in receivers:
+                self._hop(r, None, len(self.report.hops_kept) < self.keep)
 
     @staticmethod
     def _end_edge(parent: SpanRecord, child: SpanRecord) -> bool:
@@ -180,20 +235,23 @@ class Analyzer:
         matched = client is not None and any(lts == remote.lts for lts, _, _ in client.sends)
         if matched:
             rep.hops_matched += 1
+        # An unknown sender is never guessed: "?" only reaches the topology (whose unknown-host extra
+        # is the worst case) and the rendered record, never the fault ledger (attributed=False).
+        attributed = client is not None
         host = client.host if client is not None else "?"
         record = keep and len(rep.hops_kept) < self.keep
         start = s.start
         if not record and self._physics("hop", remote, start, host, s.host, remote.ptp_ns,
-                                         s.otel_start_ns if start.ptp_ns is None else start.ptp_ns):
+                                         s.otel_start_ns if start.ptp_ns is None else start.ptp_ns, attributed):
             return
         send = Event("send", s.parent_id, host, remote, s.remote_sketch, remote.ptp_ns)
         recv = s.start_event()
-        decision = self._edge("hop", send, recv)
+        decision = self._edge("hop", send, recv, attributed)
         if record:
             rep.hops_kept.append(_hop_record(s, host, send, recv, decision, matched))
 
     def _physics(self, kind: str, sa: Stamp, sb: Stamp, host_a: str, host_b: str, raw_a: int | None,
-                 raw_b: int | None) -> bool:
+                 raw_b: int | None, attributed: bool = True) -> bool:
         """Count the known edge a -> b if physics settles it (order.decide's first rule, §2.1) and
         return True; return False, counting nothing, when the later rules must speak.
 
@@ -218,15 +276,20 @@ class Analyzer:
                 c.naive_inversions += 1
             elif raw_a == raw_b:
                 c.naive_ties += 1
-        self.ledger.edge(host_a, host_b)
+        if attributed:
+            self.ledger.edge(host_a, host_b)
         if gap_ab > 0:
             c.decided["physics"] += 1
         else:
             c.wrong["physics"] += 1
-            self.ledger.physics_violation(host_a, host_b, gap_ba, ua, ub)
+            if attributed:
+                c.wrong_pair(host_a, host_b, "physics")
+                self.ledger.physics_violation(host_a, host_b, gap_ba, ua, ub)
+            else:
+                c.unattributed += 1
         return True
 
-    def _edge(self, kind: str, a: Event, b: Event) -> Decision:
+    def _edge(self, kind: str, a: Event, b: Event, attributed: bool = True) -> Decision:
         extra = 0 if self._flat or a.host == b.host else self.topology.extra_ns(a.host, b.host)
         d = decide(a, b, extra)
         c = self.counts
@@ -237,7 +300,8 @@ class Analyzer:
                 c.naive_inversions += 1
             elif a.raw_ns == b.raw_ns:
                 c.naive_ties += 1
-        self.ledger.edge(a.host, b.host)
+        if attributed:
+            self.ledger.edge(a.host, b.host)
         rel = d.relation
         if rel in CONSISTENT:
             c.decided[d.method.value] += 1
@@ -245,6 +309,10 @@ class Analyzer:
             c.decided["undecided"] += 1
         else:
             c.wrong[d.method.value] += 1
+            if not attributed:
+                c.unattributed += 1
+                return d
+            c.wrong_pair(a.host, b.host, d.method.value)
             if d.method is Method.PHYSICS:
                 self.ledger.physics_violation(a.host, b.host, d.gap_ns or 0, a.stamp.uncertainty_ns,
                                               b.stamp.uncertainty_ns)

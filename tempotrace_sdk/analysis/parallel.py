@@ -65,6 +65,8 @@ def _merge_counts(parts: list[EdgeCounts]) -> EdgeCounts:
             out.wrong[key] += n
         out.naive_inversions += c.naive_inversions
         out.naive_ties += c.naive_ties
+        out.wrong_pairs.update(c.wrong_pairs)
+        out.unattributed += c.unattributed
     return out
 
 
@@ -99,7 +101,8 @@ def analyze_parallel(
     rep = AnalysisReport(source=path, topology=reports[0].topology)
     for r in reports:
         rep.spans += r.spans
-        rep.traces += r.traces
+        rep.traces += r.traces  # shards own disjoint trace ids
+        rep.trace_parts += r.trace_parts
         rep.hops += r.hops
         rep.hops_matched += r.hops_matched
         rep.unresolved_parents += r.unresolved_parents

@@ -6,6 +6,7 @@ Perfetto writers take their numbers from it, so all three outputs agree.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,10 @@ class EdgeCounts:
     ``decided`` counts decisions that agree with the edge, by method (plus
     "undecided"); ``wrong`` counts confident decisions that contradict it, by
     method; every physics or Lamport contradiction is also clock-fault evidence.
+    ``wrong_pairs`` tallies the wrong decisions per (host, host, method), the pair
+    sorted; ``unattributed`` counts wrong decisions on hops whose sender span was
+    not in the input (no host pair to tally or blame). Together they add up to
+    the sum of ``wrong``.
     """
 
     total: int = 0
@@ -37,6 +42,17 @@ class EdgeCounts:
     wrong: dict[str, int] = field(default_factory=lambda: _zero(METHODS))
     naive_inversions: int = 0
     naive_ties: int = 0
+    wrong_pairs: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    unattributed: int = 0
+
+    def wrong_pair(self, host_a: str, host_b: str, method: str) -> None:
+        """Tally one wrong decision on a known edge between these hosts."""
+        key = (host_a, host_b, method) if host_a <= host_b else (host_b, host_a, method)
+        self.wrong_pairs[key] += 1
+
+    def wrong_by_pair(self) -> list[dict[str, Any]]:
+        """``wrong_pairs`` as JSON: [{"hosts": [a, b], "method": m, "count": n}], a <= b, sorted."""
+        return [{"hosts": [a, b], "method": m, "count": n} for (a, b, m), n in sorted(self.wrong_pairs.items())]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,6 +74,7 @@ class AnalysisReport:
     topology: dict[str, Any] | None = None
     spans: int = 0
     traces: int = 0
+    trace_parts: int = 0
     hops: int = 0
     hops_matched: int = 0
     unresolved_parents: int = 0
@@ -123,11 +140,14 @@ class AnalysisReport:
             "summary": self.summary(),
             "spans": self.spans,
             "traces": self.traces,
+            "trace_parts": self.trace_parts,
             "hops": {"total": self.hops, "matched": self.hops_matched},
             "unresolved_parents": self.unresolved_parents,
             "duplicate_spans": self.duplicate_spans,
             "edges": self.edges.to_dict(),
             "faults": [f.to_dict() for f in self.faults],
+            "unattributed": self.edges.unattributed,
+            "wrong_by_pair": self.edges.wrong_by_pair(),
             "lying_hosts": self.lying_hosts,
             "suspect_hosts": self.suspect_hosts,
             "topology": self.topology,
@@ -159,8 +179,12 @@ class AnalysisReport:
             lines.append(f"  spans exported more than once: {self.duplicate_spans:,} (counted once)")
         if self.unresolved_parents:
             lines.append(f"  parents not in the input: {self.unresolved_parents:,} (their edges are not counted)")
+        if e.unattributed:
+            lines.append(f"  unattributed: {e.unattributed:,} wrong decisions on hops whose sender span is not in the "
+                         "input (no host blamed)")
         if not self.faults:
-            lines.append("  clock faults: none (every bound held on every known edge)")
+            lines.append("  clock faults: none attributed to a host" if e.unattributed
+                         else "  clock faults: none (every bound held on every known edge)")
         for f in self.faults:
             lines.append(
                 f"  clock fault: {f.host} {f.verdict.upper()} ({f.kind}): {f.violations:,} of {f.edges:,} edges "
