@@ -3,8 +3,9 @@
 # with the Python codec through conformance/run (protocol: conformance/PROTOCOL.md).
 #
 #   conformance-c-build  warnings-as-errors build of libttext.a + adapter; C unit tests
-#   conformance-c-asan   the same sources under ASan+UBSan: unit tests and the FULL
-#                        vector suite through the sanitized adapter (+ valgrind if present)
+#   conformance-c-asan   the same sources under ASan+UBSan: unit tests, the FULL
+#                        vector suite and 2,000 seeded mutations through the sanitized
+#                        adapter, compared with Python (+ valgrind if present)
 #   conformance-fuzz     seeded, bounded fuzz pass (vector-derived and random inputs)
 #                        through the sanitized codec and request parser
 #   conformance-run      every vector, then 20,000 seeded mutations of their inputs, through
@@ -71,7 +72,8 @@ conformance-c-build: $(TTEXT_OUT)/libttext.a $(TTEXT_OUT)/ttext-adapter $(TTEXT_
 
 conformance-c-asan: venv $(TTEXT_OUT)/ttext-adapter-asan $(TTEXT_OUT)/test_ttext-asan
 	$(TTEXT_SAN_ENV) $(TTEXT_OUT)/test_ttext-asan
-	$(TTEXT_SAN_ENV) PYTHON=$(PY) conformance/run --impl c-asan=$(TTEXT_OUT)/ttext-adapter-asan
+	$(TTEXT_SAN_ENV) PYTHON=$(PY) conformance/run --impl python --impl c-asan=$(TTEXT_OUT)/ttext-adapter-asan \
+	  --differential 2000 --seed $(TTEXT_FUZZ_SEED)
 	@if command -v valgrind >/dev/null 2>&1; then \
 	  PYTHON=$(PY) conformance/run --timeout 60 \
 	    --impl "c-valgrind=valgrind -q --error-exitcode=99 --leak-check=full $(TTEXT_OUT)/ttext-adapter"; \

@@ -165,6 +165,11 @@ def text_decode_cases() -> list[dict[str, Any]]:
             "\U0001f600" * 256,
             "TEXT_ALPHABET",
         ),
+        # Only space and tab are OWS: an implementation that also strips CR
+        # or FF (C's isspace does) must fail these.
+        _text_invalid("trailing lone CR is not OWS", ["Alphabet", "Ows"], good + "\r", "TEXT_ALPHABET"),
+        _text_invalid("leading lone CR is not OWS", ["Alphabet", "Ows"], "\r" + good, "TEXT_ALPHABET"),
+        _text_invalid("trailing form feed is not OWS", ["Alphabet", "Ows"], good + "\f", "TEXT_ALPHABET"),
     ]
 
 

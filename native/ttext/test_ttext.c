@@ -178,6 +178,9 @@ static void test_text(void)
     CHECK_ST(ttext_from_text(buf, 72, &d), TTEXT_E_TEXT_LENGTH);
     CHECK_ST(ttext_from_text(buf, 70, &d), TTEXT_E_TEXT_LENGTH);
     CHECK_ST(ttext_from_text(buf, 0, &d), TTEXT_E_TEXT_LENGTH);
+    /* NULL with length 0 is an empty value, not a pointer to scan. */
+    CHECK_ST(ttext_from_text(NULL, 0, &d), TTEXT_E_TEXT_LENGTH);
+    CHECK_ST(ttext_from_text("  \t ", 4, &d), TTEXT_E_TEXT_LENGTH);
 
     /* OWS stripping. */
     sprintf(buf, " \t%s\t ", text);

@@ -231,6 +231,10 @@ ttext_status ttext_text_to_bytes(const char *text, size_t len, uint8_t out[TTEXT
     }
     while (len > 0 && is_ows(s[len - 1]))
         len--;
+    /* Nothing left (also covers text == NULL with len == 0, which the
+     * memchr calls below must never see). */
+    if (len == 0)
+        return TTEXT_E_TEXT_LENGTH;
 
     /* Whole-string rules in precedence order: each scans everything, so a
      * comma anywhere wins over padding, which wins over the alphabet. */
