@@ -56,6 +56,9 @@ def test_with_a_liar_every_hop_is_traced_honest_edges_are_never_wrong_and_the_li
     assert report["faults"][0]["kind"] == "physics"
     assert report["edges"]["wrong"]["lamport"] == 0 and report["edges"]["wrong"]["svc"] == 0
     assert report["edges"]["wrong_total"] == report["faults"][0]["violations"] > 0
+    # Per host pair: every wrong decision has the liar on one end; none is left unattributed.
+    assert report["wrong_by_pair"] and all("node1" in e["hosts"] for e in report["wrong_by_pair"])
+    assert report["unattributed"] == 0
     assert result.ok, result.checks
 
     # One folder holds everything, and the printed summary names it all.
