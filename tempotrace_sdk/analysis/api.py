@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .analyzer import DEFAULT_KEEP, DEFAULT_WINDOW, Analyzer
 from .events import SpanRecord
-from .otlp_reader import iter_spans, record_from_attrs
+from .otlp_reader import TraceFileError, iter_spans, record_from_attrs
 from .report import AnalysisReport
 from .topology import Topology, load_topology
 
@@ -66,10 +66,15 @@ def analyze_file(
     if jobs > 1 and path != "-":
         from .parallel import analyze_parallel
 
-        return analyze_parallel(path, topo, jobs, keep=keep, window_spans=window_spans, progress=progress)
-    analyzer = Analyzer(topo, window_spans=window_spans, keep=keep, progress=progress, source=path)
-    analyzer.add_all(iter_spans(path))
-    return analyzer.finish()
+        report = analyze_parallel(path, topo, jobs, keep=keep, window_spans=window_spans, progress=progress)
+    else:
+        analyzer = Analyzer(topo, window_spans=window_spans, keep=keep, progress=progress, source=path)
+        analyzer.add_all(iter_spans(path))
+        report = analyzer.finish()
+    if report.spans == 0:
+        # Trace lines without a single span are no trace (§5: an empty file is bad input).
+        raise TraceFileError("<stdin>" if path == "-" else path, 0, "no spans")
+    return report
 
 
 _KIND_NUMBERS = {"INTERNAL": 1, "SERVER": 2, "CLIENT": 3, "PRODUCER": 4, "CONSUMER": 5}

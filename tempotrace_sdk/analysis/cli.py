@@ -60,6 +60,10 @@ def run_analyze(args: argparse.Namespace) -> int:
     try:
         if args.jobs < 1:
             return _fail("analyze", "--jobs must be >= 1", EXIT_USAGE)
+        if args.window < 1:
+            return _fail("analyze", f"--window must be >= 1 span (got {args.window})", EXIT_USAGE)
+        if args.keep < 0:
+            return _fail("analyze", f"--keep must be >= 0 spans (got {args.keep})", EXIT_USAGE)
         with gc_paused():
             report = analyze_file(args.trace, args.topology, keep=keep, window_spans=args.window, progress=progress,
                                   jobs=args.jobs)
