@@ -29,6 +29,9 @@ from .topology import Topology
 
 __all__ = ["Analyzer"]
 
+#: What a hop needs of its client span: the host and the headers it injected (SpanRecord.sends).
+Sender = tuple[str, tuple[tuple[int, int | None, int | None], ...]]
+
 SERVER = 2
 DEFAULT_WINDOW = 100_000
 DEFAULT_KEEP = 20_000
@@ -65,7 +68,7 @@ class Analyzer:
         self._t0 = time.monotonic()
         self._next_progress = self._t0 + 2.0
         # Client spans (span id -> record) of traces already analysed: a hop split by a flush finds its sender.
-        self._senders: OrderedDict[str, SpanRecord] = OrderedDict()
+        self._senders: OrderedDict[str, Sender] = OrderedDict()
         # Receive spans whose client span has not been analysed yet (client span id -> receive spans).
         self._waiting: OrderedDict[str, list[SpanRecord]] = OrderedDict()
         self._waiting_n = 0
@@ -183,7 +186,7 @@ class Analyzer:
                 ):
                     self._edge("child_end", s.end_event(), parent.end_event())
             if s.remote is not None:
-                client = parent if parent is not None else self._senders.get(s.parent_id)
+                client = (parent.host, parent.sends) if parent is not None else self._senders.get(s.parent_id)
                 if client is None and s.parent_id:
                     self._wait(s)
                 else:
@@ -191,7 +194,7 @@ class Analyzer:
         senders, waiting = self._senders, self._waiting
         for s in by_id.values():
             if s.sends:
-                senders[s.span_id] = s
+                senders[s.span_id] = sender = (s.host, s.sends)  # not the record: less to keep
                 if len(senders) > self._remember:
                     senders.popitem(last=False)
                 if waiting:
@@ -199,7 +202,7 @@ class Analyzer:
                     if receivers is not None:
                         self._waiting_n -= len(receivers)
                         for r in receivers:
-                            self._hop(r, s, len(rep.hops_kept) < self.keep)
+                            self._hop(r, sender, len(rep.hops_kept) < self.keep)
 
     def _wait(self, s: SpanRecord) -> None:
         """Hold a receive span until its client span is analysed (bounded by the window)."""
@@ -227,18 +230,18 @@ class Analyzer:
             and child.otel_end_ns <= parent.otel_end_ns
         )
 
-    def _hop(self, s: SpanRecord, client: SpanRecord | None, keep: bool) -> None:
+    def _hop(self, s: SpanRecord, client: Sender | None, keep: bool) -> None:
         rep = self.report
         remote = s.remote
         assert remote is not None
         rep.hops += 1
-        matched = client is not None and any(lts == remote.lts for lts, _, _ in client.sends)
+        matched = client is not None and any(lts == remote.lts for lts, _, _ in client[1])
         if matched:
             rep.hops_matched += 1
         # An unknown sender is never guessed: "?" only reaches the topology (whose unknown-host extra
         # is the worst case) and the rendered record, never the fault ledger (attributed=False).
         attributed = client is not None
-        host = client.host if client is not None else "?"
+        host = client[0] if client is not None else "?"
         record = keep and len(rep.hops_kept) < self.keep
         start = s.start
         if not record and self._physics("hop", remote, start, host, s.host, remote.ptp_ns,
