@@ -12,7 +12,7 @@ BENCH_STEPS += bench-clock
 # machine); elsewhere the tests skip with a reason, so this step stays quiet.
 clocks-linuxptp:
 	@pkgs=""; \
-	command -v ptp4l >/dev/null 2>&1 || pkgs="linuxptp"; \
+	command -v ptp4l >/dev/null 2>&1 || pkgs=" linuxptp"; \
 	command -v ip >/dev/null 2>&1 || pkgs="$$pkgs iproute2"; \
 	if [ -z "$$pkgs" ]; then :; \
 	elif [ "$$(id -u)" != 0 ]; then echo "clocks: not root, ptp4l tests will skip (missing:$$pkgs)"; \
