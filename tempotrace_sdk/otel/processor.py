@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opentelemetry import context as context_api
@@ -105,6 +105,15 @@ def stamp_end(state: TempoTraceState, span: Span, span_id: int, ts: Timestamp) -
 _END_ATTRS_MAX = 9
 
 
+def _send_arrays(sends: Sequence[tuple[int, int, int]]) -> dict[str, tuple[int, ...]]:
+    """The span's send.* attributes: one entry per injected header, in send order."""
+    return {
+        SEND_LTS: tuple(s[0] for s in sends),
+        SEND_PTP_NS: tuple(s[1] for s in sends),
+        SEND_UNCERTAINTY_NS: tuple(s[2] for s in sends),
+    }
+
+
 def _end_attrs(
     state: TempoTraceState, record: SpanRecord | None, ts: Timestamp, start_verdict: Any, *, finish: bool
 ) -> dict[str, Any]:
@@ -123,9 +132,7 @@ def _end_attrs(
     # in the still-open record and _on_ending collects it.
     sends = state.take_sends(record, finish) if record is not None and (finish or record.sends) else None
     if sends:
-        attrs[SEND_LTS] = tuple(s[0] for s in sends)
-        attrs[SEND_PTP_NS] = tuple(s[1] for s in sends)
-        attrs[SEND_UNCERTAINTY_NS] = tuple(s[2] for s in sends)
+        attrs.update(_send_arrays(sends))
     if state.policy is not None and start_verdict == "pass":
         contract = state.contract
         if contract is not None:
@@ -253,11 +260,7 @@ class TempoTraceSpanProcessor(SpanProcessor):
                 extra: dict[str, Any] = {}
                 sends = state.take_sends(record, True)
                 if sends:  # sends after our decorator stamped the end: rare, keep them
-                    extra = {
-                        SEND_LTS: tuple(s[0] for s in sends),
-                        SEND_PTP_NS: tuple(s[1] for s in sends),
-                        SEND_UNCERTAINTY_NS: tuple(s[2] for s in sends),
-                    }
+                    extra = _send_arrays(sends)
             else:
                 clock = state._clock
                 ts = (clock if clock is not None else state.clock).now()
