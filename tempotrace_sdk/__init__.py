@@ -8,9 +8,9 @@ The clock, OpenTelemetry and analysis names below are loaded on first use
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ._lazy import lazy_attributes
 from .clocks.base import ClockSource, Timestamp
 from .errors import (
     ClockError,
@@ -82,17 +82,7 @@ if TYPE_CHECKING:
     from .otel.configure import configure
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tempotrace_sdk' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 
 
 __all__ = [

@@ -11,11 +11,11 @@ imports ``clocks.base`` and so runs this file: it must stay cheap and sans-IO.
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_attributes
 from .base import ClockSource, Timestamp, saturate_uncertainty
 from .leapseconds import tai_to_utc_ns, utc_to_tai_ns
 
@@ -72,17 +72,7 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tempotrace_sdk.clocks' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 
 
 __all__ = [
