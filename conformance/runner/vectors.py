@@ -107,7 +107,8 @@ def _encode(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
 
 
 def _sketch_hash(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
-    return {"op": "sketch_indices", "spanId": _need(t, "spanId")}, _error_or(t, ("h1", "h2", "indices", "sketch"))
+    req = {"op": "sketch_indices", "spanId": _need(t, "spanId")}
+    return req, _error_or(t, ("h1", "h2", "indices", "sketch", "popcount"))
 
 
 def _sketch_merge(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
@@ -129,11 +130,14 @@ def _lamport(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
             steps.append(f"merge:{_need(op, 'remote')}")
         else:
             raise VectorError(f"tcId {t.get('tcId')}: unknown Lamport op {op!r}")
+    request = {"op": "lamport", "start": str(_need(t, "start")), "steps": steps}
+    if "results" not in t:  # the start value is refused: the whole request is answered with errorClass
+        return request, {"errorClass": str(_need(t, "errorClass"))}
     # Each step yields the new lts, or the errorClass of a refused merge.
     values = [str(r["errorClass"]) if "errorClass" in r else str(_need(r, "lts")) for r in _need(t, "results")]
     expect: dict[str, Value] = {"values": values}
     expect.update({k: norm(k, t[k]) for k in ("final", "saturated") if k in t})
-    return {"op": "lamport", "start": str(_need(t, "start")), "steps": steps}, expect
+    return request, expect
 
 
 GROUPS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Value]]]] = {

@@ -148,28 +148,104 @@ def text_decode_cases() -> list[dict[str, Any]]:
             "text of lts 2^63", ["TextThenBinary", "LtsPoisoning"], b64url(_poke(t, 13, b"\x80")), "LTS_RANGE"
         ),
         _text_invalid(
-            "257 x U+00E9: 257 characters (514 UTF-8 octets), over the cap",
+            "257 x U+00E9: 514 UTF-8 octets, over the cap",
             ["InputCap", "Alphabet"],
             "\u00e9" * 257,
             "TEXT_LENGTH",
         ),
+        # The next two were within the cap while it counted characters (until
+        # generator 1.1.0); it counts octets now (spec §5.2 step 1).
         _text_invalid(
-            "256 x U+00E9: 256 characters (512 UTF-8 octets): the cap counts characters",
-            ["InputCap", "Alphabet"],
+            "256 x U+00E9: 256 characters but 512 UTF-8 octets: over the cap, which counts octets",
+            ["InputCap", "OctetCount"],
             "\u00e9" * 256,
-            "TEXT_ALPHABET",
+            "TEXT_LENGTH",
         ),
         _text_invalid(
-            "256 x U+1F600 (4 UTF-8 octets each): within the cap",
-            ["InputCap", "Alphabet"],
+            "256 x U+1F600 (4 UTF-8 octets each): 1024 octets, over the cap",
+            ["InputCap", "OctetCount"],
             "\U0001f600" * 256,
-            "TEXT_ALPHABET",
+            "TEXT_LENGTH",
         ),
         # Only space and tab are OWS: an implementation that also strips CR
         # or FF (C's isspace does) must fail these.
         _text_invalid("trailing lone CR is not OWS", ["Alphabet", "Ows"], good + "\r", "TEXT_ALPHABET"),
         _text_invalid("leading lone CR is not OWS", ["Alphabet", "Ows"], "\r" + good, "TEXT_ALPHABET"),
         _text_invalid("trailing form feed is not OWS", ["Alphabet", "Ows"], good + "\f", "TEXT_ALPHABET"),
+        # -- appended: the cap counts UTF-8 octets (spec §5.2 step 1) ------------------
+        *_octet_cap_cases(good),
+    ]
+
+
+def _octet_cap_cases(good: str) -> list[dict[str, Any]]:
+    """Inputs that sit at the cap only when counted in UTF-8 octets (a lone surrogate: 3).
+
+    Each pair is one octet apart across the cap; an implementation counting
+    characters, UTF-16 code units, or a lone surrogate as 1 octet (Java's
+    getBytes writes '?') or as 6 gets one of the pair wrong.
+    """
+    e, smile, hi, lo = "\u00e9", "\U0001f600", "\ud800", "\udc00"
+    cap, over = ["InputCap", "OctetCount"], "TEXT_LENGTH"
+    return [
+        _text_invalid("128 x U+00E9: 256 octets, at the cap", [*cap, "Alphabet"], e * 128, "TEXT_ALPHABET"),
+        _text_invalid("128 x U+00E9 + 'A': 129 characters, 257 octets", cap, e * 128 + "A", over),
+        _text_invalid(
+            "valid text + 183 spaces + U+00E9: 256 octets",
+            [*cap, "Ows", "Alphabet"],
+            good + " " * 183 + e,
+            "TEXT_ALPHABET",
+        ),
+        _text_invalid(
+            "valid text + 184 spaces + U+00E9: 256 characters, 257 octets", [*cap, "Ows"], good + " " * 184 + e, over
+        ),
+        _text_invalid(
+            "64 x U+1F600: 256 octets (128 UTF-16 code units)", [*cap, "Alphabet"], smile * 64, "TEXT_ALPHABET"
+        ),
+        _text_invalid(
+            "64 x U+1F600 + 'A': 257 octets (129 UTF-16 code units, 65 characters)", cap, smile * 64 + "A", over
+        ),
+        _text_invalid(
+            "71 x U+1F600: 71 characters but 284 octets: the cap comes before the length rule", cap, smile * 71, over
+        ),
+        _text_invalid(
+            "128 x U+00E9 + ',': 257 octets: the cap comes before TEXT_MULTIPLE",
+            [*cap, "Precedence"],
+            e * 128 + ",",
+            over,
+        ),
+        _text_invalid(
+            "252 x 'A' + U+1F600 (a surrogate pair in JSON): one 4-octet character, 256 octets",
+            [*cap, "Alphabet"],
+            "A" * 252 + smile,
+            "TEXT_ALPHABET",
+        ),
+        _text_invalid("253 x 'A' + U+1F600: 257 octets", cap, "A" * 253 + smile, over),
+        _text_invalid(
+            "253 x 'A' + lone surrogate U+D800: 256 octets (a lone surrogate counts 3)",
+            [*cap, "LoneSurrogate", "Alphabet"],
+            "A" * 253 + hi,
+            "TEXT_ALPHABET",
+        ),
+        _text_invalid("254 x 'A' + lone surrogate U+D800: 257 octets", [*cap, "LoneSurrogate"], "A" * 254 + hi, over),
+        _text_invalid(
+            "250 x 'A' + U+DC00 U+D800 (low then high: two lone surrogates, not a pair): 256 octets",
+            [*cap, "LoneSurrogate", "Alphabet"],
+            "A" * 250 + lo + hi,
+            "TEXT_ALPHABET",
+        ),
+        _text_invalid("251 x 'A' + U+DC00 U+D800: 257 octets", [*cap, "LoneSurrogate"], "A" * 251 + lo + hi, over),
+        _text_invalid(
+            "lone surrogate U+D800 in place of one character of a valid text",
+            ["LoneSurrogate", "Alphabet"],
+            good[:10] + hi + good[11:],
+            "TEXT_ALPHABET",
+        ),
+        _text_invalid(
+            "lone low surrogate U+DC00 after a valid text",
+            ["LoneSurrogate", "Alphabet"],
+            good + lo,
+            "TEXT_ALPHABET",
+        ),
     ]
 
 

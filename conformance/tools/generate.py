@@ -26,12 +26,13 @@ from typing import Any
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import cases_header
+import cases_lamport
 import cases_sketch
 import cases_text
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VECTORS = ROOT / "vectors"
-GENERATOR_VERSION = "1.0.0"
+GENERATOR_VERSION = "1.1.0"
 
 # What a flag means and which kind of bug it hunts (Wycheproof "notes").
 NOTES: dict[str, tuple[str, str]] = {
@@ -57,7 +58,19 @@ NOTES: dict[str, tuple[str, str]] = {
     "Padding": ("MALLEABILITY", "'=' padding is not part of the text form (spec 5.2)."),
     "Alphabet": ("MALLEABILITY", "Only A-Z a-z 0-9 - _ are allowed; no standard-base64 '+' '/' (spec 5.2)."),
     "TextLength": ("BASIC", "After OWS stripping the value must be exactly 71 characters (spec 5.2)."),
-    "InputCap": ("DOS", "Values longer than 256 characters are refused before any other work (spec 5.2)."),
+    "InputCap": (
+        "DOS",
+        "Values longer than 256 octets (UTF-8, as received) are refused before any other work (spec 5.2).",
+    ),
+    "OctetCount": (
+        "EDGE_CASE",
+        "The cap counts octets: 2 to 4 per non-ASCII character, not characters or UTF-16 code units (spec 5.2).",
+    ),
+    "LoneSurrogate": (
+        "EDGE_CASE",
+        "A lone surrogate (JSON and UTF-16 strings can hold one) counts 3 octets and is outside the alphabet "
+        "(spec 5.2).",
+    ),
     "NonCanonical": (
         "MALLEABILITY",
         "The 2 unused low bits of the last character must be zero, else two texts decode to one header (spec 5.2).",
@@ -65,13 +78,22 @@ NOTES: dict[str, tuple[str, str]] = {
     "MultipleValues": ("BASIC", "A comma-joined list of values is invalid (spec 5.3)."),
     "TextThenBinary": ("BASIC", "A well-formed text whose 53 bytes break a binary rule (spec 9.1)."),
     "CallerError": ("BASIC", "An encoder refuses field values outside their rule (spec 9.2)."),
-    "SpanIdHash": ("BASIC", "MurmurHash3_x64_128 words and the 4 bit indices of a span id (spec 8.2)."),
+    "SpanIdHash": (
+        "BASIC",
+        "MurmurHash3_x64_128 words, the 4 bit indices of a span id and the bits they set (spec 8.1, 8.2).",
+    ),
     "IndexCollision": ("EDGE_CASE", "Two or more of the 4 indices coincide: fewer than 4 bits set."),
     "SpanIdLength": ("BASIC", "A span id is exactly 8 bytes (spec 8.1)."),
     "Merge": ("BASIC", "Merging is bitwise OR; merging nothing gives the empty sketch (spec 8.3)."),
     "Membership": ("BASIC", "Member iff all 4 bits are set; FP estimate (popcount/256)^4 (spec 8.4)."),
     "FalsePositive": ("EDGE_CASE", "A span id never added that the sketch nevertheless contains."),
     "Lamport": ("BASIC", "tick: lts+1; merge: max(lts, remote)+1 (spec 10)."),
+    "LamportBound": (
+        "POISONING",
+        "A remote lts more than 2^44 (LAMPORT_MAX_AHEAD) ahead of the counter is not merged: the receive is a "
+        "plain tick (spec 10.1).",
+    ),
+    "LamportStart": ("BASIC", "A start outside 0..2^63-1 refuses the whole sequence: LTS_RANGE (spec 10)."),
     "LamportSaturation": ("POISONING", "The counter stops at 2^63-1 and never wraps (spec 10)."),
     "LamportRefused": ("POISONING", "A remote lts outside 0..2^63-1 is refused, counter unchanged (spec 10)."),
 }
@@ -91,7 +113,10 @@ FILES: dict[str, tuple[str, list[str]]] = {
     ),
     "tt_ext_v3_lamport_test.json": (
         "tt_ext_v3_lamport_test_schema.json",
-        ["The per-process Lamport counter: ticks, merges, refusal and saturation (spec/tt-ext-v3.md section 10)."],
+        [
+            "The per-process Lamport counter: ticks, merges, the merge bound, refusal and saturation "
+            "(spec/tt-ext-v3.md section 10)."
+        ],
     ),
 }
 
@@ -149,7 +174,7 @@ def build() -> dict[str, str]:
             ],
         ),
         "tt_ext_v3_lamport_test.json": _file(
-            "tt_ext_v3_lamport_test.json", [("LamportSequence", cases_sketch.lamport())]
+            "tt_ext_v3_lamport_test.json", [("LamportSequence", cases_lamport.lamport())]
         ),
     }
     return {name: canonical(obj) for name, obj in files.items()}

@@ -17,7 +17,9 @@ LTS_LIMIT = 1 << 63  # first invalid lts (spec §3.6)
 PTP_LIMIT = 1 << 63  # first unrepresentable ptp_ns
 HEADER_LEN = 53
 TEXT_LEN = 71
-TEXT_INPUT_CAP = 256
+TEXT_INPUT_CAP = 256  # octets of the value as received (spec §5.2 step 1)
+LTS_MAX = LTS_LIMIT - 1
+LAMPORT_MAX_AHEAD = 1 << 44  # spec §10.1
 
 TS_SOURCES = {0: "GTE", 1: "SW_GCC", 2: "CPU"}
 QUALITIES = {0: "OK", 1: "DEGRADED", 2: "UNKNOWN"}
@@ -183,10 +185,25 @@ def b64url_decode_bits(text: str) -> bytes:
     return bytes(int(bits[i : i + 8], 2) for i in range(0, usable, 8))
 
 
+def utf8_octets(value: str) -> bytes:
+    """The UTF-8 octets of a received value, a lone surrogate as its 3-octet form (spec §5.2)."""
+    out = bytearray()
+    for c in value:
+        cp = ord(c)
+        if cp < 0x80:
+            out.append(cp)
+        elif cp < 0x800:
+            out += bytes([0xC0 | cp >> 6, 0x80 | cp & 0x3F])
+        elif cp < 0x10000:  # including a lone surrogate U+D800..U+DFFF
+            out += bytes([0xE0 | cp >> 12, 0x80 | cp >> 6 & 0x3F, 0x80 | cp & 0x3F])
+        else:
+            out += bytes([0xF0 | cp >> 18, 0x80 | cp >> 12 & 0x3F, 0x80 | cp >> 6 & 0x3F, 0x80 | cp & 0x3F])
+    return bytes(out)
+
+
 def text_decode(value: str) -> tuple[bytes | None, str | None]:
     """(53 bytes, None) or (None, errorClass) for a received text value (spec §5.2, §9.1)."""
-    # Characters are code points; on UTF-8 octets: octets that are not 10xxxxxx.
-    if sum(1 for b in value.encode("utf-8") if b & 0xC0 != 0x80) > TEXT_INPUT_CAP:
+    if len(utf8_octets(value)) > TEXT_INPUT_CAP:
         return None, "TEXT_LENGTH"
     text = value.strip(" \t")
     if "," in text:
@@ -219,3 +236,32 @@ def encode_error(tenant: int, ptp_ns: int, ts_source: int, clk_quality: int, unc
     if not 0 <= lts < LTS_LIMIT:
         return "LTS_RANGE"
     return None
+
+
+# -- Lamport counter (spec §10) -------------------------------------------------
+def lamport_sequence(start: int, ops: list[dict[str, str]]) -> tuple[list[dict[str, str]], int, bool] | None:
+    """(results, final, saturated) of a counter started at ``start`` running ``ops``.
+
+    None when ``start`` itself is out of range (the whole sequence is
+    refused, LTS_RANGE). A refused merge gives ``{"errorClass": "LTS_RANGE"}``
+    and leaves the counter unchanged; a remote more than LAMPORT_MAX_AHEAD
+    ahead is not merged, so the receive is a plain tick (spec §10.1).
+    """
+    if not 0 <= start <= LTS_MAX:
+        return None
+    value, saturated, results = start, False, []
+    for op in ops:
+        base = value
+        if op["op"] == "merge":
+            remote = int(op["remote"])
+            if not 0 <= remote <= LTS_MAX:
+                results.append({"errorClass": "LTS_RANGE"})
+                continue
+            if value < remote <= value + LAMPORT_MAX_AHEAD:
+                base = remote
+        if base >= LTS_MAX:
+            value, saturated = LTS_MAX, True
+        else:
+            value = base + 1
+        results.append({"lts": str(value)})
+    return results, value, saturated

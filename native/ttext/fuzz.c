@@ -309,12 +309,21 @@ static void one_sketch_lamport(void)
         if (below(2)) {
             ttext_lamport_tick(&clock);
         } else {
-            uint64_t remote = rnd() >> below(3);
-            ttext_status st = ttext_lamport_merge(&clock, remote);
+            /* Random remotes are mostly far ahead or behind; half land near the
+             * bound, where merging stops (spec section 10.1). */
+            uint64_t remote = below(2) ? rnd() >> below(3)
+                                       : before + TTEXT_LAMPORT_MAX_AHEAD - 2 + below(4);
+            int merged = -1, ahead_ok = remote <= before || remote - before <= TTEXT_LAMPORT_MAX_AHEAD;
+            ttext_status st = ttext_lamport_receive(&clock, remote, &merged);
             if ((st == TTEXT_E_LTS_RANGE) != (remote > TTEXT_LTS_MAX))
                 VIOLATION("merge of %llu gave %s", (unsigned long long)remote, ttext_status_name(st));
-            if (st == TTEXT_OK && clock.value <= remote && remote < TTEXT_LTS_MAX)
+            if (st == TTEXT_OK && merged != ahead_ok)
+                VIOLATION("merged flag %d for remote %llu at %llu", merged, (unsigned long long)remote,
+                          (unsigned long long)before);
+            if (st == TTEXT_OK && merged && clock.value <= remote && remote < TTEXT_LTS_MAX)
                 VIOLATION("merge did not pass the remote value");
+            if (st == TTEXT_OK && !merged && clock.value != before + 1 && !clock.saturated)
+                VIOLATION("a receive that did not merge was not a plain tick");
         }
         if (clock.value < before || clock.value > TTEXT_LTS_MAX)
             VIOLATION("Lamport counter went back or past 2^63-1");

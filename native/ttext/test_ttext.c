@@ -211,18 +211,24 @@ static void test_text(void)
     buf[70] = B64[(strchr(B64, text[70]) - B64) | 2];
     CHECK_ST(ttext_from_text(buf, 71, &d), TTEXT_E_TEXT_NON_CANONICAL);
 
-    /* Length limit counts characters before stripping. */
+    /* The input cap counts octets as received, before stripping. */
     memset(buf, ' ', 300);
     memcpy(buf + 100, text, 71);
     CHECK_ST(ttext_from_text(buf, 256, &d), TTEXT_OK);
     CHECK_ST(ttext_from_text(buf, 257, &d), TTEXT_E_TEXT_LENGTH);
-    /* 200 two-byte characters: 400 bytes but 200 characters, so the
-     * alphabet rule (not the 256-character limit) rejects them. */
+    /* Two-octet characters: 128 of them are 256 octets, so the alphabet rule
+     * rejects them; 129 (and 200) are over the cap whatever the characters. */
     for (i = 0; i < 200; i++) {
         buf[2 * i] = (char)0xC3;
         buf[2 * i + 1] = (char)0xA9;
     }
-    CHECK_ST(ttext_from_text(buf, 2 * 200, &d), TTEXT_E_TEXT_ALPHABET); /* 200 chars */
+    CHECK_ST(ttext_from_text(buf, 2 * 128, &d), TTEXT_E_TEXT_ALPHABET);
+    CHECK_ST(ttext_from_text(buf, 2 * 128 + 1, &d), TTEXT_E_TEXT_LENGTH);
+    CHECK_ST(ttext_from_text(buf, 2 * 200, &d), TTEXT_E_TEXT_LENGTH);
+    /* Octets that are not UTF-8 at all (a Latin-1 server's bytes) count one each. */
+    memset(buf, 0xE9, 257);
+    CHECK_ST(ttext_from_text(buf, 256, &d), TTEXT_E_TEXT_ALPHABET);
+    CHECK_ST(ttext_from_text(buf, 257, &d), TTEXT_E_TEXT_LENGTH);
     CHECK_ST(ttext_text_to_bytes(buf, 0, raw), TTEXT_E_TEXT_LENGTH);
 
     /* A well-formed text whose bytes break a wire rule gets the wire error:
@@ -302,6 +308,7 @@ static void test_sketch(void)
 static void test_lamport(void)
 {
     ttext_lamport c = {0, 0};
+    int merged = -1;
 
     CHECK_ST(ttext_lamport_init(&c, UINT64_C(1) << 63), TTEXT_E_LTS_RANGE);
     CHECK_ST(ttext_lamport_init(&c, 0), TTEXT_OK);
@@ -315,14 +322,36 @@ static void test_lamport(void)
     CHECK_ST(ttext_lamport_merge(&c, UINT64_MAX), TTEXT_E_LTS_RANGE);
     CHECK(c.value == 12);
     /* Reaching the ceiling exactly is not saturation; going past it is. */
+    CHECK_ST(ttext_lamport_init(&c, TTEXT_LTS_MAX - 10), TTEXT_OK);
     CHECK_ST(ttext_lamport_merge(&c, TTEXT_LTS_MAX - 1), TTEXT_OK);
     CHECK(c.value == TTEXT_LTS_MAX && !c.saturated);
     CHECK(ttext_lamport_tick(&c) == 1 && c.value == TTEXT_LTS_MAX && c.saturated);
     CHECK_ST(ttext_lamport_merge(&c, UINT64_C(1) << 63), TTEXT_E_LTS_RANGE);
     CHECK(c.value == TTEXT_LTS_MAX && c.saturated);
+    /* A saturated remote from a fresh counter is far over the bound: not merged. */
     CHECK_ST(ttext_lamport_init(&c, 0), TTEXT_OK);
+    CHECK_ST(ttext_lamport_receive(&c, TTEXT_LTS_MAX, &merged), TTEXT_OK);
+    CHECK(c.value == 1 && !merged && !c.saturated);
     CHECK_ST(ttext_lamport_merge(&c, TTEXT_LTS_MAX), TTEXT_OK);
-    CHECK(c.value == TTEXT_LTS_MAX && c.saturated);
+    CHECK(c.value == 2 && !c.saturated);
+    /* Exactly TTEXT_LAMPORT_MAX_AHEAD ahead is merged; one more is not. */
+    CHECK_ST(ttext_lamport_init(&c, 1000), TTEXT_OK);
+    CHECK_ST(ttext_lamport_receive(&c, 1001 + TTEXT_LAMPORT_MAX_AHEAD, &merged), TTEXT_OK);
+    CHECK(c.value == 1001 && !merged);
+    CHECK_ST(ttext_lamport_receive(&c, 1001 + TTEXT_LAMPORT_MAX_AHEAD, &merged), TTEXT_OK);
+    CHECK(c.value == 1002 + TTEXT_LAMPORT_MAX_AHEAD && merged);
+    /* A remote behind the counter is merged (max keeps the local value). */
+    CHECK_ST(ttext_lamport_receive(&c, 3, &merged), TTEXT_OK);
+    CHECK(c.value == 1003 + TTEXT_LAMPORT_MAX_AHEAD && merged);
+    /* A refused (out-of-range) remote leaves the flag alone. */
+    merged = 7;
+    CHECK_ST(ttext_lamport_receive(&c, UINT64_C(1) << 63, &merged), TTEXT_E_LTS_RANGE);
+    CHECK(merged == 7 && c.value == 1003 + TTEXT_LAMPORT_MAX_AHEAD);
+    /* Within the bound, merging 2^63-1 saturates. */
+    CHECK_ST(ttext_lamport_init(&c, TTEXT_LTS_MAX - TTEXT_LAMPORT_MAX_AHEAD), TTEXT_OK);
+    CHECK_ST(ttext_lamport_receive(&c, TTEXT_LTS_MAX, &merged), TTEXT_OK);
+    CHECK(c.value == TTEXT_LTS_MAX && merged && c.saturated);
+    CHECK_ST(ttext_lamport_receive(NULL, 1, &merged), TTEXT_E_ARGUMENT);
 }
 
 static void test_names(void)

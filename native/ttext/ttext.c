@@ -194,20 +194,6 @@ ttext_status ttext_to_text(const ttext_header *h, char out[TTEXT_TEXT_BUF])
     return TTEXT_OK;
 }
 
-/* 1 when len bytes hold more than max UTF-8 code points (every byte that is
- * not a continuation byte 10xxxxxx starts one).  The cap is stated in
- * characters, so a C caller and a caller holding a Unicode string agree; the
- * scan stops at the first character past the cap, so a hostile value is never
- * read further than that (spec section 12.5). */
-static int more_code_points_than(const unsigned char *s, size_t len, size_t max)
-{
-    size_t i, n = 0;
-    for (i = 0; i < len; i++)
-        if ((s[i] & 0xC0u) != 0x80u && ++n > max)
-            return 1;
-    return 0;
-}
-
 static int is_ows(unsigned char c)
 {
     return c == ' ' || c == '\t';
@@ -222,7 +208,9 @@ ttext_status ttext_text_to_bytes(const char *text, size_t len, uint8_t out[TTEXT
 
     if (out == NULL || (text == NULL && len != 0))
         return TTEXT_E_ARGUMENT;
-    if (more_code_points_than(s, len, TTEXT_TEXT_MAX_INPUT))
+    /* The cap counts octets as received, before stripping (spec section
+     * 5.2 step 1): a hostile value is refused without reading it. */
+    if (len > TTEXT_TEXT_MAX_INPUT)
         return TTEXT_E_TEXT_LENGTH;
     /* Strip HTTP optional white space on both ends. */
     while (len > 0 && is_ows(s[0])) {
@@ -387,12 +375,23 @@ int ttext_lamport_tick(ttext_lamport *clock)
     return clock->saturated;
 }
 
-ttext_status ttext_lamport_merge(ttext_lamport *clock, uint64_t remote)
+ttext_status ttext_lamport_receive(ttext_lamport *clock, uint64_t remote, int *merged)
 {
+    int merge;
+
     if (clock == NULL)
         return TTEXT_E_ARGUMENT;
     if (remote > TTEXT_LTS_MAX)
         return TTEXT_E_LTS_RANGE; /* poisoning guard: state unchanged */
-    advance_from(clock, clock->value > remote ? clock->value : remote);
+    /* remote - value only when remote > value: no unsigned wrap-around. */
+    merge = remote <= clock->value || remote - clock->value <= TTEXT_LAMPORT_MAX_AHEAD;
+    advance_from(clock, merge && remote > clock->value ? remote : clock->value);
+    if (merged != NULL)
+        *merged = merge;
     return TTEXT_OK;
+}
+
+ttext_status ttext_lamport_merge(ttext_lamport *clock, uint64_t remote)
+{
+    return ttext_lamport_receive(clock, remote, NULL);
 }

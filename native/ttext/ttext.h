@@ -29,16 +29,16 @@ extern "C" {
 #endif
 
 /* Version of this library's API/ABI; bump on any incompatible change. */
-#define TTEXT_LIB_VERSION 1
+#define TTEXT_LIB_VERSION 2 /* 2: octet-based text cap, bounded Lamport merge */
 
 /* Sizes fixed by the wire contract (spec: header layout, text form). */
 #define TTEXT_WIRE_LEN 53       /* binary header length in bytes */
 #define TTEXT_VERSION 3         /* low nibble of byte 0 */
 #define TTEXT_TEXT_LEN 71       /* base64url of 53 bytes, no padding */
 #define TTEXT_TEXT_BUF 72       /* TTEXT_TEXT_LEN + NUL terminator */
-#define TTEXT_TEXT_MAX_INPUT 256 /* longer inputs (in characters, before
-                                   stripping) are refused unread: bounds the
-                                   work a hostile carrier can cause */
+#define TTEXT_TEXT_MAX_INPUT 256 /* longer inputs (in octets as received,
+                                   before stripping) are refused unread:
+                                   bounds the work a hostile carrier can cause */
 #define TTEXT_SKETCH_BYTES 32   /* m = 256 bits */
 #define TTEXT_SKETCH_BITS 256
 #define TTEXT_SKETCH_K 4        /* bits set per span id */
@@ -48,6 +48,9 @@ extern "C" {
 #define TTEXT_TENANT_MAX 15u
 #define TTEXT_UNCERTAINTY_MAX 65535u   /* 0xFFFF: ">= 65,535 ns" */
 #define TTEXT_LTS_MAX UINT64_C(0x7FFFFFFFFFFFFFFF) /* 2^63 - 1 */
+/* A received lts more than this far ahead of the local counter is not merged
+ * (spec section 10.1, Lamport poisoning containment). */
+#define TTEXT_LAMPORT_MAX_AHEAD (UINT64_C(1) << 44)
 
 /* ts_source values. */
 enum { TTEXT_SRC_GTE = 0, TTEXT_SRC_SW_GCC = 1, TTEXT_SRC_CPU = 2 };
@@ -73,7 +76,7 @@ typedef enum ttext_status {
     TTEXT_E_TENANT_ID,         /* tenant_id > 15 */
     TTEXT_E_UNCERTAINTY_RANGE, /* uncertainty_ns > 65535 */
     /* text form, checked before the wire rules, in this order */
-    TTEXT_E_TEXT_LENGTH,       /* > 256 chars, or not 71 after stripping */
+    TTEXT_E_TEXT_LENGTH,       /* > 256 octets, or not 71 after stripping */
     TTEXT_E_TEXT_MULTIPLE,     /* several values (contains ',') */
     TTEXT_E_TEXT_PADDING,      /* contains '=' */
     TTEXT_E_TEXT_ALPHABET,     /* a character outside A-Z a-z 0-9 - _ */
@@ -133,7 +136,7 @@ ttext_status ttext_to_text(const ttext_header *h, char out[TTEXT_TEXT_BUF]);
 
 /*
  * Text form -> raw 53 bytes, applying only the text rules: more than 256
- * characters (UTF-8 code points, counted before stripping) -> TEXT_LENGTH;
+ * octets (len, counted before stripping) -> TEXT_LENGTH;
  * strip surrounding spaces and tabs; then TEXT_MULTIPLE (','), TEXT_PADDING
  * ('='), TEXT_ALPHABET (any byte outside A-Za-z0-9-_, so all non-ASCII),
  * TEXT_LENGTH (not 71), TEXT_NON_CANONICAL.  text need not be NUL-terminated;
@@ -202,8 +205,15 @@ int ttext_lamport_tick(ttext_lamport *clock);
 /*
  * Receive: value = max(value, remote) + 1; when that would pass 2^63-1 the
  * value becomes 2^63-1 and the counter is marked saturated.  A remote value
- * >= 2^63 is a poisoned header: TTEXT_E_LTS_RANGE, clock unchanged.
+ * more than TTEXT_LAMPORT_MAX_AHEAD ahead of value is not merged: the
+ * receive is a plain tick and *merged is set to 0 (else 1), so the caller can
+ * record that this hop carries no Lamport evidence; merged may be NULL.  A
+ * remote value >= 2^63 is a poisoned header: TTEXT_E_LTS_RANGE, clock and
+ * *merged unchanged.
  */
+ttext_status ttext_lamport_receive(ttext_lamport *clock, uint64_t remote, int *merged);
+
+/* ttext_lamport_receive() without the merged flag. */
 ttext_status ttext_lamport_merge(ttext_lamport *clock, uint64_t remote);
 
 #ifdef __cplusplus

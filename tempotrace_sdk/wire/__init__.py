@@ -14,13 +14,14 @@ from ._layout import (
     TsSource,
 )
 from .header import TTExt
-from .lamport import LamportClock
+from .lamport import LAMPORT_MAX_AHEAD, LamportClock
 from .sketch import Sketch, sketch_indices
 from .text import decode_text, encode_text
 
 __all__ = [
     "BINARY_HEADER",
     "HEADER_LEN",
+    "LAMPORT_MAX_AHEAD",
     "TEXT_HEADER",
     "TEXT_LEN",
     "TRACESTATE_KEY",

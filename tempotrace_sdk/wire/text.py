@@ -22,9 +22,11 @@ __all__ = ["MAX_TEXT_INPUT", "decode_text", "encode_text"]
 #: HTTP optional whitespace (RFC 9110 §5.6.3): spaces and horizontal tabs.
 _OWS = " \t"
 
-#: Inputs longer than this many characters (Unicode code points) are
-#: rejected before any other rule (spec §5.2 step 1): a hostile peer may send
-#: megabytes; 256 is generous for any amount of OWS around 71 characters.
+#: Inputs longer than this many octets (of the value's UTF-8 form, a lone
+#: surrogate counting 3) are rejected before any other rule (spec §5.2 step 1):
+#: a hostile peer may send megabytes; 256 is generous for any amount of OWS
+#: around 71 characters. Octets, not characters, so that every implementation
+#: counts alike whatever its string type (spec §5.2.1).
 MAX_TEXT_INPUT = 256
 
 _URL_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -77,10 +79,9 @@ def decode_text(value: Any) -> bytes:
         value = str.__str__(value)
     text = value
     if len(value) != TEXT_LEN:
+        # Every character is at least one octet: no need to count them.
         if len(value) > MAX_TEXT_INPUT:
-            raise TextFormError(
-                "text", f"longer than {MAX_TEXT_INPUT} characters", error_class="TEXT_LENGTH", remote=True
-            )
+            raise _over_cap()
         text = value.strip(_OWS)
     if len(text) == TEXT_LEN and text[-1] in _CANONICAL_LAST:
         try:
@@ -93,6 +94,10 @@ def decode_text(value: Any) -> bytes:
     raise _classify(value)
 
 
+def _over_cap() -> TextFormError:
+    return TextFormError("text", f"longer than {MAX_TEXT_INPUT} octets", error_class="TEXT_LENGTH", remote=True)
+
+
 def _first_stray(text: str) -> str | None:
     """The first character outside the base64url alphabet, or None."""
     match = _STRAY.search(text)
@@ -100,8 +105,11 @@ def _first_stray(text: str) -> str | None:
 
 
 def _classify(value: str) -> TextFormError:
-    # Slow path: only for values already known to be bad and within the input
-    # cap (spec §5.2, §9.1 order).
+    # Slow path: only for values already known to be bad and at most 256
+    # characters long (spec §5.2, §9.1 order). Non-ASCII characters take 2 to
+    # 4 octets each, so such a value may still be over the cap.
+    if not value.isascii() and len(value.encode("utf-8", "surrogatepass")) > MAX_TEXT_INPUT:
+        return _over_cap()
     text = value.strip(_OWS)
     if "," in text:
         return TextFormError("text", "holds several values", error_class="TEXT_MULTIPLE", remote=True)

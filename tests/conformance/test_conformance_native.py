@@ -3,7 +3,7 @@
 The C adapter is compiled here (gcc, -Werror) from native/ttext so the test does
 not depend on a previous `make` step. Both adapters are driven through the
 runner's own Adapter class: hostile text (NUL, lone surrogates, non-ASCII,
-inputs around the 256-character cap), out-of-type encoder values, malformed
+inputs around the 256-octet cap), out-of-type encoder values, malformed
 request lines, and Hypothesis-generated inputs must get the same answer from
 both (spec/tt-ext-v3.md text and binary rules; conformance/PROTOCOL.md).
 """
@@ -28,6 +28,7 @@ if str(ROOT) not in sys.path:  # the runner lives in the repository, not in the 
 
 from conformance.runner.adapter import Adapter  # noqa: E402
 from conformance.runner.vectors import norm_response  # noqa: E402
+from tempotrace_sdk.wire import LAMPORT_MAX_AHEAD  # noqa: E402
 
 SRC = ROOT / "native" / "ttext"
 TEXT = "AxeXnQbTiTJ7AAAA3AAAAAAAAAAqAAAAAAAAAAAEAAIAAQAAgAAAAAAAAQAIAEACAAAAAAA"
@@ -75,18 +76,20 @@ def both(pair: tuple[Adapter, Adapter], request: dict[str, Any]) -> dict[str, An
         pytest.param(TEXT[:10] + "\x00" + TEXT[11:], "TEXT_ALPHABET", id="nul-inside"),
         pytest.param(TEXT[:10] + "\ud800" + TEXT[11:], "TEXT_ALPHABET", id="lone-surrogate"),
         pytest.param(TEXT[:69] + "\U0001f600", "TEXT_ALPHABET", id="astral-char-70-chars"),
-        pytest.param("\u00e9" * 200, "TEXT_ALPHABET", id="200-chars-400-utf8-bytes-under-cap"),
+        pytest.param("\u00e9" * 128, "TEXT_ALPHABET", id="128-chars-256-utf8-octets-at-cap"),
+        pytest.param("\u00e9" * 200, "TEXT_LENGTH", id="200-chars-400-utf8-octets-over-cap"),
         pytest.param("\u00e9" * 257, "TEXT_LENGTH", id="257-chars-over-cap"),
-        pytest.param(" " * 185 + TEXT, None, id="256-chars-at-cap"),
-        pytest.param(" " * 186 + TEXT, "TEXT_LENGTH", id="257-chars-cap-before-strip"),
-        pytest.param("\U0001f600" * 100, "TEXT_ALPHABET", id="100-astral-chars-400-bytes"),
+        pytest.param(" " * 185 + TEXT, None, id="256-octets-at-cap"),
+        pytest.param(" " * 186 + TEXT, "TEXT_LENGTH", id="257-octets-cap-before-strip"),
+        pytest.param("\U0001f600" * 100, "TEXT_LENGTH", id="100-astral-chars-400-octets"),
+        pytest.param("A" * 254 + "\ud800", "TEXT_LENGTH", id="lone-surrogate-counts-3-octets"),
         pytest.param(TEXT + "\r\n", "TEXT_ALPHABET", id="crlf-not-ows"),
         pytest.param(TEXT + "\u00a0", "TEXT_ALPHABET", id="nbsp-not-ows"),
         pytest.param(TEXT + "=,", "TEXT_MULTIPLE", id="comma-beats-padding"),
     ],
 )
 def test_hostile_text_gets_the_same_answer(pair: tuple[Adapter, Adapter], text: str, error_class: str | None) -> None:
-    """spec §5.2: characters are code points, so both codecs count the cap alike."""
+    """spec §5.2: the cap counts UTF-8 octets (a lone surrogate 3), so both codecs count it alike."""
     answer = both(pair, {"op": "decode_text", "text": text})
     assert answer.get("errorClass") == error_class
     if error_class is None:
@@ -151,6 +154,8 @@ def test_random_bytes_same_answer(pair: tuple[Adapter, Adapter], data: bytes) ->
     text=st.text(alphabet=st.sampled_from("AQgw-_=,+/ \t\u00e9\x00Zz09"), max_size=300)
     | st.text(max_size=90)
     | st.builds(lambda i, c: TEXT[:i] + c + TEXT[i + 1 :], st.integers(0, 70), st.characters())
+    # around the 256-octet cap with 1-, 2-, 3- (lone surrogate) and 4-octet characters
+    | st.text(alphabet=st.sampled_from("AAAA \u00e9\ud800\udc00\U0001f600,"), min_size=60, max_size=260)
 )
 def test_random_text_same_answer(pair: tuple[Adapter, Adapter], text: str) -> None:
     both(pair, {"op": "decode_text", "text": text})
@@ -164,10 +169,17 @@ def test_random_sketch_ops_same_answer(pair: tuple[Adapter, Adapter], span: byte
         both(pair, {"op": "sketch_contains", "sketch": sketch.hex(), "spanId": span.hex()})
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
-    start=st.integers(0, 2**63 - 1) | st.just(2**63 - 2),
-    steps=st.lists(st.just("tick") | st.integers(-1, 2**64).map(lambda r: f"merge:{r}"), max_size=6),
+    start=st.integers(0, 2**63 - 1) | st.just(2**63 - 2) | st.integers(-2, 2**64 + 2),
+    steps=st.lists(
+        st.just("tick")
+        | st.integers(-1, 2**64).map(lambda r: f"merge:{r}")
+        | st.integers(LAMPORT_MAX_AHEAD - 3, LAMPORT_MAX_AHEAD + 3),  # this far ahead of start
+        max_size=6,
+    ),
 )
-def test_random_lamport_same_answer(pair: tuple[Adapter, Adapter], start: int, steps: list[str]) -> None:
-    both(pair, {"op": "lamport", "start": str(start), "steps": steps})
+def test_random_lamport_same_answer(pair: tuple[Adapter, Adapter], start: int, steps: list[str | int]) -> None:
+    """Both counters agree on ticks, merges, the merge bound (spec §10.1) and refused starts."""
+    wire_steps = [s if isinstance(s, str) else f"merge:{start + s}" for s in steps]
+    both(pair, {"op": "lamport", "start": str(start), "steps": wire_steps})

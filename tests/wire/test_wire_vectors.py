@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tempotrace_sdk import ClockQuality, HeaderError, LamportClock, Sketch, TsSource, TTExt
-from tempotrace_sdk.wire import sketch_indices
+from tempotrace_sdk.wire import LAMPORT_MAX_AHEAD, sketch_indices
 
 VECTORS = pathlib.Path(__file__).resolve().parents[2] / "conformance" / "vectors"
 
@@ -106,6 +106,7 @@ def test_sketch_vector(kind: str, test: dict[str, Any]) -> None:
             _expect_error(test, lambda: Sketch.of(span_id))
             return
         assert list(sketch_indices(span_id)) == test["indices"]
+        assert Sketch.of(span_id).popcount == test["popcount"] == len(set(test["indices"]))
         assert list(sketch_indices(int.from_bytes(span_id, "big"))) == test["indices"]
         assert Sketch.of(span_id).to_bytes().hex() == test["sketch"]
         assert Sketch.EMPTY.with_span(span_id).to_bytes().hex() == test["sketch"]
@@ -128,20 +129,42 @@ def test_sketch_vector(kind: str, test: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(("kind", "test"), list(_cases("tt_ext_v3_lamport_test.json")))
 def test_lamport_vector(kind: str, test: dict[str, Any]) -> None:
-    """tick / merge / refusal / saturation (spec §10)."""
+    """tick / merge / the merge bound / refusal / saturation (spec §10, §10.1).
+
+    Each merge runs through both ``merge`` and ``receive`` (on twin clocks):
+    they must agree on the value, and ``receive`` must say whether the remote
+    value was merged, which the vector shows by the value (remote + 1 or more
+    when merged, local + 1 when not).
+    """
     assert kind == "LamportSequence"
+    if "results" not in test:  # the start value itself is refused
+        _expect_error(test, lambda: LamportClock(int(test["start"])))
+        return
     clock = LamportClock(int(test["start"]))
+    twin = LamportClock(int(test["start"]))
     for op, expected in zip(test["ops"], test["results"], strict=True):
         before = clock.value
         if "errorClass" in expected:
             _expect_error(expected, lambda op=op: clock.merge(int(op["remote"])))
-            assert clock.value == before, "a refused merge leaves the counter unchanged"
+            _expect_error(expected, lambda op=op: twin.receive(int(op["remote"])))
+            assert clock.value == twin.value == before, "a refused merge leaves the counter unchanged"
             continue
-        got = clock.tick() if op["op"] == "tick" else clock.merge(int(op["remote"]))
+        if op["op"] == "tick":
+            got = clock.tick()
+            assert twin.tick() == got
+        else:
+            remote = int(op["remote"])
+            got = clock.merge(remote)
+            received, merged = twin.receive(remote)
+            assert received == got
+            assert merged is (remote - before <= LAMPORT_MAX_AHEAD)
+            if not merged:
+                assert got == min(before + 1, 2**63 - 1), "a receive that is not merged is a plain tick"
         assert str(got) == expected["lts"]
         assert clock.value == got
     assert str(clock.value) == test["final"]
-    assert clock.saturated is test["saturated"]
+    assert clock.saturated is test["saturated"] is twin.saturated
+    assert ("errorClass" in test) is (test["result"] == "invalid")
 
 
 def test_every_vector_file_and_group_type_is_exercised() -> None:
