@@ -5,7 +5,7 @@ line in, one JSON response per line out, until EOF. It only translates between
 the protocol's strings and the SDK's API; every decision is the SDK's.
 
 Run directly (``python conformance/adapters/python_adapter.py``) with
-tempotrace_sdk importable.
+tempotrace_sdk importable; without it, it says so on stderr and exits 3.
 """
 
 from __future__ import annotations
@@ -15,10 +15,19 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import mmh3
+try:
+    import mmh3
 
-from tempotrace_sdk.errors import HeaderError
-from tempotrace_sdk.wire import LamportClock, Sketch, TTExt, decode_text, sketch_indices
+    from tempotrace_sdk.errors import HeaderError
+    from tempotrace_sdk.wire import LamportClock, Sketch, TTExt, decode_text, sketch_indices
+except ImportError as err:  # the runner reports this and stops, instead of restarting us for every vector
+    sys.stderr.write(
+        f"python_adapter: cannot load the reference implementation with {sys.executable}: {err}\n"
+        "It needs tempotrace_sdk and its dependencies (mmh3, msgspec): run `make venv` in the repository "
+        "(conformance/run then uses .venv/bin/python), or set PYTHON (or pass --python) to an interpreter "
+        "that has them.\n"
+    )
+    sys.exit(3)
 
 Response = dict[str, Any]
 

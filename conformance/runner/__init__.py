@@ -1,7 +1,7 @@
 """Conformance runner for tt-ext v3: drives any implementation through conformance/PROTOCOL.md."""
 
-from .adapter import Adapter
+from .adapter import Adapter, AdapterStartError
 from .cli import main, run
 from .vectors import Case, load_cases
 
-__all__ = ["Adapter", "Case", "load_cases", "main", "run"]
+__all__ = ["Adapter", "AdapterStartError", "Case", "load_cases", "main", "run"]

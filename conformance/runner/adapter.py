@@ -10,6 +10,14 @@ import threading
 from typing import IO, Any
 
 MAX_RESTARTS = 20  # a crashing adapter is restarted so later vectors still run, up to this many times
+# An adapter that exits this many times in a row without ever having answered
+# cannot start (missing dependency, wrong command): stop at once and say why,
+# instead of restarting it for every vector.
+START_ATTEMPTS = 2
+
+
+class AdapterStartError(RuntimeError):
+    """The adapter command cannot be run, or exits before answering anything."""
 
 
 class Adapter:
@@ -22,6 +30,8 @@ class Adapter:
         self.env = env
         self.problems: list[str] = []  # crashes, stderr output, bad exit codes
         self.restarts = 0
+        self.answers = 0  # responses received, over every restart
+        self._silent_exits = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._stderr: IO[bytes] | None = None
@@ -30,9 +40,12 @@ class Adapter:
     # -- process lifecycle ----------------------------------------------------
     def _start(self) -> subprocess.Popen[bytes]:
         self._stderr = tempfile.TemporaryFile()
-        self._proc = subprocess.Popen(
-            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=self.env
-        )
+        try:
+            self._proc = subprocess.Popen(
+                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=self.env
+            )
+        except OSError as err:
+            raise AdapterStartError(f"cannot run {self.argv[0]!r}: {err}") from err
         self._lines = queue.Queue()
         stdout = self._proc.stdout
         assert stdout is not None
@@ -80,6 +93,16 @@ class Adapter:
         """Close stdin and wait; a non-zero exit status (e.g. a sanitizer report) is a problem."""
         self._reap("")
 
+    def _exited_silently(self) -> None:
+        """Count an exit before any answer ever; raise AdapterStartError when it keeps happening."""
+        if self.answers:
+            return
+        self._silent_exits += 1
+        if self._silent_exits >= START_ATTEMPTS:
+            raise AdapterStartError(
+                f"exited {self._silent_exits} times without answering a request\n{self.problems[-1]}"
+            )
+
     # -- requests ---------------------------------------------------------------
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         """Send one request, return its response (or an adapterError describing what went wrong)."""
@@ -100,11 +123,15 @@ class Adapter:
             what = "timed out" if isinstance(err, queue.Empty) else f"write failed ({err})"
             self.restarts += 1
             self._reap(f"request {rid} {what}")
+            if isinstance(err, OSError):  # it exited before reading the request
+                self._exited_silently()
             return {"adapterError": f"adapter {what}"}
         if raw is None:
             self.restarts += 1
             self._reap(f"adapter died on request {rid}")
+            self._exited_silently()
             return {"adapterError": "adapter exited without answering"}
+        self.answers += 1
         try:
             resp = json.loads(raw)
         except ValueError:

@@ -2,6 +2,11 @@
 
     python -m conformance.runner [--impl python] [--impl c] [--impl NAME=COMMAND] [--all] [VECTORS...]
 
+The runner uses the standard library only (any Python 3.8 or later). Only the
+built-in ``python`` implementation needs more: an interpreter that can import
+tempotrace_sdk and its dependencies, found as ``--python``, else ``$PYTHON``,
+else the repository's ``.venv/bin/python``, else the runner's own interpreter.
+
 Each implementation's answers are checked against the vectors; with two or
 more implementations every vector's answers are also compared with each
 other, and any disagreement fails the run, printing the tcId, the input and
@@ -19,13 +24,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .adapter import Adapter
+from .adapter import Adapter, AdapterStartError
 from .mutate import differential_requests
 from .vectors import Case, Value, VectorError, load_cases, norm_response
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_VECTORS = ROOT / "conformance" / "vectors"
 C_ADAPTER = ROOT / "native" / "build" / "ttext" / "ttext-adapter"
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 BUILTIN = ("python", "c")
 
 
@@ -35,9 +41,20 @@ def die(message: str) -> NoReturn:
     raise SystemExit(2)
 
 
-def builtin_argv(name: str, c_adapter: Path) -> list[str]:
+def reference_python(explicit: str | None) -> str:
+    """The interpreter for the built-in python implementation (see the module docstring)."""
+    if explicit:
+        return explicit
+    if os.environ.get("PYTHON"):
+        return os.environ["PYTHON"]
+    if os.access(VENV_PYTHON, os.X_OK):
+        return str(VENV_PYTHON)
+    return sys.executable
+
+
+def builtin_argv(name: str, c_adapter: Path, python: str) -> list[str]:
     if name == "python":
-        return [sys.executable, str(ROOT / "conformance" / "adapters" / "python_adapter.py")]
+        return [python, str(ROOT / "conformance" / "adapters" / "python_adapter.py")]
     if name == "c":
         if not os.access(c_adapter, os.X_OK):
             die(f"C adapter {c_adapter} not built; run `make conformance-c-build` (or pass --c-adapter PATH)")
@@ -70,7 +87,9 @@ def mismatches(expect: dict[str, Value], got: dict[str, Value]) -> list[str]:
     return out
 
 
-def parse_impls(specs: list[str], use_all: bool, c_adapter: Path, timeout: float) -> list[Adapter]:
+def parse_impls(
+    specs: list[str], use_all: bool, c_adapter: Path, timeout: float, python: str | None = None
+) -> list[Adapter]:
     names = list(specs)
     if use_all or not names:
         names = list(BUILTIN) + [s for s in names if s not in BUILTIN]
@@ -82,7 +101,7 @@ def parse_impls(specs: list[str], use_all: bool, c_adapter: Path, timeout: float
             name, command = spec.split("=", 1)
             adapters.append(Adapter(name, shlex.split(command), timeout, env))
         else:
-            adapters.append(Adapter(spec, builtin_argv(spec, c_adapter), timeout, env))
+            adapters.append(Adapter(spec, builtin_argv(spec, c_adapter, reference_python(python)), timeout, env))
     if len({a.name for a in adapters}) != len(adapters):
         die("each --impl needs a distinct name")
     return adapters
@@ -125,7 +144,7 @@ def run(
     for case in cases:
         answers: dict[str, dict[str, Value]] = {}
         for adapter in adapters:
-            got = norm_response(adapter.ask(case.request))
+            got = norm_response(_ask(adapters, adapter, case.request))
             answers[adapter.name] = got
             problems = mismatches(case.expect, got)
             if problems:
@@ -145,7 +164,7 @@ def run(
 
     n_differential = 0
     for n_differential, request in enumerate(differential, 1):
-        answers = {a.name: norm_response(a.ask(request)) for a in adapters}
+        answers = {a.name: norm_response(_ask(adapters, a, request)) for a in adapters}
         label = f"differential input #{n_differential}"
         for name, got in answers.items():
             if "adapterError" in got or "unsupported" in got:  # equal non-answers are not agreement
@@ -173,6 +192,20 @@ def run(
     return 0 if total_fail == 0 else 1
 
 
+class ImplementationCannotStart(Exception):
+    """An implementation under test cannot be started: a setup error (exit 2), not a failed vector."""
+
+
+def _ask(adapters: list[Adapter], adapter: Adapter, request: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return adapter.ask(request)
+    except AdapterStartError as err:
+        for other in adapters:
+            if other is not adapter:
+                other.close()
+        raise ImplementationCannotStart(f"implementation {adapter.name!r} cannot start: {err}") from err
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="conformance/run", description=__doc__.split("\n\n")[0])
     parser.add_argument("vectors", nargs="*", type=Path, help=f"vector files or folders (default {DEFAULT_VECTORS})")
@@ -184,6 +217,12 @@ def main(argv: list[str] | None = None) -> int:
         help="implementation to test: python, c, or NAME=COMMAND for any adapter (repeatable)",
     )
     parser.add_argument("--all", action="store_true", help="every built-in implementation (python and c)")
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="interpreter for the built-in python implementation, one that can import tempotrace_sdk "
+        "(default $PYTHON, else the repository's .venv/bin/python, else this interpreter)",
+    )
     parser.add_argument(
         "--c-adapter",
         type=Path,
@@ -220,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_corpus:
         write_corpus(cases, args.write_corpus)
         return 0
-    adapters = parse_impls(args.impl, args.all, args.c_adapter, args.timeout)
+    adapters = parse_impls(args.impl, args.all, args.c_adapter, args.timeout, args.python)
     print(
         f"conformance: {len(cases)} vectors x {len(adapters)} implementation(s): {', '.join(a.name for a in adapters)}"
     )
@@ -228,7 +267,11 @@ def main(argv: list[str] | None = None) -> int:
         print("conformance: --differential compares implementations; give two or more", file=sys.stderr)
         return 2
     differential = differential_requests(cases, args.differential, args.seed)
-    return run(cases, adapters, args.max_reports, differential)
+    try:
+        return run(cases, adapters, args.max_reports, differential)
+    except ImplementationCannotStart as err:
+        print(f"conformance: {err}", file=sys.stderr)
+        return 2
 
 
 def write_corpus(cases: list[Case], path: Path) -> None:

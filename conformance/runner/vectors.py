@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, List, Union  # noqa: UP035 (Python 3.8, see Value below)
 
 # Enumerations as numbers on the protocol (vectors may use the spec's names).
 TS_SOURCE = {"GTE": "0", "SW_GCC": "1", "CPU": "2"}
@@ -21,7 +21,8 @@ ENUMS = {"tsSource": TS_SOURCE, "clkQuality": CLK_QUALITY}
 HEADER_FIELDS = ("tenantId", "ptpNs", "tsSource", "clkQuality", "uncertaintyNs", "lts", "svcSketch")
 FLOAT_KEYS = frozenset({"falsePositiveEstimate"})
 
-Value = str | float | list[str]
+# typing.Union, not "|": the runner runs on a stock Python 3.8 or later (conformance/README.md).
+Value = Union[str, float, List[str]]  # noqa: UP006, UP007
 
 
 class VectorError(ValueError):

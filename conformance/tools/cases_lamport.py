@@ -69,7 +69,7 @@ def lamport() -> list[dict[str, Any]]:
         _lamport("remote exactly 2^44 ahead of 1000: merged", ["LamportBound"], 1000, 1000 + BOUND),
         _lamport("remote 2^44+1 ahead of 1000: not merged", ["LamportBound"], 1000, 1001 + BOUND),
         _lamport(
-            "2^44+1 ahead is refused; after that receive's tick the same remote is 2^44 ahead: merged",
+            "2^44+1 ahead is not merged; after that receive's tick the same remote is 2^44 ahead: merged",
             ["LamportBound"],
             1000,
             1001 + BOUND,

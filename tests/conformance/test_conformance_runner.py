@@ -161,7 +161,7 @@ def test_wrong_sketch_index_is_caught(vectors: Path) -> None:
 
 
 def test_disagreement_on_unstated_key_fails_although_both_pass(vectors: Path) -> None:
-    """Both answers match the vector; they differ in popcount, which the vector does not state."""
+    """Both answers match the vector; they differ in popcount, which this mini vector does not state."""
     res = run("--impl", "python", "--impl", broken("extra-popcount"), str(vectors))
     assert res.returncode == 1
     assert f"broken: {N} passed, 0 failed" in res.stdout
@@ -243,3 +243,42 @@ def test_vector_translation_uses_protocol_representation(vectors: Path) -> None:
     assert cases[1007].expect == {"values": ["LTS_RANGE", "5"], "final": "5", "saturated": "false"}
     assert cases[2044].expect == {"errorClass": "TEXT_NON_CANONICAL"}
     assert cases[1004].expect["indices"] == ["220", "227", "234", "241"]
+
+
+def test_wrong_popcount_fails_against_the_real_vectors() -> None:
+    """Issue 15: popcount in a sketch_indices answer is pinned by every SvcSketchHash vector now."""
+    res = run("--impl", broken("extra-popcount"), str(ROOT / "conformance" / "vectors" / "tt_ext_v3_sketch_test.json"))
+    assert res.returncode == 1
+    assert 'popcount: expected "4", got "5"' in res.stdout
+
+
+def test_lamport_start_out_of_range_is_a_vector() -> None:
+    """Issue 15: a refused start is answered with errorClass alone, and a vector says so."""
+    cases = {c.tc_id: c for c in load_cases([ROOT / "conformance" / "vectors" / "tt_ext_v3_lamport_test.json"])}
+    refused = [c for c in cases.values() if c.expect == {"errorClass": "LTS_RANGE"}]
+    starts = {c.request["start"] for c in refused}
+    assert {"-1", str(2**63), str(2**64 + 5)} <= starts
+
+
+@pytest.mark.parametrize(
+    ("bug", "caught_by"),
+    [
+        ("cap-in-characters", "256 x U+00E9: 256 characters but 512 UTF-8 octets"),
+        ("cap-in-utf16-units", "64 x U+1F600 + 'A': 257 octets (129 UTF-16 code units"),
+        ("lone-surrogate-as-one-octet", "254 x 'A' + lone surrogate U+D800: 257 octets"),
+    ],
+)
+def test_vectors_alone_catch_each_way_of_miscounting_the_text_cap(bug: str, caught_by: str) -> None:
+    """Issue 15: such bugs used to pass every vector (the differential run found them in 1-4 of 20k inputs)."""
+    res = run("--impl", broken(bug), str(ROOT / "conformance" / "vectors" / "tt_ext_v3_header_test.json"))
+    assert res.returncode == 1
+    assert caught_by in res.stdout
+
+
+def test_vectors_catch_a_lamport_merge_without_the_bound() -> None:
+    res = run(
+        "--impl", broken("unbounded-lamport"), str(ROOT / "conformance" / "vectors" / "tt_ext_v3_lamport_test.json")
+    )
+    assert res.returncode == 1
+    assert "remote 2^44+1 ahead of 0: not merged" in res.stdout
+    assert "remote 2^63-1 from a fresh counter: over the bound" in res.stdout

@@ -1,0 +1,76 @@
+"""conformance/README.md, PROTOCOL.md, the schemas and the vectors say the same thing (issue 15 item 3).
+
+An engineer in another language implements from these documents alone; a
+point where they disagree with the data costs that engineer an afternoon.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # the runner lives in the repository, not in the installed package
+    sys.path.insert(0, str(ROOT))
+
+from conformance.runner.vectors import load_cases  # noqa: E402
+
+KIT = ROOT / "conformance"
+README = (KIT / "README.md").read_text(encoding="utf-8")
+PROTOCOL = (KIT / "PROTOCOL.md").read_text(encoding="utf-8")
+VECTOR_FILES = sorted((KIT / "vectors").glob("*.json"))
+SCHEMAS = sorted((KIT / "schemas").glob("*.json"))
+
+
+def _readme_error_classes() -> set[str]:
+    section = README[README.index("## Error classes") :]
+    section = section[: section.index("These")]
+    return set(re.findall(r"[A-Z][A-Z_]+[A-Z]", section))
+
+
+def test_readme_error_classes_are_exactly_each_schemas_enumeration() -> None:
+    listed = _readme_error_classes()
+    assert len(listed) == 14 and "fourteen" in README
+    for path in SCHEMAS:
+        enum = set(json.loads(path.read_text(encoding="utf-8"))["$defs"]["errorClass"]["enum"])
+        assert enum == listed, path.name
+
+
+def test_every_invalid_vector_has_an_error_class_and_no_valid_one_does() -> None:
+    for path in VECTOR_FILES:
+        for group in json.loads(path.read_text(encoding="utf-8"))["testGroups"]:
+            for test in group["tests"]:
+                assert ("errorClass" in test) is (test["result"] == "invalid"), (path.name, test["tcId"])
+
+
+def test_readme_example_header_matches_the_header_file() -> None:
+    header = json.loads((KIT / "vectors" / "tt_ext_v3_header_test.json").read_text(encoding="utf-8"))
+    assert f'"numberOfTests": {header["numberOfTests"]},' in README
+    assert f'"generatorVersion": "{header["generatorVersion"]}",' in README
+
+
+def _protocol_row(op: str) -> str:
+    rows = [line for line in PROTOCOL.splitlines() if line.startswith(f"| `{op}` |")]
+    assert len(rows) == 2, f"PROTOCOL.md has a request row and a response row for {op}"
+    return rows[1]
+
+
+@pytest.mark.parametrize("path", VECTOR_FILES, ids=lambda p: p.name)
+def test_protocol_names_every_key_the_runner_compares(path: Path) -> None:
+    """A key the runner expects but PROTOCOL.md does not list in the op's answer would fail a correct adapter."""
+    for case in load_cases([path]):
+        op = case.request["op"]
+        # decode_text answers "the same keys" as decode_bytes, plus its own.
+        row = _protocol_row(op) + (_protocol_row("decode_bytes") if op == "decode_text" else "")
+        for key in case.expect:
+            if key != "errorClass":
+                assert f"`{key}`" in row, (case.label, key)
+
+
+def test_float_comparison_is_documented_as_numeric() -> None:
+    for doc in (README, PROTOCOL):
+        assert "compared as a number" in doc
