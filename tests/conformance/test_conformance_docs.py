@@ -7,7 +7,9 @@ point where they disagree with the data costs that engineer an afternoon.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -74,3 +76,22 @@ def test_protocol_names_every_key_the_runner_compares(path: Path) -> None:
 def test_float_comparison_is_documented_as_numeric() -> None:
     for doc in (README, PROTOCOL):
         assert "compared as a number" in doc
+
+
+def test_protocol_example_session_is_what_the_reference_answers() -> None:
+    """Every '< ' line of PROTOCOL.md's example session is the Python adapter's answer to the '> ' line before it."""
+    section = PROTOCOL[PROTOCOL.index("## Example session") :]
+    lines = [line for line in section.split("```")[1].splitlines() if line[:2] in ("> ", "< ")]
+    requests = [line[2:] for line in lines if line.startswith("> ")]
+    answers = [json.loads(line[2:]) for line in lines if line.startswith("< ")]
+    assert len(requests) == len(answers) >= 5
+    res = subprocess.run(
+        [sys.executable, str(KIT / "adapters" / "python_adapter.py")],
+        input="\n".join(requests) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert res.returncode == 0, res.stderr
+    assert [json.loads(line) for line in res.stdout.splitlines()] == answers
