@@ -1,7 +1,7 @@
 """The C codec and the Python codec answer alike, through the protocol, beyond the vectors.
 
-The C adapter is compiled here (gcc, -Werror) from native/ttext so the test does
-not depend on a previous `make` step. Both adapters are driven through the
+The C adapter is compiled here (gcc, -Werror: conftest.py) from native/ttext so
+the test does not depend on a previous `make` step. Both adapters are driven through the
 runner's own Adapter class: hostile text (NUL, lone surrogates, non-ASCII,
 inputs around the 256-octet cap), out-of-type encoder values, malformed
 request lines, and Hypothesis-generated inputs must get the same answer from
@@ -11,7 +11,6 @@ both (spec/tt-ext-v3.md text and binary rules; conformance/PROTOCOL.md).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,23 +29,10 @@ from conformance.runner.adapter import Adapter  # noqa: E402
 from conformance.runner.vectors import norm_response  # noqa: E402
 from tempotrace_sdk.wire import LAMPORT_MAX_AHEAD  # noqa: E402
 
-SRC = ROOT / "native" / "ttext"
 TEXT = "AxeXnQbTiTJ7AAAA3AAAAAAAAAAqAAAAAAAAAAAEAAIAAQAAgAAAAAAAAQAIAEACAAAAAAA"
 WIRE = bytes.fromhex(
     "0317979d06d389327b000000dc000000000000002a0000000000000000040002000100008000000000000100080040020000000000"
 )
-
-
-@pytest.fixture(scope="module")
-def c_adapter(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("gcc not installed (make test installs it: mk/conformance.mk)")
-    out = tmp_path_factory.mktemp("ttext") / "ttext-adapter"
-    sources = [SRC / n for n in ("adapter.c", "jsonline.c", "ttext.c", "murmur3.c")]
-    cmd = [gcc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-o", str(out), *map(str, sources)]
-    subprocess.run(cmd, check=True, capture_output=True)
-    return out
 
 
 @pytest.fixture(scope="module")

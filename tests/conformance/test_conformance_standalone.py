@@ -23,7 +23,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "conformance" / "run"
 VECTORS = ROOT / "conformance" / "vectors"
-SRC = ROOT / "native" / "ttext"
 TOTAL = sum(json.loads(p.read_text(encoding="utf-8"))["numberOfTests"] for p in VECTORS.glob("*.json"))
 
 
@@ -39,24 +38,13 @@ def bare_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     return python
 
 
-@pytest.fixture(scope="module")
-def c_adapter(tmp_path_factory: pytest.TempPathFactory) -> str:
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("gcc not installed (make test installs it: mk/conformance.mk)")
-    out = tmp_path_factory.mktemp("ttext") / "ttext-adapter"
-    sources = [str(SRC / n) for n in ("adapter.c", "jsonline.c", "ttext.c", "murmur3.c")]
-    subprocess.run([gcc, "-std=c99", "-O1", "-o", str(out), *sources], check=True, capture_output=True, timeout=120)
-    return str(out)
-
-
 def _clean_env(**extra: str) -> dict[str, str]:
     """The caller's environment without anything that points Python at our packages."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHON")}
     return {**env, **extra}
 
 
-def test_runner_needs_nothing_but_a_stock_python(bare_python: str, c_adapter: str) -> None:
+def test_runner_needs_nothing_but_a_stock_python(bare_python: str, c_adapter: Path) -> None:
     """conformance/run --impl mine=CMD on a bare interpreter: every vector runs and passes."""
     res = subprocess.run(
         [str(RUN), "--impl", f"mine={c_adapter}"],
@@ -69,7 +57,7 @@ def test_runner_needs_nothing_but_a_stock_python(bare_python: str, c_adapter: st
     assert f"mine: {TOTAL} passed, 0 failed" in res.stdout
 
 
-def test_reference_without_its_dependencies_is_one_clear_setup_error(bare_python: str, c_adapter: str) -> None:
+def test_reference_without_its_dependencies_is_one_clear_setup_error(bare_python: str, c_adapter: Path) -> None:
     """Issue 15: this used to fail every vector ('No module named mmh3') and restart the adapter each time."""
     res = subprocess.run(
         [str(RUN), "--impl", "python", "--impl", f"mine={c_adapter}", "--python", bare_python],
@@ -85,18 +73,23 @@ def test_reference_without_its_dependencies_is_one_clear_setup_error(bare_python
     assert f"{TOTAL} passed" not in res.stdout
 
 
-def test_reference_is_found_in_the_repository_venv(bare_python: str, c_adapter: str) -> None:
-    """A bare runner finds the reference implementation in .venv without being told (conformance/README.md)."""
-    if not os.access(ROOT / ".venv" / "bin" / "python", os.X_OK):
-        pytest.skip("no .venv in this checkout (make venv creates it)")
-    res = subprocess.run(
-        [bare_python, "-m", "conformance.runner", "--impl", "python", "--impl", f"mine={c_adapter}"],
+def _runner_module(python: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """python -m conformance.runner ARGS, from the repository root, with nothing else on the path."""
+    return subprocess.run(
+        [python, "-m", "conformance.runner", *args],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=ROOT,
         env=_clean_env(PYTHONPATH=str(ROOT)),
     )
+
+
+def test_reference_is_found_in_the_repository_venv(bare_python: str, c_adapter: Path) -> None:
+    """A bare runner finds the reference implementation in .venv without being told (conformance/README.md)."""
+    if not os.access(ROOT / ".venv" / "bin" / "python", os.X_OK):
+        pytest.skip("no .venv in this checkout (make venv creates it)")
+    res = _runner_module(bare_python, "--impl", "python", "--impl", f"mine={c_adapter}")
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr
     assert f"python: {TOTAL} passed, 0 failed" in res.stdout
     assert "disagreements between implementations: 0" in res.stdout
@@ -115,18 +108,11 @@ def test_a_command_that_does_not_exist_is_a_setup_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("version", ["3.8", "3.9"])
-def test_runner_runs_on_the_oldest_supported_python(version: str, c_adapter: str) -> None:
+def test_runner_runs_on_the_oldest_supported_python(version: str, c_adapter: Path) -> None:
     """The README promises Python 3.8 or later for the runner; checked where such an interpreter exists."""
     python = shutil.which(f"python{version}")
     if python is None or subprocess.run([python, "-c", ""], capture_output=True, timeout=60).returncode != 0:
         pytest.skip(f"python{version} not installed")
-    res = subprocess.run(
-        [python, "-m", "conformance.runner", "--impl", f"mine={c_adapter}"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env=_clean_env(PYTHONPATH=str(ROOT)),
-    )
+    res = _runner_module(python, "--impl", f"mine={c_adapter}")
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr
     assert f"mine: {TOTAL} passed, 0 failed" in res.stdout
