@@ -1,10 +1,15 @@
 """The CPU clock source: CLOCK_TAI, corrected and judged by the kernel's NTP state.
 
 Rules (spec/clocks.md §CPU):
-- STA_UNSYNC (or TIME_ERROR / STA_CLOCKERR) → UNKNOWN: nothing disciplines the clock.
-- Otherwise the bound is the kernel's ``maxerror`` (its own worst-case error,
-  which it grows by 500 ppm/s between daemon updates) plus 500 ppm × the
-  longest time a snapshot may be used, saturated into the uint16 field.
+- When the local chronyd gives a verdict (``chrony.py``, AWS ClockBound's
+  rule: synchronised → OK, holdover → DEGRADED), its bound is used, taken at
+  the end of the snapshot's validity so it holds for every read.
+- Otherwise (chronyd absent, disabled, unsynchronised; the snapshot's reason
+  says which) the kernel rule: STA_UNSYNC (or TIME_ERROR / STA_CLOCKERR) →
+  UNKNOWN: nothing disciplines the clock; else the bound is the kernel's
+  ``maxerror`` (its own worst-case error, which it grows by 500 ppm/s between
+  daemon updates) plus 500 ppm × the longest time a snapshot may be used,
+  saturated into the uint16 field.
 - When the kernel's TAI offset is 0, CLOCK_TAI reads UTC (37 s off since
   2017): the leap-second table's TAI − UTC is added and ``describe()`` says so.
   If that table has expired, a leap second may have been missed → DEGRADED.
@@ -27,6 +32,7 @@ from . import refresh
 from ._fast import new_tuple as _new_tuple
 from ._native import native_status
 from .base import Timestamp, saturate_uncertainty
+from .chrony import ChronyHealth, shared_health
 from .kernel import STA_CLOCKERR, TIME_ERROR, KernelSync, read_kernel_sync
 from .leapseconds import leap_table
 
@@ -55,6 +61,7 @@ class _CpuState:
     reason: str
     kernel: KernelSync | None
     correction: dict[str, Any]
+    chrony: dict[str, Any] | None = None  # describe() of the chronyd evidence weighed
 
 
 def _judge(
@@ -93,7 +100,25 @@ def tai_correction(kernel_tai_s: int, table_s: int, table_expired: bool, origin:
     return shift, why, f"TAI offset discrepancy: {why}"
 
 
-def _snapshot() -> _CpuState:
+def _with_chrony(
+    kernel_verdict: tuple[ClockQuality, int, str], chrony: ChronyHealth | None, discrepancy: str
+) -> tuple[ClockQuality, int, str, dict[str, Any] | None]:
+    """chronyd's verdict when it gives one (at the end of the snapshot's life), else the kernel's, saying why."""
+    if chrony is None:
+        return (*kernel_verdict, None)
+    end_of_validity = time.monotonic_ns() + SNAPSHOT_VALID_S * 1_000_000_000
+    verdict = chrony.verdict_at(end_of_validity)
+    info = chrony.describe(end_of_validity)
+    if verdict.quality is None:
+        quality, unc, reason = kernel_verdict
+        return quality, unc, f"{reason} (chrony not used: {verdict.reason})", info
+    quality, reason = verdict.quality, verdict.reason
+    if discrepancy:  # the TAI offset doubt stands whatever bounds the error
+        quality, reason = max(quality, ClockQuality.DEGRADED), f"{reason}; {discrepancy}"
+    return quality, saturate_uncertainty(verdict.bound_ns), reason, info
+
+
+def _snapshot(chrony: ChronyHealth | None = None) -> _CpuState:
     raw = _gettime(_CLOCK_TAI)
     valid_until = raw + SNAPSHOT_VALID_S * 1_000_000_000
     try:
@@ -120,9 +145,11 @@ def _snapshot() -> _CpuState:
         "table_expired": expired,
         "why": why,
     }
-    quality, unc, reason = _judge(ks, expired, ks.tai_s == 0, discrepancy)
+    expired_doubt = "kernel TAI offset is 0 and the leap-second table has expired" if ks.tai_s == 0 and expired else ""
+    kernel_verdict = _judge(ks, expired, ks.tai_s == 0, discrepancy)
+    quality, unc, reason, chrony_info = _with_chrony(kernel_verdict, chrony, discrepancy or expired_doubt)
     Timestamp(raw + offset_s * 10**9, TsSource.CPU, quality, unc)  # validates what the hot path will reuse
-    return _CpuState(raw, valid_until, offset_s * 10**9, quality, unc, reason, ks, corr)
+    return _CpuState(raw, valid_until, offset_s * 10**9, quality, unc, reason, ks, corr, chrony_info)
 
 
 class CpuClock:
@@ -130,8 +157,12 @@ class CpuClock:
 
     name = "cpu"
 
-    def __init__(self, *, background: bool = True) -> None:
-        self._state = _snapshot()
+    def __init__(self, *, background: bool = True, chrony: ChronyHealth | bool | None = True) -> None:
+        # chrony: True = this host's chronyd ($TEMPOTRACE_CHRONY), False = kernel rule only, or a ChronyHealth.
+        self._chrony = shared_health() if chrony is True else (chrony or None)
+        if self._chrony is not None:
+            self._chrony.poll()  # one bounded exchange, before the first stamp
+        self._state = _snapshot(self._chrony)
         if background:
             refresh.register(self)
 
@@ -149,8 +180,10 @@ class CpuClock:
         self._snap = st
 
     def refresh(self) -> None:
-        """Re-read the kernel state (called by the refresher thread, ~1/s)."""
-        self._state = _snapshot()
+        """Ask chronyd and re-read the kernel state (the refresher thread, ~1/s; the only I/O)."""
+        if self._chrony is not None:
+            self._chrony.poll()
+        self._state = _snapshot(self._chrony)
 
     def now(self) -> Timestamp:
         # The hottest call in the SDK: one unpack, one clock read, one tuple
@@ -165,7 +198,7 @@ class CpuClock:
     def _resnapshot(self) -> Timestamp:
         # Stale (the refresher stalled) or the clock stepped back: re-read
         # the kernel state inline, then read the clock again.
-        st = _snapshot()
+        st = _snapshot(self._chrony)  # no I/O: chronyd's last answer, aged
         self._state = st
         return Timestamp(_gettime(_CLOCK_TAI) + st.offset_ns, _CPU, st.quality, st.uncertainty_ns)
 
@@ -184,5 +217,6 @@ class CpuClock:
             "reason": st.reason,
             "kernel": st.kernel.as_dict() if st.kernel is not None else None,
             "tai_correction": st.correction,
+            "chrony": st.chrony,
             "native": native_status().as_dict(),
         }
