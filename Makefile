@@ -68,5 +68,7 @@ test: venv
 bench: venv
 	$(MAKE) --no-print-directory $(BENCH_STEPS)
 
+# Everything a build, a test run or `make demo` leaves here (the demo writes ./tempotrace-demo-out).
 clean:
-	rm -rf $(VENV) build *.egg-info tempotrace_sdk/*.so .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info tempotrace_sdk/*.so .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+	  native/build tempotrace-demo-*/

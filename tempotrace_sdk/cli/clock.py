@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from datetime import datetime, timezone
 from typing import Any
 
 from ..clocks import preflight, select_clock, survey
@@ -18,6 +19,13 @@ __all__ = ["add_clock_command"]
 EPILOG = f"""Sources: auto (PHC when usable, else CPU), cpu, phc:/dev/ptp0, phc:eth0,
 sim:PROFILE[,key=value...] (simulated, for tests and demos: ptp, ntp, liar, unsynced).
 The source comes from --clock, else $TEMPOTRACE_CLOCK, else auto.
+
+The CPU source's bound comes from the local chronyd when it is synchronised (shown as
+`chronyc tracking` shows it; $TEMPOTRACE_CHRONY: auto, off, or chronyd's socket path),
+else from the kernel's NTP state.
+
+--require QUALITY passes when the clock is at least that good (OK better than DEGRADED).
+UNKNOWN is refused: every clock meets it, so such a gate could never fail.
 
 examples:
   tempotrace clock                                   # every source, the pick, a span's fields now
@@ -74,6 +82,46 @@ def _scalar(value: Any) -> str:
     return str(value)
 
 
+def _signed_word(value: float, positive: str, negative: str, unit: str, precision: int) -> str:
+    return f"{abs(value):.{precision}f} {unit} {positive if value > 0 else negative}"
+
+
+def chronyc_tracking_lines(chrony: dict[str, Any]) -> list[str]:
+    """chronyd's tracking figures laid out as ``chronyc tracking`` prints them (chrony client.c), then our bound."""
+    t = chrony.get("tracking")
+    lines = [f"chronyd ({chrony.get('socket')}):"]
+    if t is None:
+        return [*lines, f"  {'not used':<15} : {chrony.get('reason')}"]
+    ref_time = datetime.fromtimestamp(t["ref_time_unix_s"], tz=timezone.utc).strftime("%a %b %d %H:%M:%S %Y")
+    rows = [
+        ("Reference ID", f"{t['reference_id']} ({t['reference']})"),
+        ("Stratum", str(t["stratum"])),
+        ("Ref time (UTC)", ref_time),
+        # chronyc: a positive correction means the system clock is slow of NTP time.
+        ("System time", _signed_word(t["system_time_offset_s"], "slow", "fast", "seconds", 9) + " of NTP time"),
+        ("Last offset", f"{t['last_offset_s']:+.9f} seconds"),
+        ("RMS offset", f"{t['rms_offset_s']:.9f} seconds"),
+        ("Frequency", _signed_word(t["frequency_ppm"], "fast", "slow", "ppm", 3)),
+        ("Residual freq", f"{t['residual_freq_ppm']:+.3f} ppm"),
+        ("Skew", f"{t['skew_ppm']:.3f} ppm"),
+        ("Root delay", f"{t['root_delay_s']:.9f} seconds"),
+        ("Root dispersion", f"{t['root_dispersion_s']:.9f} seconds"),
+        ("Update interval", f"{t['update_interval_s']:.1f} seconds"),
+        ("Leap status", t["leap_status"]),
+    ]
+    lines += [f"  {name:<15} : {value}" for name, value in rows]
+    used = f"{chrony['bound_ns']} ns ({chrony['status']})" if chrony.get("used") else "not used"
+    lines += [f"  {'CPU bound':<15} : {used}", f"  {'why':<15} : {chrony.get('reason')}"]
+    return lines
+
+
+def _chrony_block(describe: dict[str, Any]) -> list[str]:
+    chrony = describe.get("chrony")
+    if not isinstance(chrony, dict) or chrony.get("status") == "disabled":
+        return []
+    return chronyc_tracking_lines(chrony)
+
+
 def _select(spec: str | None) -> ClockSource:
     return select_clock(spec) if spec else select_clock()
 
@@ -104,6 +152,8 @@ def run_clock(args: argparse.Namespace) -> int:
     print(f"Selected source   : {clock.name}  (from {'--clock/$TEMPOTRACE_CLOCK' if spec else 'auto'})")
     print("A span started now would carry:")
     print("\n".join(_render(report["span_now"], 1)))
+    cpu_describe = report["selected"]["describe"] if clock.name == "cpu" else report["sources"].get("cpu", {})
+    print("\n".join(_chrony_block(cpu_describe)))
     if spec:  # auto's pick is already among "All sources"
         print("Selected source details:")
         print("\n".join(_render(report["selected"]["describe"], 1)))
@@ -138,9 +188,13 @@ def _gate(args: argparse.Namespace, clock: ClockSource) -> int:
 
 def _quality_arg(text: str) -> ClockQuality:
     try:
-        return ClockQuality[text.upper()]
+        quality = ClockQuality[text.upper()]
     except KeyError:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be OK, DEGRADED or UNKNOWN") from None
+        raise argparse.ArgumentTypeError(f"{text!r}: must be OK or DEGRADED") from None
+    if quality is ClockQuality.UNKNOWN:
+        # Every clock is at least UNKNOWN: a gate that cannot fail would print "clock OK" for anything.
+        raise argparse.ArgumentTypeError("UNKNOWN is met by every clock, so the gate could never fail: use OK/DEGRADED")
+    return quality
 
 
 def add_clock_command(subparsers: Any) -> None:
@@ -159,7 +213,7 @@ def add_clock_command(subparsers: Any) -> None:
         "--require",
         type=_quality_arg,
         metavar="QUALITY",
-        help="gate: the clock must be at least this good (OK better than DEGRADED better than UNKNOWN)",
+        help="gate: the clock must be at least this good: OK, or DEGRADED (accepts OK too)",
     )
     parser.add_argument(
         "--max-uncertainty", type=int, metavar="NS", help="gate: the bound must also be at most NS nanoseconds"

@@ -202,6 +202,15 @@ def _span_id_arg(text: str) -> str:
     return text
 
 
+def _sent_span_id_arg(text: str) -> str:
+    """A span id that goes into a header we build: W3C Trace Context forbids the all-zero one."""
+    if _span_id(text) == 0:
+        raise argparse.ArgumentTypeError(
+            f"span id {text!r}: all zeros is the invalid span id (W3C Trace Context, parent-id), never a real span"
+        )
+    return text
+
+
 def _enum_arg(enum_type: type[TsSource] | type[ClockQuality]) -> Any:
     def parse(text: str) -> Any:
         try:
@@ -303,9 +312,9 @@ def add_encode_command(subparsers: Any) -> None:
         "--span-id",
         action="append",
         default=[],
-        type=_span_id_arg,
+        type=_sent_span_id_arg,
         metavar="HEX",
-        help="add to the sketch (repeatable)",
+        help="add to the sketch (repeatable; not all zeros)",
     )
     parser.add_argument("--sketch", type=_sketch_arg, help="start from this 64-hex-digit sketch")
     parser.add_argument("--format", choices=("text", "hex", "bin"), default="text", help="output form (default text)")
