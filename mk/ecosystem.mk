@@ -16,15 +16,18 @@ TEST_STEPS += ecosystem-chrony ecosystem-pip-check
 # with -x (never touching the clock) in network namespaces; the package's own
 # service must not start and discipline this machine's clock, so while apt runs a
 # policy-rc.d forbids starting services (unless the machine already has one).
+POLICY_RC_D ?= /usr/sbin/policy-rc.d
+SBIN_CHRONYD ?= /usr/sbin/chronyd
+
 ecosystem-chrony:
 	@pkgs=""; \
-	command -v chronyd >/dev/null 2>&1 || [ -x /usr/sbin/chronyd ] || pkgs=" chrony"; \
+	command -v chronyd >/dev/null 2>&1 || [ -x $(SBIN_CHRONYD) ] || pkgs=" chrony"; \
 	command -v ip >/dev/null 2>&1 || pkgs="$$pkgs iproute2"; \
 	if [ -z "$$pkgs" ]; then :; \
 	elif [ "$$(id -u)" != 0 ]; then echo "ecosystem: not root, the chronyd tests will skip (missing:$$pkgs)"; \
 	elif command -v apt-get >/dev/null 2>&1; then \
 		echo "ecosystem: installing$$pkgs (the chrony service is not started)"; \
-		policy=/usr/sbin/policy-rc.d; ours=""; \
+		policy=$(POLICY_RC_D); ours=""; \
 		if [ ! -e $$policy ]; then printf '#!/bin/sh\nexit 101\n' > $$policy && chmod 755 $$policy && ours=1; fi; \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs >/dev/null; } \
 			|| echo "ecosystem: could not install$$pkgs; the chronyd tests will skip"; \
