@@ -28,6 +28,7 @@ import math
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,9 +120,11 @@ class ChronyHealth:
     def __init__(self, where: ChronyTarget | None = None, *, max_drift_ppb: float | None = None) -> None:
         self.where = where if where is not None else target()
         self.max_drift_ppb = max_drift_ppb if max_drift_ppb is not None else _max_drift_ppb()
-        self._last: _Poll | None = None
-        self._anchor: _Anchor | None = None
+        # (last answer, last synchronised answer) as one value: readers on other threads
+        # (an inline CPU re-snapshot) see both from the same moment.
+        self._seen: tuple[_Poll | None, _Anchor | None] = (None, None)
         self._lock = threading.Lock()
+        _ALL.add(self)
 
     @property
     def enabled(self) -> bool:
@@ -132,7 +135,7 @@ class ChronyHealth:
         if not self.enabled or not self._lock.acquire(blocking=False):
             return  # another thread is asking right now: its answer will do
         try:
-            last = self._last
+            last = self._seen[0]
             as_of = time.monotonic_ns()
             if not force and last is not None and as_of - last.as_of_ns < MIN_POLL_INTERVAL_S * 1e9:
                 return
@@ -149,11 +152,12 @@ class ChronyHealth:
 
         ``poll()`` calls it; tests replay recorded answers through it.
         """
+        anchor = self._seen[1]
         if tracking is not None and self._status(tracking, wall_s) == "synchronised":
             t = tracking
             rate = self.max_drift_ppb + (abs(t.skew_ppm) + abs(t.resid_freq_ppm)) * 1000
-            self._anchor = _Anchor(as_of_ns, report_bound_ns(t), rate, t.ref_name or f"{t.ref_id:08X}")
-        self._last = _Poll(as_of_ns, wall_s, tracking, error if tracking is None else "")
+            anchor = _Anchor(as_of_ns, report_bound_ns(t), rate, t.ref_name or f"{t.ref_id:08X}")
+        self._seen = (_Poll(as_of_ns, wall_s, tracking, error if tracking is None else ""), anchor)
 
     @staticmethod
     def _status(t: ChronyTracking, wall_s: float) -> str:
@@ -169,7 +173,7 @@ class ChronyHealth:
 
     def verdict_at(self, mono_ns: int) -> ChronyVerdict:
         """The verdict at CLOCK_MONOTONIC ``mono_ns`` (no I/O)."""
-        last, anchor = self._last, self._anchor
+        last, anchor = self._seen
         if not self.enabled:
             return ChronyVerdict(None, math.inf, self.where.describe(), "disabled")
         if last is None:
@@ -222,7 +226,7 @@ class ChronyHealth:
         """JSON-ready: where we ask, chronyd's tracking figures (as ``chronyc tracking``) and the verdict."""
         mono = time.monotonic_ns() if mono_ns is None else mono_ns
         verdict = self.verdict_at(mono)
-        last = self._last
+        last = self._seen[0]
         out: dict[str, Any] = {
             "socket": self.where.describe(),
             "status": verdict.status,
@@ -243,6 +247,20 @@ class ChronyHealth:
 
 _SHARED: ChronyHealth | None = None
 _SHARED_LOCK = threading.Lock()
+_ALL: weakref.WeakSet[ChronyHealth] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # A poll in flight on the refresher thread at fork time would leave its lock held
+    # forever in the child, which then could never ask chronyd again.
+    global _SHARED_LOCK
+    _SHARED_LOCK = threading.Lock()
+    for health in list(_ALL):
+        health._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def shared_health() -> ChronyHealth:

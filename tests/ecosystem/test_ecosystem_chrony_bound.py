@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 
 import pytest
@@ -202,3 +203,16 @@ def test_tai_doubt_degrades_even_a_synchronised_chrony(monkeypatch: pytest.Monke
 def test_chrony_false_is_the_kernel_rule_alone(fresh_leap_table: None) -> None:
     clock = CpuClock(background=False, chrony=False)
     assert clock.describe()["chrony"] is None and clock.now().clk_quality is ClockQuality.UNKNOWN
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_child_forked_during_a_poll_can_still_ask_chronyd() -> None:
+    """A fork while the refresher thread holds the poll lock must not leave the child unable to poll."""
+    health = ChronyHealth(ChronyTarget("unix", "/nonexistent/fork.sock"))
+    with health._lock:  # as if a poll were in flight on another thread
+        pid = os.fork()
+        if pid == 0:  # child: ask (the answer is an error: no such socket) and report whether it was recorded
+            health.poll(force=True)
+            os._exit(0 if health.describe().get("error") else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
