@@ -94,7 +94,9 @@ class ChronyVerdict:
     quality: ClockQuality | None
     bound_ns: float
     reason: str
-    status: str  # synchronised / free running / unusable / absent
+    #: synchronised, free running (holdover), not synchronised, no reference time,
+    #: local reference, absent (no answer), void (holdover too old), disabled
+    status: str
 
 
 def _max_drift_ppb() -> float:
@@ -144,6 +146,8 @@ class ChronyHealth:
                 self.observe(query_tracking(self.where, timeout_s), as_of, wall)
             except ClockError as err:
                 self.observe(None, as_of, wall, error=str(err.strerror or err))
+            except Exception as err:  # a bug of ours must not stop the clock: say it, use the kernel rule
+                self.observe(None, as_of, wall, error=f"{type(err).__name__}: {err}")
         finally:
             self._lock.release()
 
