@@ -36,3 +36,8 @@ ecosystem-chrony:
 
 ecosystem-pip-check: venv
 	$(PY) -m pip check --disable-pip-version-check
+
+BENCH_STEPS += bench-chrony
+
+bench-chrony: venv
+	$(PY) benchmarks/bench_chrony.py

@@ -87,6 +87,10 @@ class _Anchor:
     reference: str
 
 
+#: (last answer, last synchronised answer): one moment's evidence.
+Seen = tuple[_Poll | None, _Anchor | None]
+
+
 @dataclass(frozen=True, slots=True)
 class ChronyVerdict:
     """``quality`` None: chrony gives no evidence, use the kernel rule (``reason`` says why)."""
@@ -124,7 +128,7 @@ class ChronyHealth:
         self.max_drift_ppb = max_drift_ppb if max_drift_ppb is not None else _max_drift_ppb()
         # (last answer, last synchronised answer) as one value: readers on other threads
         # (an inline CPU re-snapshot) see both from the same moment.
-        self._seen: tuple[_Poll | None, _Anchor | None] = (None, None)
+        self._seen: Seen = (None, None)
         self._lock = threading.Lock()
         _ALL.add(self)
 
@@ -175,9 +179,14 @@ class ChronyHealth:
             return "free running"
         return "synchronised"
 
-    def verdict_at(self, mono_ns: int) -> ChronyVerdict:
-        """The verdict at CLOCK_MONOTONIC ``mono_ns`` (no I/O)."""
-        last, anchor = self._seen
+    @property
+    def seen(self) -> Seen:
+        """What chronyd last said: pass it to ``verdict_at``/``describe`` to judge one moment's data twice."""
+        return self._seen
+
+    def verdict_at(self, mono_ns: int, seen: Seen | None = None) -> ChronyVerdict:
+        """The verdict at CLOCK_MONOTONIC ``mono_ns`` (no I/O) from ``seen`` (default: the latest)."""
+        last, anchor = self._seen if seen is None else seen
         if not self.enabled:
             return ChronyVerdict(None, math.inf, self.where.describe(), "disabled")
         if last is None:
@@ -226,11 +235,12 @@ class ChronyHealth:
         )
         return ChronyVerdict(ClockQuality.DEGRADED, bound, reason, "free running")
 
-    def describe(self, mono_ns: int | None = None) -> dict[str, Any]:
+    def describe(self, mono_ns: int | None = None, seen: Seen | None = None) -> dict[str, Any]:
         """JSON-ready: where we ask, chronyd's tracking figures (as ``chronyc tracking``) and the verdict."""
         mono = time.monotonic_ns() if mono_ns is None else mono_ns
-        verdict = self.verdict_at(mono)
-        last = self._seen[0]
+        seen = self._seen if seen is None else seen
+        verdict = self.verdict_at(mono, seen)
+        last = seen[0]
         out: dict[str, Any] = {
             "socket": self.where.describe(),
             "status": verdict.status,

@@ -22,7 +22,9 @@ Rules (spec/clocks.md §CPU):
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +63,7 @@ class _CpuState:
     reason: str
     kernel: KernelSync | None
     correction: dict[str, Any]
-    chrony: dict[str, Any] | None = None  # describe() of the chronyd evidence weighed
+    chrony: Callable[[], dict[str, Any]] | None = None  # describes the chronyd evidence weighed (built on demand)
 
 
 def _judge(
@@ -102,13 +104,14 @@ def tai_correction(kernel_tai_s: int, table_s: int, table_expired: bool, origin:
 
 def _with_chrony(
     kernel_verdict: tuple[ClockQuality, int, str], chrony: ChronyHealth | None, discrepancy: str
-) -> tuple[ClockQuality, int, str, dict[str, Any] | None]:
+) -> tuple[ClockQuality, int, str, Callable[[], dict[str, Any]] | None]:
     """chronyd's verdict when it gives one (at the end of the snapshot's life), else the kernel's, saying why."""
     if chrony is None:
         return (*kernel_verdict, None)
     end_of_validity = time.monotonic_ns() + SNAPSHOT_VALID_S * 1_000_000_000
-    verdict = chrony.verdict_at(end_of_validity)
-    info = chrony.describe(end_of_validity)
+    seen = chrony.seen
+    verdict = chrony.verdict_at(end_of_validity, seen)
+    info = functools.partial(chrony.describe, end_of_validity, seen)
     if verdict.quality is None:
         quality, unc, reason = kernel_verdict
         return quality, unc, f"{reason} (chrony not used: {verdict.reason})", info
@@ -217,6 +220,6 @@ class CpuClock:
             "reason": st.reason,
             "kernel": st.kernel.as_dict() if st.kernel is not None else None,
             "tai_correction": st.correction,
-            "chrony": st.chrony,
+            "chrony": st.chrony() if st.chrony is not None else None,
             "native": native_status().as_dict(),
         }
