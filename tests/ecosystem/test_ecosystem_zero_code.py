@@ -30,18 +30,23 @@ pytestmark = [
 PROPAGATORS = "tracecontext,baggage,tempotrace"
 
 
+def instrumented(script: str, *args: str, service: str, **env: str) -> dict[str, Any]:
+    """``OTEL_PROPAGATORS=... opentelemetry-instrument python SCRIPT ARGS``: Popen/run keywords, no tracing code."""
+    return {
+        "args": [str(INSTRUMENT), sys.executable, str(HERE / script), *args],
+        "env": clean_env(
+            OTEL_PROPAGATORS=PROPAGATORS, OTEL_SERVICE_NAME=service, TEMPOTRACE_HOST=f"{service}-1", **env
+        ),
+        "text": True,
+    }
+
+
 class Service:
     """The Flask app under ``opentelemetry-instrument``; ``stop()`` sends Ctrl-C and returns its stderr."""
 
     def __init__(self, cwd: Path, **env: str) -> None:
-        self.proc = subprocess.Popen(
-            [str(INSTRUMENT), sys.executable, str(HERE / "zero_code_app.py")],
-            cwd=cwd,
-            env=clean_env(OTEL_PROPAGATORS=PROPAGATORS, OTEL_SERVICE_NAME="web", TEMPOTRACE_HOST="web-1", **env),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        launch = instrumented("zero_code_app.py", service="web", **env)
+        self.proc = subprocess.Popen(**launch, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.url = f"http://127.0.0.1:{read_line(self.proc, 60)}/hello"
 
     def stop(self) -> str:
@@ -54,14 +59,8 @@ def workdir(tmp_path: Path) -> Path:
 
 
 def run_client(cwd: Path, url: str, **env: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [str(INSTRUMENT), sys.executable, str(HERE / "zero_code_client.py"), url],
-        cwd=cwd,
-        env=clean_env(OTEL_PROPAGATORS=PROPAGATORS, OTEL_SERVICE_NAME="cli", TEMPOTRACE_HOST="cli-1", **env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = subprocess.run(**instrumented("zero_code_client.py", url, service="cli", **env), cwd=cwd,
+                         capture_output=True, timeout=60)  # fmt: skip
     assert out.returncode == 0, out.stderr
     received: dict[str, Any] = json.loads(out.stdout)
     return received
