@@ -21,7 +21,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 SERVER_IP, CLIENT_IP = "10.213.0.1", "10.213.0.2"
-CHRONYD = shutil.which("chronyd") or ("/usr/sbin/chronyd" if os.path.exists("/usr/sbin/chronyd") else None)
+#: Where mk/ecosystem.mk unpacks Debian's chrony when it is not installed.
+UNPACKED = Path(__file__).resolve().parents[2] / "native" / "build" / "chrony"
+
+
+def _find(name: str, *places: Path) -> str | None:
+    found = shutil.which(name)
+    return found or next((str(p) for p in places if os.access(p, os.X_OK)), None)
+
+
+CHRONYD = _find("chronyd", Path("/usr/sbin/chronyd"), UNPACKED / "usr/sbin/chronyd")
+CHRONYC = _find("chronyc", Path("/usr/bin/chronyc"), UNPACKED / "usr/bin/chronyc")
 
 
 def _ip(*args: str) -> None:
@@ -33,7 +43,7 @@ def unavailable_reason() -> str | None:
     if os.geteuid() != 0:
         return "needs root (network namespaces, chronyd)"
     if CHRONYD is None:
-        return "chronyd not installed (make test installs Debian's chrony as root)"
+        return "no chronyd (make test unpacks Debian's chrony as root)"
     if shutil.which("ip") is None:
         return "iproute2 'ip' not installed"
     probe = f"ttcprobe{secrets.token_hex(3)}"

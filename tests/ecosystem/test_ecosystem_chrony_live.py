@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from _chrony_netns import SERVER_IP, ChronyPair, unavailable_reason
+from _chrony_netns import CHRONYC, SERVER_IP, ChronyPair, unavailable_reason
 from _eco_helpers import clean_env
 
 from tempotrace_sdk.clocks import cpu
@@ -127,7 +127,8 @@ def test_clock_command_shows_the_figures_as_chronyc_tracking_does(pair: ChronyPa
         text=True,
         timeout=60,
     )
-    theirs = subprocess.run(["chronyc", "-h", pair.client_sock, "tracking"], capture_output=True, text=True, timeout=30)
+    assert CHRONYC is not None, "chronyc ships with chronyd"
+    theirs = subprocess.run([CHRONYC, "-h", pair.client_sock, "tracking"], capture_output=True, text=True, timeout=30)
     assert ours.returncode == 0, ours.stderr
     block = ours.stdout[ours.stdout.index("chronyd (unix:") :].splitlines()[1:14]
     ours_fields = dict(line[2:].split(" : ", 1) for line in block)  # labels padded to chronyc's 15 columns
