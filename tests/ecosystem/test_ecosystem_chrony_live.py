@@ -1,7 +1,7 @@
 """Against a real chronyd (Debian's): the CPU bound follows it from unsynchronised to synchronised to holdover.
 
-spec/clocks.md §3.1. Needs root, ``ip netns`` and chronyd (``make test`` installs
-chrony as root); skips with the reason elsewhere. Both daemons run with -x, so
+spec/clocks.md §3.1. Needs root, ``ip netns`` and chronyd (``make test`` unpacks
+Debian's chrony as root when it is not installed); skips with the reason elsewhere. Both daemons run with -x, so
 nothing here touches the system clock. The leap table is pinned to an unexpired
 one so that the quality seen is chrony's alone (an expired system table would
 add its own DEGRADED).
