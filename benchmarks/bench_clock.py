@@ -19,9 +19,10 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tempotrace_sdk.clocks._fast import make_timestamp
+
 from benchmarks.harness import Row, compare, emit, measure
 from tempotrace_sdk.clocks import CalibratedClock, CpuClock, Timestamp, _native
-from tempotrace_sdk.clocks._fast import make_timestamp
 from tempotrace_sdk.clocks.kernel import _read_ctypes, read_kernel_sync
 from tempotrace_sdk.wire._layout import ClockQuality, TsSource
 

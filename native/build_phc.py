@@ -1,10 +1,14 @@
-"""cffi (API mode) builder for the native PHC module ``tempotrace_sdk._phc``.
+"""cffi (API mode) builder for the native module ``tempotrace_sdk._phc``.
 
 Lives outside the import package and is hooked from setup.py through
 ``cffi_modules`` (the pyca/cryptography layout). The cdef is not retyped
 here: it is the text between the ``cdef-begin``/``cdef-end`` markers of the
-hand-written headers in native/phc/, so a header and its binding cannot
-drift apart.
+hand-written headers, so a header and its binding cannot drift apart.
+
+Two concerns share the one module: the PHC and kernel-clock reads
+(native/phc/) and the per-event stamp of the OpenTelemetry layer
+(native/stamp/), which hashes span ids with the C reference codec's
+MurmurHash3 (native/ttext/murmur3.c, compiled in as it is).
 """
 
 from __future__ import annotations
@@ -16,8 +20,19 @@ from cffi import FFI
 
 HERE = pathlib.Path(__file__).resolve().parent
 PHC = HERE / "phc"
-# Order matters only for the cdef: a header's types come before their users.
-UNITS = ("tt_phc_abi", "tt_clock", "tt_ntp", "tt_phc_open", "tt_sysoff")
+STAMP = HERE / "stamp"
+TTEXT = HERE / "ttext"
+# (directory, unit) in cdef order: a header's types come before their users.
+UNITS = (
+    (PHC, "tt_phc_abi"),
+    (PHC, "tt_clock"),
+    (PHC, "tt_ntp"),
+    (PHC, "tt_phc_open"),
+    (PHC, "tt_sysoff"),
+    (STAMP, "tt_stamp"),
+)
+#: Compiled in, not bound: the sketch hash the stamp shares with the C codec.
+HELPERS = ((TTEXT, "murmur3"),)
 
 _CDEF = re.compile(r"/\* cdef-begin \*/(.*?)/\* cdef-end \*/", re.S)
 
@@ -29,13 +44,17 @@ def _cdef_of(header: pathlib.Path) -> str:
     return "\n".join(blocks)
 
 
+def _rel(path: pathlib.Path) -> str:
+    return str(path.relative_to(HERE.parent))
+
+
 ffibuilder = FFI()
-ffibuilder.cdef("\n".join(_cdef_of(PHC / f"{unit}.h") for unit in UNITS))
+ffibuilder.cdef("\n".join(_cdef_of(folder / f"{unit}.h") for folder, unit in UNITS))
 ffibuilder.set_source(
     "tempotrace_sdk._phc",
-    "\n".join(f'#include "{unit}.h"' for unit in UNITS),
-    sources=[str((PHC / f"{unit}.c").relative_to(HERE.parent)) for unit in UNITS],
-    include_dirs=[str(PHC.relative_to(HERE.parent))],
+    "\n".join(f'#include "{unit}.h"' for _, unit in UNITS),
+    sources=[_rel(folder / f"{unit}.c") for folder, unit in (*UNITS, *HELPERS)],
+    include_dirs=sorted({_rel(folder) for folder, _ in (*UNITS, *HELPERS)}),
     extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror=implicit-function-declaration"],
 )
 

@@ -34,7 +34,7 @@ _IO_MODULES = (
     "tempotrace_sdk.clocks.ptpquality",
     "tempotrace_sdk.clocks.refresh",
     "tempotrace_sdk.clocks.select",
-    "tempotrace_sdk.clocks.survey",
+    "tempotrace_sdk.clocks._survey",
     "ctypes",
     "socket",
 )
@@ -58,7 +58,7 @@ def test_clock_functions_named_like_their_submodules_stay_functions() -> None:
     """``preflight`` and ``survey`` are both submodules and functions; importing the submodule first
     must not make ``from tempotrace_sdk.clocks import preflight`` hand out a module."""
     probe = (
-        "import tempotrace_sdk.clocks.survey, tempotrace_sdk.clocks.preflight\n"
+        "import tempotrace_sdk.clocks._survey, tempotrace_sdk.clocks.preflight\n"
         "from tempotrace_sdk.clocks import preflight, survey\n"
         "print(callable(preflight), callable(survey), preflight.__name__, survey.__name__)\n"
     )

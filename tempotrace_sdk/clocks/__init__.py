@@ -11,13 +11,16 @@ imports ``clocks.base`` and so runs this file: it must stay cheap and sans-IO.
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._lazy import lazy_attributes
 from .base import ClockSource, Timestamp, saturate_uncertainty
 from .leapseconds import tai_to_utc_ns, utc_to_tai_ns
+
+# Light (base and errors only), so imported eagerly: the submodule is then
+# loaded before the function is bound here, and ``clocks.preflight`` stays the
+# function whoever imports the submodule later.
+from .preflight import PreflightResult, preflight
 
 #: Public names served lazily: name -> submodule that defines it.
 _LAZY = {
@@ -30,46 +33,25 @@ _LAZY = {
     "PhcClock": ".phc",
     "PhcDevice": ".phc",
     "PhcReading": ".phc",
-    "PreflightResult": ".preflight",
-    "preflight": ".preflight",
     "Ptp4lClient": ".ptp4l",
     "Ptp4lStatus": ".ptp4l",
     "Ptp4lHealth": ".ptpquality",
     "SyncHealth": ".ptpquality",
     "ClockSpecError": ".select",
     "select_clock": ".select",
-    "survey": ".survey",
+    "survey": "._survey",  # module named apart from its function, so neither shadows the other
 }
 
 if TYPE_CHECKING:
     from ._native import NativeStatus, native_status
+    from ._survey import survey
     from .calibrated import CalibratedClock
     from .cpu import CpuClock
     from .kernel import KernelSync, read_kernel_sync
     from .phc import PhcClock, PhcDevice, PhcReading
-    from .preflight import PreflightResult, preflight
     from .ptp4l import Ptp4lClient, Ptp4lStatus
     from .ptpquality import Ptp4lHealth, SyncHealth
     from .select import ClockSpecError, select_clock
-    from .survey import survey
-
-
-#: Submodules named like the function they define: ``clocks.preflight`` and
-#: ``clocks.survey`` must stay the functions (as when this file imported them
-#: eagerly) even after something imports the submodule first.
-_SHADOWED = frozenset({"preflight", "survey"})
-
-
-class _Package(types.ModuleType):
-    def __setattr__(self, name: str, value: Any) -> None:
-        # The import system binds a loaded submodule onto its package with
-        # setattr, after the submodule ran: bind its function instead.
-        if name in _SHADOWED and isinstance(value, types.ModuleType):
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)

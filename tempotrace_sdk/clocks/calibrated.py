@@ -30,7 +30,6 @@ from typing import Any
 
 from ..wire._layout import PTP_NS_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from . import refresh
-from ._fast import new_tuple as _new_tuple
 from .base import ClockSource, Timestamp, saturate_uncertainty
 
 __all__ = ["DEFAULT_DRIFT_PPB", "DEFAULT_PAIRS", "CalibratedClock", "Calibration", "fit_pairs"]
@@ -198,12 +197,12 @@ class CalibratedClock:
             # (A prediction outside the field's range is no time at all:
             # clamped, and UNKNOWN, so no invalid Timestamp can exist.)
             ptp_ns = min(max(0, ptp_ns), PTP_NS_MAX)
-            return _new_tuple(Timestamp, (ptp_ns, _SW_GCC, _UNKNOWN, UNCERTAINTY_SATURATED))
+            return Timestamp(ptp_ns, _SW_GCC, _UNKNOWN, UNCERTAINTY_SATURATED)
         elapsed_ns = max(0.0, (tick - cal.at_counter) * cal.rate)
         slope_ns = 3 * cal.rate_se * abs(tick - cal.c0)
         base_ns = 3 * cal.sigma_ns + cal.half_width_ns + cal.reference_unc_ns
         unc = saturate_uncertainty(base_ns + slope_ns + self.drift_ppb * elapsed_ns / 1e9)
-        return _new_tuple(Timestamp, (ptp_ns, _SW_GCC, cal.quality, unc))
+        return Timestamp(ptp_ns, _SW_GCC, cal.quality, unc)
 
     def describe(self) -> dict[str, Any]:
         cal = self._cal

@@ -31,7 +31,6 @@ from typing import Any
 from ..errors import ClockError
 from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from . import refresh
-from ._fast import new_tuple as _new_tuple
 from ._native import native_status
 from .base import Timestamp, saturate_uncertainty
 from .chrony import ChronyHealth, shared_health
@@ -180,6 +179,10 @@ class CpuClock:
         # costs an attribute load or an iterator per field). One store, so a
         # reader sees the old snapshot or the new one, never a mix.
         self._hot = (st.read_at_ns, st.valid_until_ns, st.offset_ns, st.quality, st.uncertainty_ns)
+        # The same mapping for the native stamp (otel/stamp.py), which reads
+        # CLOCK_TAI itself: (clock id, valid from, valid until, offset,
+        # quality, bound, source), replaced whole like _hot.
+        self.raw_mapping = (_CLOCK_TAI, *self._hot, int(_CPU))
         self._snap = st
 
     def refresh(self) -> None:
@@ -189,13 +192,11 @@ class CpuClock:
         self._state = _snapshot(self._chrony)
 
     def now(self) -> Timestamp:
-        # The hottest call in the SDK: one unpack, one clock read, one tuple
-        # (make_timestamp inlined; quality and bound were validated when the
-        # snapshot was taken).
+        # The hottest call in the SDK: one unpack, one clock read, one record.
         read_at, valid_until, offset, quality, unc = self._hot
         t = _gettime(_CLOCK_TAI)
         if read_at <= t <= valid_until:
-            return _new_tuple(Timestamp, (t + offset, _CPU, quality, unc))
+            return Timestamp(t + offset, _CPU, quality, unc)
         return self._resnapshot()
 
     def _resnapshot(self) -> Timestamp:

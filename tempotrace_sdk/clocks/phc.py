@@ -20,7 +20,6 @@ from typing import Any
 from ..errors import ClockError
 from ..wire._layout import PTP_NS_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from . import refresh
-from ._fast import make_timestamp
 from ._native import require_native
 from .base import Timestamp, saturate_uncertainty
 from .cpu import CpuClock
@@ -189,14 +188,15 @@ class PhcClock:
             self.read_failures += 1
             self.last_read_error = str(err)
             fallback = self._cpu.now()
-            return make_timestamp(fallback.ptp_ns, TsSource.CPU, ClockQuality.UNKNOWN, UNCERTAINTY_SATURATED)
+            return Timestamp(fallback.ptp_ns, TsSource.CPU, ClockQuality.UNKNOWN, UNCERTAINTY_SATURATED)
         health = self.monitor.health
         mono = time.monotonic_ns()
         quality = health.quality_at(mono)
         if quality is ClockQuality.UNKNOWN or not 0 <= reading.phc_ns <= PTP_NS_MAX:
-            return make_timestamp(max(0, reading.phc_ns), TsSource.GTE, ClockQuality.UNKNOWN, UNCERTAINTY_SATURATED)
+            clamped = min(max(0, reading.phc_ns), PTP_NS_MAX)
+            return Timestamp(clamped, TsSource.GTE, ClockQuality.UNKNOWN, UNCERTAINTY_SATURATED)
         bound = health.bound_at(mono) + reading.width_ns / 2
-        return make_timestamp(reading.phc_ns, TsSource.GTE, quality, saturate_uncertainty(bound))
+        return Timestamp(reading.phc_ns, TsSource.GTE, quality, saturate_uncertainty(bound))
 
     def describe(self) -> dict[str, Any]:
         return {

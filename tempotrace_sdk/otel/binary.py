@@ -43,13 +43,16 @@ def binary_header(
 ) -> tuple[str, bytes] | None:
     """A send event, as the ``("tt-ext-bin", 53 bytes)`` metadata pair.
 
-    ``None`` when no header can be made (e.g. the clock failed): the error is
-    counted under ``"binary_header"`` in ``state.errors()`` and logged at debug;
-    this never raises into the caller.
+    ``None`` when ``context`` (default: the current one) holds no valid span
+    context -- a header beside no trace context means nothing -- or when no
+    header can be made (e.g. the clock failed): that error is counted under
+    ``"binary_header"`` in ``state.errors()`` and logged at debug; this never
+    raises into the caller.
     """
     st = state if state is not None else get_state()
     try:
-        return BINARY_HEADER, send(st, context)
+        raw = send(st, context)
+        return None if raw is None else (BINARY_HEADER, raw)
     except Exception:
         st.count_error("binary_header")
         _log.debug("tempotrace: binary_header failed", exc_info=True)
@@ -81,7 +84,9 @@ def inject_binary(
         _log.debug("tempotrace: inject_binary: unreadable metadata", exc_info=True)
         return metadata if isinstance(metadata, list) else []
     try:
-        out.append((BINARY_HEADER, send(st, context)))
+        raw = send(st, context)
+        if raw is not None:  # None: no valid trace context, nothing to send
+            out.append((BINARY_HEADER, raw))
     except Exception:
         st.count_error("inject_binary")
         _log.debug("tempotrace: inject_binary failed", exc_info=True)
@@ -111,12 +116,12 @@ def extract_binary(
         value = values[0]
         if not isinstance(value, (bytes, bytearray, memoryview)):
             raise HeaderError("length", "tt-ext-bin value must be bytes", error_class="BINARY_TYPE", remote=True)
-        header = TTExt.decode(value)
+        header = TTExt.decode(value)  # measures the value before copying it
     except Exception as err:  # a peer's bad bytes or a malformed metadata object
         reject(st, err, BINARY_HEADER)
         return context
     try:
-        return receive(st, header, context)
+        return receive(st, header, context, value if type(value) is bytes else None)
     except Exception:
         st.count_error("extract_binary")
         return context

@@ -17,8 +17,9 @@ import time
 import weakref
 from collections import Counter, deque
 from itertools import islice
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+import msgspec
 from opentelemetry import context as context_api
 from opentelemetry.trace import SpanContext
 
@@ -26,6 +27,7 @@ from ..clocks.base import ClockSource, Timestamp
 from ..clocks.leapseconds import utc_to_tai_ns
 from ..wire import LamportClock, Sketch, TTExt
 from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
+from .stamp import NativeLamport, new_lamport, stamp_for
 
 if TYPE_CHECKING:
     from .policy import Contract, Policy
@@ -56,6 +58,12 @@ hop_seen = [False]
 #: ended (async fan-out). 8192 entries is about 1 MiB.
 ENDED_SKETCHES = 8192
 
+#: Distinct received headers remembered to recognise a repeated extract of
+#: one request's headers (about 250 bytes each). A sender never sends the
+#: same header twice (every send ticks its counter), so a repeat within this
+#: window is the same message read again.
+RECEIVED_HEADERS = 4096
+
 #: Open spans tracked at once (about 200 bytes each). A full table means
 #: spans that are never ended (a leak in the program): the oldest records are
 #: evicted, LIVE_EVICT_BATCH at a time (counted as live_evicted), so new spans
@@ -68,11 +76,11 @@ LIVE_SPANS_MAX = 1 << 17
 LIVE_EVICT_FRACTION = 16
 
 
-class RemoteHop(NamedTuple):
+class RemoteHop(msgspec.Struct, frozen=True, gc=False):
     """A header received at extract, and the Lamport value of that receive.
 
-    A NamedTuple rather than a frozen dataclass: one is built per extract,
-    and a tuple is immutable and several times cheaper to construct.
+    Built only by ``hop.receive`` from a header that is already a validated
+    ``TTExt``, so it has nothing left to check.
     """
 
     header: TTExt
@@ -80,6 +88,10 @@ class RemoteHop(NamedTuple):
     #: The remote parent's span id when the tracecontext propagator ran first
     #: (0 when unknown): a span only takes this hop if its parent is that span.
     parent_span_id: int = 0
+    #: True when this header had already been received in this process (a
+    #: second extract of one request's headers): the span it parents takes
+    #: its sketch but records no receive, so the hop is counted once.
+    repeat: bool = False
 
     def applies_to(self, parent: SpanContext | None) -> bool:
         if self.parent_span_id == 0:
@@ -157,14 +169,19 @@ class TempoTraceState:
         tenant: int | None = None,
         host: str | None = None,
         policy: Policy | None = None,
-        lamport: LamportClock | None = None,
+        lamport: LamportClock | NativeLamport | None = None,
+        native_stamp: bool | None = None,
     ) -> None:
         if tenant is not None and (not isinstance(tenant, int) or isinstance(tenant, bool) or not 0 <= tenant <= 15):
             raise ValueError(f"tenant must be an integer 0..15, got {tenant!r}")
         self._clock = clock
         self._tenant = tenant
         self.host = host if host is not None else env_host()
-        self.lamport = lamport if lamport is not None else LamportClock()
+        # The counter decides the stamp: a NativeLamport (the default when the
+        # native module is loaded; native_stamp=False refuses it, True demands
+        # it) stamps in C, any LamportClock in Python (otel/stamp.py).
+        self.lamport = lamport if lamport is not None else new_lamport(native_stamp=native_stamp)
+        self.stamp = stamp_for(self.lamport)
         self.policy = policy
         self.live: dict[int, SpanRecord] = {}
         # Ended spans' sketches, oldest evicted first: a plain dict and a ring
@@ -172,6 +189,10 @@ class TempoTraceState:
         # every operation on either is atomic under the GIL).
         self.ended: dict[int, Sketch] = {}
         self._ended_order: deque[int] = deque()
+        # Headers received lately, as received (text or bytes), oldest evicted
+        # first: a second extract of the same header is not a second receive.
+        self.received: dict[str | bytes, RemoteHop] = {}
+        self._received_order: deque[str | bytes] = deque()
         self._counts_lock = threading.Lock()
         self._sends_lock = threading.Lock()
         self._rejections: Counter[str] = Counter()
@@ -265,6 +286,17 @@ class TempoTraceState:
                 except IndexError:  # another thread emptied it first
                     pass
         return record
+
+    def remember_received(self, key: str | bytes, hop: RemoteHop) -> None:
+        """Remember a received header (RECEIVED_HEADERS at most) so its repeat is recognised."""
+        self.received[key] = hop
+        order = self._received_order
+        order.append(key)
+        if len(order) > RECEIVED_HEADERS:
+            try:
+                self.received.pop(order.popleft(), None)
+            except IndexError:  # another thread emptied it first
+                pass
 
     # -- counters (the rare path only: rejections and internal errors) -------
     def count_rejection(self, error_class: str) -> None:

@@ -1,67 +1,70 @@
 """The two ends of a hop, shared by the text propagator and the gRPC binary helpers.
 
-``send`` is the inject-side event: Lamport tick, a fresh clock reading, the
-sketch of the current span's causal past and the local tenant, packed into
-the 53-byte form. ``receive`` takes a header the caller has already decoded
-and validated, merges its Lamport value and returns the context carrying
-it; a peer's bad bytes never get that far: the caller counts them with
-``reject`` and leaves the context alone.
+``send`` is the inject-side event: a stamp (clock reading and Lamport tick,
+otel/stamp.py), the sketch of the current span's causal past and the local
+tenant, in the wire's binary or text form (``wire.header``'s one definition
+of each). Nothing is sent without a valid trace context to go with it: a
+header beside no traceparent means nothing to a receiver (issue 14).
+
+``receive`` takes a header the caller has already decoded and validated,
+merges its Lamport value and returns the context carrying it. The same
+header received again in this process (a framework's extract and then the
+handler's own, in one request) is not a second receive: no merge, and the
+context carries the first receive's hop marked ``repeat`` so only one span
+records it. A peer's bad bytes never get that far: the caller counts them
+with ``reject`` and leaves the context alone.
 """
 
 from __future__ import annotations
 
-import binascii
 import logging
 
 from opentelemetry import context as context_api
 from opentelemetry import trace
 
-from ..clocks.base import Timestamp
 from ..errors import HeaderError
 from ..wire import Sketch, TTExt
-from ..wire._layout import STRUCT, STRUCT_HEAD, VERSION
+from ..wire.header import header_text, pack_header
 from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, hop_seen, remote_hop
 
-__all__ = ["receive", "send", "send_text"]
+__all__ = ["receive", "reject", "send", "send_text"]
 
 _log = logging.getLogger(__name__)
-_b2a = binascii.b2a_base64
-_TO_URL = bytes.maketrans(b"+/", b"-_")
-_new_tuple = tuple.__new__
 
 
 def _untracked_sketch(state: TempoTraceState, context: context_api.Context | None, span_id: int) -> Sketch:
-    if span_id:
-        sketch = state.sketch_of(span_id)  # an ended span of ours
-        if sketch is not None:
-            return sketch
+    sketch = state.sketch_of(span_id)  # an ended span of ours
+    if sketch is not None:
+        return sketch
     # A span we never saw start (no processor, another provider, or a remote
     # span being forwarded by a proxy): its id, plus what came in.
     hop = remote_hop(context)
     base = hop.header.svc_sketch if hop is not None else Sketch.EMPTY
-    return base.with_span(span_id) if span_id else base
+    return base.with_span(span_id)
 
 
-def _send_event(state: TempoTraceState, context: context_api.Context | None) -> tuple[int, Timestamp, int, Sketch]:
-    """Record a send event: (first byte, timestamp, lts, sketch) of the header for it.
+SendEvent = tuple[int, int, int, int, int, int, Sketch]
+
+
+def _send_event(state: TempoTraceState, context: context_api.Context | None) -> SendEvent | None:
+    """Record a send event: (tenant, ptp_ns, ts_source, clk_quality, uncertainty_ns, lts, sketch), or
+    None when ``context`` holds no valid span context (nothing is sent, nothing ticks).
 
     The send is remembered on the current span (if we track it and it is
     still open) and written as ``tempotrace.send.*`` arrays when it ends.
     """
     span_context = trace.get_current_span(context).get_span_context()
+    if not span_context.is_valid:
+        return None
     span_id = span_context.span_id
     # A record is in ``live`` exactly while its span is open (removed at end).
-    record = state.live.get(span_id) if span_id else None
-    if record is not None:
-        sketch = record.sketch
-    else:
-        sketch = _untracked_sketch(state, context, span_id if span_context.is_valid else 0)
+    record = state.live.get(span_id)
+    sketch = record.sketch if record is not None else _untracked_sketch(state, context, span_id)
     clock = state._clock
-    ts = (clock if clock is not None else state.clock).now()
-    lts = state.lamport.tick()
+    ptp_ns, uncertainty_ns, source, quality, lts = state.stamp.tick(clock if clock is not None else state.clock)
     tenant = state._tenant
     if record is not None:
-        entry = (lts, ts.ptp_ns, ts.uncertainty_ns)
+        entry = (lts, ptp_ns, uncertainty_ns)
         # Under the lock the end takes the list with (SpanRecord): otherwise an
         # end between reading ``sends`` and appending would write the span
         # without this send while its header still goes out.
@@ -72,33 +75,34 @@ def _send_event(state: TempoTraceState, context: context_api.Context | None) -> 
                     record.sends = [entry]
                 else:
                     sends.append(entry)
-    return ((state.tenant if tenant is None else tenant) << 4) | VERSION, ts, lts, sketch
+    return (state.tenant if tenant is None else tenant), ptp_ns, source, quality, uncertainty_ns, lts, sketch
 
 
-def send(state: TempoTraceState, context: context_api.Context | None = None) -> bytes:
-    """Record a send event and return the 53-byte header for it."""
-    first, ts, lts, sketch = _send_event(state, context)
-    # Every field is already valid (Timestamp, LamportClock and the state
-    # check their ranges), so pack directly instead of building a TTExt.
-    return STRUCT.pack(first, ts.ptp_ns, ts.ts_source, ts.clk_quality, ts.uncertainty_ns, lts, sketch.to_bytes())
+def send(state: TempoTraceState, context: context_api.Context | None = None) -> bytes | None:
+    """Record a send event and return the 53-byte header for it (None: no valid trace context)."""
+    event = _send_event(state, context)
+    return None if event is None else pack_header(*event)
 
 
-def send_text(state: TempoTraceState, context: context_api.Context | None = None) -> str:
-    """Record a send event and return the 71-character text header for it.
+def send_text(state: TempoTraceState, context: context_api.Context | None = None) -> str | None:
+    """Record a send event and return the 71-character text header for it (None: no valid trace context)."""
+    event = _send_event(state, context)
+    return None if event is None else header_text(*event)
 
-    Bytes 0..20 are exactly 28 base64 characters (21 = 7 groups of 3), so the
-    text is the head's characters followed by the sketch's 43, which the
-    sketch caches: a span that sends several times encodes its sketch once
-    (the same construction as ``TTExt.to_header``).
+
+def receive(
+    state: TempoTraceState, header: TTExt, context: context_api.Context | None, key: str | bytes | None = None
+) -> context_api.Context:
+    """Merge a validated header's Lamport value and return ``context`` carrying it.
+
+    ``key`` is the header as received (text or bytes). A key this process has
+    already received is a repeat: no merge, the first receive's Lamport value.
     """
-    first, ts, lts, sketch = _send_event(state, context)
-    head = STRUCT_HEAD.pack(first, ts.ptp_ns, ts.ts_source, ts.clk_quality, ts.uncertainty_ns, lts)
-    return _b2a(head, newline=False).translate(_TO_URL).decode() + sketch._text()
-
-
-def receive(state: TempoTraceState, header: TTExt, context: context_api.Context | None) -> context_api.Context:
-    """Merge a validated header's Lamport value and return ``context`` carrying it."""
-    recv_lts = state.lamport.merge(header.lts)
+    first = state.received.get(key) if key is not None else None
+    if first is not None and first.header == header:
+        recv_lts, repeat = first.recv_lts, True
+    else:
+        recv_lts, repeat = state.stamp.receive(header.lts)[0], False
     if context:
         parent = trace.get_current_span(context).get_span_context()
         parent_id = parent.span_id if parent.is_remote and parent.is_valid else 0
@@ -106,10 +110,11 @@ def receive(state: TempoTraceState, header: TTExt, context: context_api.Context 
     else:  # None or an empty Context (a dict): no span, so no remote parent
         parent_id = 0
         ctx = context if context is not None else context_api.Context()
+    hop = RemoteHop(header, recv_lts, parent_id, repeat)
+    if key is not None and not repeat:
+        state.remember_received(key, hop)
     hop_seen[0] = True
-    # tuple.__new__: RemoteHop's generated __new__ is a Python frame, and
-    # every field here is already known good.
-    return context_api.set_value(REMOTE_HOP_KEY, _new_tuple(RemoteHop, (header, recv_lts, parent_id)), ctx)
+    return context_api.set_value(REMOTE_HOP_KEY, hop, ctx)
 
 
 def reject(state: TempoTraceState, err: Exception, where: str) -> None:

@@ -1,16 +1,17 @@
 """TempoTraceSpanProcessor: stamps every span with tt-ext fields (spec/semantic-conventions.md).
 
-on_start reads the clock, ticks the Lamport counter, builds the span's sketch
-(the parent's sketch plus the span's own id) and writes the ``tempotrace.*``
-start attributes, the remote header's fields when the parent came over the
-wire, and the local tenant's policy verdict.
+on_start makes one stamp event (otel/stamp.py: the clock reading, a Lamport
+tick and the span's sketch -- the parent's plus the span's own id -- in one
+native call where the module is built) and writes the ``tempotrace.*`` start
+attributes, the remote header's fields when the parent came over the wire,
+and the local tenant's policy verdict.
 
 The end of a span: our decorators and ``span()`` stamp ``tempotrace.end.*``
-with public API before ``span.end()``. For any other span the SDK's
-``_on_ending`` hook (called after the end time is fixed and before any
-exporter's ``on_end``) stamps them; the SDK has already frozen the
-attributes by then, so we lift the freeze for our own keys only and restore
-it. Either way exporters see the end stamp, whatever the processor order.
+before ``span.end()``. For any other span the SDK's on-ending hook (called
+after the end time is fixed and before any exporter's ``on_end``) stamps
+them. Either way exporters see the end stamp, whatever the processor order.
+Every use of SDK internals (the direct attribute store, the span lock, the
+hook's name) is in otel/sdk_internals.py, with the public API as fallback.
 
 Hooks never block and never raise: failures are counted (``errors()``) and
 logged at debug.
@@ -59,7 +60,9 @@ from ..semconv import (
     UNCERTAINTY_NS,
 )
 from ..wire import Sketch
+from ..wire._layout import ClockQuality, TsSource
 from .context import LIVE_SPANS_MAX, REMOTE_HOP_KEY, RemoteHop, SpanRecord, TempoTraceState, get_state, hop_seen
+from .sdk_internals import attribute_store, on_ending_hook, set_after_end, span_lock
 
 __all__ = ["TempoTraceSpanProcessor", "end_attributes", "pending_start", "stamp_end"]
 
@@ -78,7 +81,8 @@ _QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
 
 def end_attributes(state: TempoTraceState, span_id: int, ts: Timestamp, start_verdict: Any) -> dict[str, Any]:
     """The ``tempotrace.end.*`` stamp (and pending send arrays) for a span ending now."""
-    return _end_attrs(state, state.live.get(span_id), ts, start_verdict, finish=False)
+    fields = (ts.ptp_ns, ts.uncertainty_ns, ts.ts_source, ts.clk_quality, state.lamport.tick())
+    return _end_attrs(state, state.live.get(span_id), fields, start_verdict, finish=False)
 
 
 def stamp_end(state: TempoTraceState, span: Span, span_id: int, ts: Timestamp) -> None:
@@ -86,19 +90,20 @@ def stamp_end(state: TempoTraceState, span: Span, span_id: int, ts: Timestamp) -
 
     Under the span's own lock, the one ``set_attributes`` takes, so no other
     writer and no ``end()`` can interleave; the values skip the SDK's
-    per-value cleaning when ``_direct_store`` allows it. Otherwise, or on an
-    SDK without those fields, the public validating path.
+    per-value cleaning when the direct store allows it. Otherwise the public,
+    validating path.
     """
     record = state.live.get(span_id)
-    store = _direct_store(span, _END_ATTRS_MAX)
-    lock = getattr(span, "_lock", None) if store is not None else None
+    fields = (ts.ptp_ns, ts.uncertainty_ns, ts.ts_source, ts.clk_quality, state.lamport.tick())
+    store = attribute_store(span, _END_ATTRS_MAX)
+    lock = span_lock(span) if store is not None else None
     if store is not None and lock is not None:
         with lock:
-            if getattr(span, "_end_time", 0) is None:  # still recording
-                store.update(_end_attrs(state, record, ts, store.get(POLICY_VERDICT), finish=False))
+            if span.is_recording():
+                store.update(_end_attrs(state, record, fields, store.get(POLICY_VERDICT), finish=False))
                 return
     attributes = getattr(span, "attributes", None) or {}
-    span.set_attributes(_end_attrs(state, record, ts, attributes.get(POLICY_VERDICT), finish=False))
+    span.set_attributes(_end_attrs(state, record, fields, attributes.get(POLICY_VERDICT), finish=False))
 
 
 #: The most attributes _end_attrs writes (4 end fields, 3 send arrays, 2 policy).
@@ -114,35 +119,48 @@ def _send_arrays(sends: Sequence[tuple[int, int, int]]) -> dict[str, tuple[int, 
     }
 
 
-def _end_attrs(
-    state: TempoTraceState, record: SpanRecord | None, ts: Timestamp, start_verdict: Any, *, finish: bool
-) -> dict[str, Any]:
-    """The end stamp; ``finish`` when no later hook will collect sends (the SDK's _on_ending).
+def _reading(ptp_ns: int, uncertainty_ns: int, source: int, quality: int) -> Timestamp:
+    """A stamp's clock fields as a Timestamp (for the policy, which judges readings)."""
+    return Timestamp(ptp_ns, TsSource(source), ClockQuality(quality), uncertainty_ns)
 
-    A stamp written before ``end()`` (our decorators) leaves the record open:
-    sends between the stamp and ``end()`` are collected by ``_on_ending``.
+
+def _end_attrs(
+    state: TempoTraceState,
+    record: SpanRecord | None,
+    fields: tuple[int, int, int, int, int],
+    start_verdict: Any,
+    *,
+    finish: bool,
+) -> dict[str, Any]:
+    """The end stamp from an event's (ptp_ns, uncertainty_ns, ts_source, clk_quality, lts).
+
+    ``finish`` when no later hook will collect sends (the SDK's on-ending
+    hook). A stamp written before ``end()`` (our decorators) leaves the record
+    open: sends between the stamp and ``end()`` are collected by the hook.
     """
+    ptp_ns, uncertainty_ns, source, quality, lts = fields
     attrs: dict[str, Any] = {
-        END_PTP_NS: ts.ptp_ns,
-        END_UNCERTAINTY_NS: ts.uncertainty_ns,
-        END_CLK_QUALITY: _QUALITY_NAMES[ts.clk_quality],
-        END_LTS: state.lamport.tick(),
+        END_PTP_NS: ptp_ns,
+        END_UNCERTAINTY_NS: uncertainty_ns,
+        END_CLK_QUALITY: _QUALITY_NAMES[quality],
+        END_LTS: lts,
     }
     # Without finish and no sends yet, skip the lock: a send racing us lands
-    # in the still-open record and _on_ending collects it.
+    # in the still-open record and the hook collects it.
     sends = state.take_sends(record, finish) if record is not None and (finish or record.sends) else None
     if sends:
         attrs.update(_send_arrays(sends))
     if state.policy is not None and start_verdict == "pass":
         contract = state.contract
         if contract is not None:
-            verdict, reason = contract.verdict(ts)
+            verdict, reason = contract.verdict(_reading(ptp_ns, uncertainty_ns, source, quality))
             if verdict != "pass":  # the start kept the contract, the end did not
                 attrs[POLICY_VERDICT] = verdict
                 attrs[POLICY_REASON] = "end: " + reason
     return attrs
 
 
+@on_ending_hook("on_ending")
 class TempoTraceSpanProcessor(SpanProcessor):
     """Adds tt-ext start/end stamps, hop fields and policy verdicts to SDK spans."""
 
@@ -173,7 +191,7 @@ class TempoTraceSpanProcessor(SpanProcessor):
             if clock is None:
                 clock = state.clock
             pending = pending_start.get()
-            ts = pending[1] if pending is not None and pending[0] == span.start_time else clock.now()
+            reading = pending[1] if pending is not None and pending[0] == span.start_time else None
             own = span.get_span_context().span_id
             parent = span.parent
             hop: RemoteHop | None = None
@@ -198,24 +216,24 @@ class TempoTraceSpanProcessor(SpanProcessor):
                         state.count_error("parent_sketch_missing")
                         known = Sketch.EMPTY.with_span(parent.span_id)
                     sketch = known
-            sketch = sketch.with_span(own)
+            ptp_ns, uncertainty_ns, source, quality, lts, sketch = state.stamp.start(clock, reading, sketch, own)
             live = state.live
             if len(live) >= LIVE_SPANS_MAX:  # spans that never ended: evict the oldest
                 state.make_room()
             live[own] = SpanRecord(sketch)
             tenant = state._tenant
             attrs: dict[str, types.AttributeValue] = {
-                PTP_NS: ts.ptp_ns,
-                UNCERTAINTY_NS: ts.uncertainty_ns,
-                CLK_QUALITY: _QUALITY_NAMES[ts.clk_quality],
-                TS_SOURCE: _SOURCE_NAMES[ts.ts_source],
-                LTS: state.lamport.tick(),
+                PTP_NS: ptp_ns,
+                UNCERTAINTY_NS: uncertainty_ns,
+                CLK_QUALITY: _QUALITY_NAMES[quality],
+                TS_SOURCE: _SOURCE_NAMES[source],
+                LTS: lts,
                 TENANT_ID: state.tenant if tenant is None else tenant,
                 SVC_SKETCH: sketch.to_bytes().hex(),
                 CLOCK: clock.name,
                 HOST: state.host,
             }
-            if hop is not None:
+            if hop is not None and not hop.repeat:
                 h = hop.header
                 attrs[REMOTE_PTP_NS] = h.ptp_ns
                 attrs[REMOTE_UNCERTAINTY_NS] = h.uncertainty_ns
@@ -228,13 +246,13 @@ class TempoTraceSpanProcessor(SpanProcessor):
             if state.policy is not None:
                 contract = state.contract  # the local tenant's, never the remote header's
                 if contract is not None:
-                    verdict, reason = contract.verdict(ts)
+                    verdict, reason = contract.verdict(_reading(ptp_ns, uncertainty_ns, source, quality))
                     attrs[POLICY_VERDICT] = verdict
                     attrs[POLICY_REASON] = reason
                     attrs[POLICY_TIER] = contract.tier
                     if contract.retention_days is not None:
                         attrs[POLICY_RETENTION_DAYS] = contract.retention_days
-            store = _direct_store(span, len(attrs))
+            store = attribute_store(span, len(attrs))
             if store is not None:
                 store.update(attrs)
             else:
@@ -243,7 +261,8 @@ class TempoTraceSpanProcessor(SpanProcessor):
             self._failed(state, "on_start")
 
     # -- end ----------------------------------------------------------------------
-    def _on_ending(self, span: Span) -> None:
+    def on_ending(self, span: Span) -> None:
+        """Stamp the end of a span the SDK is ending (bound to the SDK's hook by ``on_ending_hook``)."""
         if self._shut:
             return
         state = self._state
@@ -254,7 +273,7 @@ class TempoTraceSpanProcessor(SpanProcessor):
             record = state.live.get(own)
             if record is None:  # started before this processor was added, or by another state
                 return
-            store = _direct_store(span, _END_ATTRS_MAX)
+            store = attribute_store(span, _END_ATTRS_MAX)
             attributes: Mapping[str, Any] = store if store is not None else (span.attributes or {})
             if END_PTP_NS in attributes:
                 extra: dict[str, Any] = {}
@@ -263,15 +282,15 @@ class TempoTraceSpanProcessor(SpanProcessor):
                     extra = _send_arrays(sends)
             else:
                 clock = state._clock
-                ts = (clock if clock is not None else state.clock).now()
-                extra = _end_attrs(state, record, ts, attributes.get(POLICY_VERDICT), finish=True)
+                fields = state.stamp.tick(clock if clock is not None else state.clock)
+                extra = _end_attrs(state, record, fields, attributes.get(POLICY_VERDICT), finish=True)
             state.close_span(own)
             if not extra:
                 return
             if store is not None:
                 store.update(extra)
-            else:
-                _set_on_ending_span(span, extra)
+            elif not set_after_end(span, extra):
+                state.count_error("end_stamp_lost")
         except Exception:
             self._failed(state, "on_ending")
 
@@ -284,7 +303,7 @@ class TempoTraceSpanProcessor(SpanProcessor):
             pass
 
     def on_end(self, span: ReadableSpan) -> None:
-        # Everything happened in _on_ending, before any exporter saw the span.
+        # Everything happened in on_ending, before any exporter saw the span.
         # An SDK without that hook leaves the record live: release it here so
         # the table stays bounded, and count it (no end stamp was possible).
         if self._shut:
@@ -307,45 +326,3 @@ class TempoTraceSpanProcessor(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Nothing is buffered in this processor: always done."""
         return True
-
-
-def _direct_store(span: Span, adding: int) -> dict[str, Any] | None:
-    """The span's attribute dict when ours may be stored without the SDK's checks; else None.
-
-    Our values are ints, short ASCII strings and int tuples that the SDK's
-    cleaning would leave unchanged, and validating a dozen of them costs more
-    than the rest of a span's start. The direct store is used only when the
-    span's configured limits cannot apply (no value-length limit, room for
-    ``adding`` more under the count limit); otherwise the public, validating
-    path is. No lock is needed: in on_start the span is not yet visible to
-    other threads, and in _on_ending the SDK has already refused every other
-    writer (_end_time set).
-    """
-    try:
-        bounded = span._attributes
-        store = bounded._dict  # type: ignore[union-attr]
-        if type(store) is dict and bounded.max_value_len is None:  # type: ignore[union-attr]
-            maxlen = bounded.maxlen  # type: ignore[union-attr]
-            if maxlen is None or len(store) + adding <= maxlen:
-                return store
-    except AttributeError:  # another SDK's span, or a changed SDK: the public path
-        pass
-    return None
-
-
-def _set_on_ending_span(span: Span, attrs: Mapping[str, Any]) -> None:
-    # The SDK (up to at least 1.45) froze the span's BoundedAttributes before
-    # calling _on_ending (open-telemetry/opentelemetry-python#5614). Used only
-    # when the direct store is not safe (attribute limits configured): lift
-    # the freeze for our keys, each __setitem__ validating and locking as
-    # usual, then restore it.
-    bounded = getattr(span, "_attributes", None)
-    if bounded is None or not hasattr(bounded, "_immutable"):
-        return
-    was_immutable = bounded._immutable  # a later SDK may keep spans mutable here (otel-python #5613)
-    bounded._immutable = False
-    try:
-        for key, value in attrs.items():
-            bounded[key] = value
-    finally:
-        bounded._immutable = was_immutable

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import typing
+from collections.abc import Mapping
 
 from opentelemetry import context as context_api
 from opentelemetry import trace
@@ -125,7 +126,7 @@ class TempoTracePropagator(TextMapPropagator):
             reject(state, err, _TT_EXT)
             return context
         try:
-            return receive(state, header, context)
+            return receive(state, header, context, value)
         except Exception:
             state.count_error("extract")
             _log.debug("tempotrace: extract failed", exc_info=True)
@@ -136,6 +137,13 @@ class TempoTracePropagator(TextMapPropagator):
             # email.message.Message (http.server's self.headers): .get() would
             # silently pick the first of repeated fields; spec §5.3 forbids that.
             values = carrier.get_all(self.TT_EXT_HEADER)
+        elif getter is default_getter and isinstance(carrier, Mapping):
+            # The default getter turns any non-str iterable into a list: a 10 MB
+            # bytes value became ten million ints (56 ms) and then "several
+            # values". Judged by its type first, before anything is copied.
+            values = carrier.get(self.TT_EXT_HEADER)
+            if values is not None and not isinstance(values, (str, list, tuple)):
+                raise _not_str()
         else:
             values = getter.get(carrier, self.TT_EXT_HEADER)
         if values is None and self._fallback:
@@ -171,6 +179,8 @@ class TempoTracePropagator(TextMapPropagator):
             state = get_state()
         try:
             text = send_text(state, context)
+            if text is None:  # no valid trace context: a tt-ext alone means nothing to a receiver
+                return
             if setter is default_setter and type(carrier) is dict:
                 carrier[_TT_EXT] = text  # type: ignore[index]  # = default_setter.set, without its frame
             else:

@@ -1,21 +1,25 @@
-"""The tt-ext v3 header value and its binary codec (spec/tt-ext-v3.md §2-§4, §9).
+"""The tt-ext v3 header value and its binary and text codecs (spec/tt-ext-v3.md §2-§5, §9).
 
 Sans-IO: bytes and str in, values out. Imports neither OpenTelemetry nor the
 native clock module.
 
-Speed matters here (every hop encodes and decodes one header), so the hot
-paths avoid the generic frozen-dataclass machinery: ``TTExt.__new__``
-validates with exact-type fast paths and builds the instance through a
-layout-identical builder class (see ``_Builder``); decoding checks the fields
-straight from ``struct.unpack``. Neither path skips a rule.
+``TTExt`` is a msgspec frozen Struct (the project's one immutable-record
+strategy) whose ``__post_init__`` checks every field, h11 style: an invalid
+header cannot exist, whether it was built by a caller, by ``replace()``, by
+unpickling or by the decoder, which builds it through the same constructor
+and only re-labels a refusal as the peer's (``remote=True``).
+
+``pack_header`` and ``header_text`` are the one definition of the two wire
+forms; the propagator's send path uses them directly with fields it has
+already validated, so it does not build a header object per hop.
 """
 
 from __future__ import annotations
 
 import binascii
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ..errors import FieldError, HeaderError, LengthError, VersionError
 from . import _layout as L
@@ -23,10 +27,10 @@ from ._layout import ClockQuality, TsSource
 from .sketch import Sketch
 from .text import _CANONICAL_LAST, _DECODE_TABLE, decode_text
 
-__all__ = ["TTExt"]
+__all__ = ["TTExt", "header_text", "pack_header"]
 
-_TS_SOURCE_BY_VALUE = {int(v): v for v in TsSource}
-_QUALITY_BY_VALUE = {int(v): v for v in ClockQuality}
+_TS_SOURCE_BY_VALUE: dict[int, TsSource] = {int(v): v for v in TsSource}
+_QUALITY_BY_VALUE: dict[int, ClockQuality] = {int(v): v for v in ClockQuality}
 _UNKNOWN = ClockQuality.UNKNOWN
 _SATURATED = L.UNCERTAINTY_SATURATED
 _VERSION = L.VERSION
@@ -34,20 +38,38 @@ _LTS_MAX = L.LTS_MAX
 _PTP_MAX = L.PTP_NS_MAX
 _TENANT_MAX = L.TENANT_MAX
 _HEADER_LEN = L.HEADER_LEN
+_TEXT_LEN = L.TEXT_LEN
 _unpack = L.STRUCT.unpack
 _pack = L.STRUCT.pack
 _pack_head = L.STRUCT_HEAD.pack
 _b2a = binascii.b2a_base64
 _a2b = binascii.a2b_base64
-_TEXT_LEN = L.TEXT_LEN
 _TO_URL = bytes.maketrans(b"+/", b"-_")
-_object_new = object.__new__
+_set = msgspec.structs.force_setattr
+
+
+def pack_header(
+    tenant_id: int, ptp_ns: int, ts_source: int, clk_quality: int, uncertainty_ns: int, lts: int, sketch: Sketch
+) -> bytes:
+    """The 53-byte binary form of already-valid fields (spec §4)."""
+    return _pack((tenant_id << 4) | _VERSION, ptp_ns, ts_source, clk_quality, uncertainty_ns, lts, sketch.to_bytes())
+
+
+def header_text(
+    tenant_id: int, ptp_ns: int, ts_source: int, clk_quality: int, uncertainty_ns: int, lts: int, sketch: Sketch
+) -> str:
+    """The 71-character base64url text form of already-valid fields (spec §5).
+
+    Bytes 0..20 are exactly 28 characters (21 = 7 groups of 3 bytes), so the
+    text is the head's characters followed by the sketch's 43, which the
+    sketch caches: a span that sends several times encodes its sketch once.
+    """
+    head = _pack_head((tenant_id << 4) | _VERSION, ptp_ns, ts_source, clk_quality, uncertainty_ns, lts)
+    return _b2a(head, newline=False).translate(_TO_URL).decode() + sketch._text()
 
 
 def _in_range(value: object, high: int) -> bool:
     """True for an int (not bool) in 0..high."""
-    if type(value) is int:
-        return 0 <= value <= high
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= high
 
 
@@ -58,15 +80,15 @@ def _enum_member(value: object, by_value: dict[int, Any]) -> Any:
     return None
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class TTExt:
+class TTExt(msgspec.Struct, frozen=True, gc=False):
     """One tt-ext v3 header. Validated at construction: an invalid one cannot exist.
 
     ``TTExt(ptp_ns, ts_source, clk_quality, uncertainty_ns, lts,
     svc_sketch=Sketch.EMPTY, tenant_id=0)``; keyword arguments work too.
-    ``uncertainty_ns`` is normalised to 65535 when ``clk_quality`` is
-    UNKNOWN (spec §3.5): such a header carries no usable physical time, and
-    every implementation reports the same value for it.
+    Enum fields accept their int values and are stored as members; int
+    subclasses are stored as plain ints. ``uncertainty_ns`` is normalised to
+    65535 when ``clk_quality`` is UNKNOWN (spec §3.5): such a header carries
+    no usable physical time, and every implementation reports the same value.
     """
 
     ptp_ns: int
@@ -77,74 +99,30 @@ class TTExt:
     svc_sketch: Sketch = Sketch.EMPTY
     tenant_id: int = 0
 
-    def __new__(
-        cls,
-        ptp_ns: int,
-        ts_source: TsSource | int,
-        clk_quality: ClockQuality | int,
-        uncertainty_ns: int,
-        lts: int,
-        svc_sketch: Sketch = Sketch.EMPTY,
-        tenant_id: int = 0,
-    ) -> TTExt:
-        # The common case in one expression: exact types, every range.
-        if (
-            type(ptp_ns) is int
-            and type(ts_source) is TsSource
-            and type(clk_quality) is ClockQuality
-            and type(uncertainty_ns) is int
-            and type(lts) is int
-            and type(svc_sketch) is Sketch
-            and type(tenant_id) is int
-            and 0 <= tenant_id <= _TENANT_MAX
-            and 0 <= ptp_ns <= _PTP_MAX
-            and 0 <= uncertainty_ns <= _SATURATED
-            and 0 <= lts <= _LTS_MAX
+    def __post_init__(self) -> None:
+        # The common case in one expression (exact types, every range); any
+        # other value takes _normalise, which checks in spec §9.2 order.
+        if not (
+            type(self.ptp_ns) is int
+            and type(self.ts_source) is TsSource
+            and type(self.clk_quality) is ClockQuality
+            and type(self.uncertainty_ns) is int
+            and type(self.lts) is int
+            and type(self.svc_sketch) is Sketch
+            and type(self.tenant_id) is int
+            and 0 <= self.tenant_id <= _TENANT_MAX
+            and 0 <= self.ptp_ns <= _PTP_MAX
+            and 0 <= self.uncertainty_ns <= _SATURATED
+            and 0 <= self.lts <= _LTS_MAX
         ):
-            if clk_quality is _UNKNOWN:
-                uncertainty_ns = _SATURATED
-            if cls is TTExt and _FAST:  # _new_fast, inlined: this is the per-hop path
-                obj: Any = _Builder()
-                obj.ptp_ns = ptp_ns
-                obj.ts_source = ts_source
-                obj.clk_quality = clk_quality
-                obj.uncertainty_ns = uncertainty_ns
-                obj.lts = lts
-                obj.svc_sketch = svc_sketch
-                obj.tenant_id = tenant_id
-                obj.__class__ = TTExt
-                return obj  # type: ignore[no-any-return]
-            return _new_portable(cls, ptp_ns, ts_source, clk_quality, uncertainty_ns, lts, svc_sketch, tenant_id)
-        values = _validate(ptp_ns, ts_source, clk_quality, uncertainty_ns, lts, svc_sketch, tenant_id)
-        return _new(*values) if cls is TTExt else _new_portable(cls, *values)
-
-    def __reduce__(self) -> tuple[type[TTExt], tuple[Any, ...]]:
-        # __new__ takes the fields, so pickle/copy go through validation.
-        return (
-            type(self),
-            (
-                self.ptp_ns,
-                self.ts_source,
-                self.clk_quality,
-                self.uncertainty_ns,
-                self.lts,
-                self.svc_sketch,
-                self.tenant_id,
-            ),
-        )
+            _normalise(self)
+        if self.clk_quality is _UNKNOWN and self.uncertainty_ns != _SATURATED:
+            _set(self, "uncertainty_ns", _SATURATED)
 
     # -- binary form (spec §4) ------------------------------------------------
     def encode(self) -> bytes:
         """The 53-byte binary form."""
-        return _pack(
-            (self.tenant_id << 4) | _VERSION,
-            self.ptp_ns,
-            self.ts_source,
-            self.clk_quality,
-            self.uncertainty_ns,
-            self.lts,
-            self.svc_sketch.to_bytes(),
-        )
+        return pack_header(*self._fields())
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> TTExt:
@@ -161,7 +139,12 @@ class TTExt:
             if not issubclass(type(data), (bytes, bytearray, memoryview)):
                 raise HeaderError("binary", "binary form must be bytes", error_class="BINARY_TYPE", remote=True)
             try:
-                data = memoryview(data).tobytes()
+                view = memoryview(data)
+                if view.nbytes != _HEADER_LEN:  # measured before any copy: a 100 MB value is not copied
+                    raise LengthError("length", f"must be exactly {_HEADER_LEN} bytes, got {view.nbytes}", remote=True)
+                data = view.tobytes()
+            except HeaderError:
+                raise
             except Exception as err:
                 raise HeaderError("binary", "unreadable buffer", error_class="BINARY_TYPE", remote=True) from err
         if len(data) != _HEADER_LEN:
@@ -171,17 +154,7 @@ class TTExt:
     # -- text form (spec §5) ----------------------------------------------------
     def to_header(self) -> str:
         """The 71-character base64url text form (no padding)."""
-        # Bytes 0..20 are 28 characters exactly (21 = 7 groups of 3 bytes);
-        # the sketch's 43 characters follow and are cached on the sketch.
-        head = _pack_head(
-            (self.tenant_id << 4) | _VERSION,
-            self.ptp_ns,
-            self.ts_source,
-            self.clk_quality,
-            self.uncertainty_ns,
-            self.lts,
-        )
-        return _b2a(head, newline=False).translate(_TO_URL).decode() + self.svc_sketch._text()
+        return header_text(*self._fields())
 
     @classmethod
     def from_header(cls, value: Any) -> TTExt:
@@ -196,6 +169,11 @@ class TTExt:
             if len(raw) == _HEADER_LEN:
                 return _from_wire(raw)
         return _from_wire(decode_text(value))
+
+    def _fields(self) -> tuple[int, int, int, int, int, int, Sketch]:
+        """The arguments of pack_header/header_text, in their order."""
+        return (self.tenant_id, self.ptp_ns, self.ts_source, self.clk_quality,
+                self.uncertainty_ns, self.lts, self.svc_sketch)  # fmt: skip
 
     # -- convenience ------------------------------------------------------------
     @property
@@ -217,117 +195,59 @@ class TTExt:
         return self.ptp_ns - self.uncertainty_ns, self.ptp_ns + self.uncertainty_ns
 
 
-def _validate(
-    ptp_ns: object,
-    ts_source: object,
-    clk_quality: object,
-    uncertainty_ns: object,
-    lts: object,
-    svc_sketch: object,
-    tenant_id: object,
-) -> tuple[Any, ...]:
-    """Every caller value checked in the order of spec §9.2; ints normalised, enums as members."""
-    if not _in_range(tenant_id, L.TENANT_MAX):
+def _normalise(header: TTExt) -> None:
+    """Check every caller value in the order of spec §9.2; store ints as ints, enums as members."""
+    tenant_id, ptp_ns, lts = header.tenant_id, header.ptp_ns, header.lts
+    if not _in_range(tenant_id, _TENANT_MAX):
         raise FieldError("tenant_id", "must be an integer 0..15", error_class="TENANT_ID")
     if not _in_range(ptp_ns, _PTP_MAX):
         raise FieldError("ptp_ns", "must be an integer 0..2^63-1", error_class="PTP_NS_RANGE")
-    source = _enum_member(ts_source, _TS_SOURCE_BY_VALUE)
+    source = _enum_member(header.ts_source, _TS_SOURCE_BY_VALUE)
     if source is None:
         raise FieldError("ts_source", "must be 0 (GTE), 1 (SW_GCC) or 2 (CPU)", error_class="TS_SOURCE")
-    quality = _enum_member(clk_quality, _QUALITY_BY_VALUE)
+    quality = _enum_member(header.clk_quality, _QUALITY_BY_VALUE)
     if quality is None:
         raise FieldError("clk_quality", "must be 0 (OK), 1 (DEGRADED) or 2 (UNKNOWN)", error_class="CLK_QUALITY")
-    if not _in_range(uncertainty_ns, _SATURATED):
+    if not _in_range(header.uncertainty_ns, _SATURATED):
         raise FieldError("uncertainty_ns", "must be an integer 0..65535", error_class="UNCERTAINTY_RANGE")
     if not _in_range(lts, _LTS_MAX):
         raise FieldError("lts", "must be an integer 0..2^63-1", error_class="LTS_RANGE")
-    if not isinstance(svc_sketch, Sketch):
+    if not isinstance(header.svc_sketch, Sketch):
         raise FieldError("svc_sketch", "must be a Sketch", error_class="SVC_SKETCH")
-    uncertainty = _SATURATED if quality is _UNKNOWN else int(uncertainty_ns)  # type: ignore[call-overload]
-    return (int(ptp_ns), source, quality, uncertainty, int(lts), svc_sketch, int(tenant_id))  # type: ignore[call-overload]
+    _set(header, "tenant_id", int(tenant_id))
+    _set(header, "ptp_ns", int(ptp_ns))
+    _set(header, "ts_source", source)
+    _set(header, "clk_quality", quality)
+    _set(header, "uncertainty_ns", int(header.uncertainty_ns))
+    _set(header, "lts", int(lts))
 
 
-def _from_wire(data: bytes | bytearray | memoryview) -> TTExt:
-    """Validate exactly 53 received bytes; checks in wire order (spec §9.1)."""
+def _from_wire(data: bytes) -> TTExt:
+    """Validate exactly 53 received bytes; checks in wire order (spec §9.1).
+
+    The version is the wire's own rule; every other field is judged by the
+    constructor (the wire order and §9.2's agree on every field 53 bytes can
+    get wrong), and a refusal is re-labelled as the peer's.
+    """
     flags, ptp_ns, source, quality, uncertainty, lts, sketch = _unpack(data)
     if flags & 0x0F != _VERSION:
         raise VersionError("version", f"must be {_VERSION}, got {flags & 0x0F}", remote=True)
-    if ptp_ns < 0:
-        raise FieldError("ptp_ns", "must not be negative", error_class="PTP_NS_RANGE", remote=True)
-    ts_source = _TS_SOURCE_BY_VALUE.get(source)
-    if ts_source is None:
-        raise FieldError("ts_source", f"unknown value {source}", error_class="TS_SOURCE", remote=True)
-    clk_quality = _QUALITY_BY_VALUE.get(quality)
-    if clk_quality is None:
-        raise FieldError("clk_quality", f"unknown value {quality}", error_class="CLK_QUALITY", remote=True)
-    if lts > _LTS_MAX:
-        raise FieldError("lts", "must be below 2^63", error_class="LTS_RANGE", remote=True)
-    if clk_quality is _UNKNOWN:
-        uncertainty = _SATURATED
-    svc_sketch = _object_new(Sketch)
-    svc_sketch._b = None  # converted to an int only if a sketch operation needs it
-    svc_sketch._r = sketch
-    svc_sketch._t = None
-    if not _FAST:
-        return _new(ptp_ns, ts_source, clk_quality, uncertainty, lts, svc_sketch, flags >> 4)
-    obj: Any = _Builder()  # _new_fast, inlined: this is the per-hop path
-    obj.ptp_ns = ptp_ns
-    obj.ts_source = ts_source
-    obj.clk_quality = clk_quality
-    obj.uncertainty_ns = uncertainty
-    obj.lts = lts
-    obj.svc_sketch = svc_sketch
-    obj.tenant_id = flags >> 4
-    obj.__class__ = TTExt
-    return obj  # type: ignore[no-any-return]
-
-
-class _Builder:
-    """Same slot layout as TTExt, but with plain attribute stores.
-
-    A frozen dataclass sets each field through ``object.__setattr__``, which
-    costs more than the rest of a decode together. Storing into a
-    layout-identical plain object (a specialised slot store) and then
-    assigning ``__class__`` builds the same TTExt about three times faster.
-    Used only after every field has been validated.
-    """
-
-    __slots__ = TTExt.__slots__
-
-
-def _new_fast(
-    ptp_ns: int, ts_source: TsSource, clk_quality: ClockQuality, uncertainty: int, lts: int, sketch: Sketch, tenant: int
-) -> TTExt:
-    obj: Any = _Builder()
-    obj.ptp_ns = ptp_ns
-    obj.ts_source = ts_source
-    obj.clk_quality = clk_quality
-    obj.uncertainty_ns = uncertainty
-    obj.lts = lts
-    obj.svc_sketch = sketch
-    obj.tenant_id = tenant
-    obj.__class__ = TTExt
-    return obj  # type: ignore[no-any-return]
-
-
-def _new_portable(cls: type[TTExt], *values: Any) -> TTExt:
-    obj = object.__new__(cls)
-    for name, value in zip(TTExt.__slots__, values, strict=True):
-        object.__setattr__(obj, name, value)
-    return obj
-
-
-def _pick_constructor() -> Callable[..., TTExt]:
-    # __class__ assignment between layout-identical slotted classes is
-    # CPython behaviour; elsewhere fall back to the portable path.
     try:
-        probe = _new_fast(0, TsSource.CPU, ClockQuality.OK, 0, 0, Sketch.EMPTY, 0)
-    except TypeError:
-        probe = None
-    if type(probe) is TTExt and probe.ts_source is TsSource.CPU:
-        return _new_fast
-    return lambda *values: _new_portable(TTExt, *values)
-
-
-_new = _pick_constructor()
-_FAST = _new is _new_fast
+        return TTExt(
+            ptp_ns,
+            _TS_SOURCE_BY_VALUE.get(source, source),
+            _QUALITY_BY_VALUE.get(quality, quality),
+            uncertainty,
+            lts,
+            Sketch._from_wire(sketch),
+            flags >> 4,
+        )
+    except FieldError as err:
+        # The peer's words for the same rule: what the bytes held.
+        rule = {
+            "ptp_ns": "must not be negative",
+            "ts_source": f"unknown value {source}",
+            "clk_quality": f"unknown value {quality}",
+            "lts": "must be below 2^63",
+        }.get(err.field, err.rule)
+        raise FieldError(err.field, rule, error_class=err.error_class, remote=True) from None

@@ -7,7 +7,6 @@ import time
 import pytest
 
 from tempotrace_sdk.clocks import CpuClock, Timestamp, _native
-from tempotrace_sdk.clocks._fast import make_timestamp
 from tempotrace_sdk.clocks.cpu import _judge
 from tempotrace_sdk.clocks.kernel import KernelSync, read_kernel_sync
 from tempotrace_sdk.clocks.leapseconds import leap_table
@@ -111,7 +110,6 @@ def test_now_is_monotone_enough_and_fast_path_equals_constructor() -> None:
     assert b.ptp_ns >= a.ptp_ns
     built = Timestamp(b.ptp_ns, b.ts_source, b.clk_quality, b.uncertainty_ns)
     assert b == built and hash(b) == hash(built) and repr(b) == repr(built)
-    assert make_timestamp(5, TsSource.CPU, ClockQuality.OK, 7) == Timestamp(5, TsSource.CPU, ClockQuality.OK, 7)
 
 
 def test_stale_snapshot_is_refreshed_inline() -> None:

@@ -6,10 +6,10 @@ import copy
 import dataclasses
 import pickle
 
+import msgspec
 import pytest
 
 from tempotrace_sdk.clocks import CpuClock, Timestamp
-from tempotrace_sdk.clocks._fast import make_timestamp
 from tempotrace_sdk.wire._layout import PTP_NS_MAX, ClockQuality, TsSource
 
 OK, UNKNOWN, CPU, GTE = ClockQuality.OK, ClockQuality.UNKNOWN, TsSource.CPU, TsSource.GTE
@@ -46,7 +46,7 @@ def test_fields_edges_and_keywords() -> None:
 def test_immutable() -> None:
     ts = Timestamp(1, GTE, OK, 5)
     for name in ("ptp_ns", "ts_source", "clk_quality", "uncertainty_ns", "other"):
-        with pytest.raises(dataclasses.FrozenInstanceError):
+        with pytest.raises(AttributeError):
             setattr(ts, name, 2)
         with pytest.raises(AttributeError):
             delattr(ts, name)
@@ -78,9 +78,12 @@ def test_pickle_and_copy_rebuild_an_equal_validated_value() -> None:
         assert clone == ts and type(clone) is Timestamp
 
 
-def test_fast_path_builds_the_same_value_as_the_constructor() -> None:
-    fast = make_timestamp(5, CPU, OK, 7)
-    assert type(fast) is Timestamp and fast == Timestamp(5, CPU, OK, 7) and repr(fast) == repr(Timestamp(5, CPU, OK, 7))
+def test_replace_revalidates_and_a_source_builds_plain_timestamps() -> None:
+    ts = Timestamp(5, CPU, OK, 7)
+    assert msgspec.structs.replace(ts, uncertainty_ns=9) == Timestamp(5, CPU, OK, 9)
+    assert msgspec.structs.replace(ts, clk_quality=UNKNOWN).uncertainty_ns == 65535
+    with pytest.raises(ValueError, match="ptp_ns out of range"):
+        msgspec.structs.replace(ts, ptp_ns=-1)
     now = CpuClock(background=False).now()
     assert type(now) is Timestamp
     assert now == Timestamp(now.ptp_ns, now.ts_source, now.clk_quality, now.uncertainty_ns)

@@ -85,7 +85,9 @@ def test_forked_child_continues_causality_even_with_locks_held(pipe: Pipeline) -
     holding, release = threading.Event(), threading.Event()
 
     def hold_locks() -> None:
-        with pipe.state.lamport._lock, pipe.state._counts_lock:
+        # A NativeLamport has no lock to hold (atomic in C); a LamportClock's is held too.
+        lamport_lock = getattr(pipe.state.lamport, "_lock", None) or threading.Lock()
+        with lamport_lock, pipe.state._counts_lock:
             holding.set()
             release.wait(5)
 

@@ -70,14 +70,20 @@ def test_every_inject_is_its_own_send(pipe: Pipeline) -> None:
     assert sends == sorted(set(sends))
 
 
-def test_inject_without_a_span_still_ticks(state: TempoTraceState) -> None:
-    """Unsampled or span-less code keeps causality: the counter advances anyway."""
+def test_inject_without_a_valid_trace_context_sends_nothing(state: TempoTraceState) -> None:
+    """A tt-ext beside no traceparent means nothing to a receiver (issue 14: under
+    opentelemetry-instrument without the tracecontext propagator it went out alone):
+    no header, no send event, no tick."""
     prop = TempoTracePropagator(state=state)
     carrier: dict[str, str] = {}
     prop.inject(carrier, context=context_api.Context())
-    prop.inject(carrier, context=context_api.Context())
-    assert TTExt.from_header(carrier["tt-ext"]).lts == 2
-    assert TTExt.from_header(carrier["tt-ext"]).svc_sketch == Sketch.EMPTY
+    invalid = trace.set_span_in_context(trace.INVALID_SPAN)
+    prop.inject(carrier, context=invalid)
+    assert carrier == {} and state.lamport.value == 0 and state.errors() == {}
+    remote = trace.set_span_in_context(trace.NonRecordingSpan(trace.SpanContext(7, 9, is_remote=True)))
+    prop.inject(carrier, context=remote)  # a proxy forwarding a remote span sends, with that span's id
+    assert TTExt.from_header(carrier["tt-ext"]).lts == 1
+    assert TTExt.from_header(carrier["tt-ext"]).svc_sketch == Sketch.of(9)
 
 
 def test_extract_merges_lamport_and_stores_the_hop(state: TempoTraceState) -> None:

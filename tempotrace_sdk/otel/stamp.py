@@ -1,0 +1,258 @@
+"""The per-event stamp: clock reading, Lamport tick or merge, sketch -- one call per event.
+
+Every span start, span end, send (inject) and receive (extract) needs the
+same few numbers: a clock reading (ptp_ns, uncertainty, source, quality), a
+Lamport value, and for a start the span's sketch (its parent's plus its own
+id). ``NativeStamp`` computes them in one call into the native module
+(native/stamp/tt_stamp.c): the clock through the source's cached mapping
+(vDSO ``clock_gettime``, no Python object per reading), the counter ticked or
+merged atomically, the span id hashed into a copy of the parent's sketch.
+``PureStamp`` computes exactly the same values in Python (TEMPOTRACE_PUREPYTHON=1,
+no compiler, or a caller-supplied ``LamportClock``);
+tests/otel/test_otel_stamp.py compares the two on random inputs.
+
+Results are plain tuples, the one object an event allocates:
+``start`` -> (ptp_ns, uncertainty_ns, ts_source, clk_quality, lts, sketch),
+``tick`` -> (ptp_ns, uncertainty_ns, ts_source, clk_quality, lts),
+``receive`` -> (lts, merged). ``ts_source``/``clk_quality`` are ints (or the
+equal enum members): index them, compare them, never ``is`` them.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import struct
+from typing import Any, Protocol
+
+from ..clocks._native import native
+from ..clocks.base import ClockSource, Timestamp
+from ..errors import ClockError, FieldError
+from ..wire import LamportClock, Sketch
+from ..wire._layout import LTS_MAX, SKETCH_BYTES
+
+__all__ = ["Lamport", "NativeLamport", "NativeStamp", "PureStamp", "Stamp", "new_lamport", "stamp_for"]
+
+_log = logging.getLogger(__name__)
+
+StartResult = tuple[int, int, int, int, int, Sketch]
+TickResult = tuple[int, int, int, int, int]
+
+
+class Lamport(Protocol):
+    """What the OTel layer needs of a Lamport counter (``wire.LamportClock`` or ``NativeLamport``)."""
+
+    @property
+    def value(self) -> int: ...
+    @property
+    def saturated(self) -> bool: ...
+    def tick(self) -> int: ...
+    def merge(self, remote: int) -> int: ...
+
+
+class Stamp(Protocol):
+    """One event's numbers; the two implementations agree value for value."""
+
+    lamport: Any
+
+    def start(self, clock: ClockSource, reading: Timestamp | None, base: Sketch, span_id: int) -> StartResult: ...
+    def tick(self, clock: ClockSource) -> TickResult: ...
+    def receive(self, remote: int, max_ahead: int | None = None) -> tuple[int, bool]: ...
+
+
+def _check_remote(remote: object) -> None:
+    if not (type(remote) is int and 0 <= remote <= LTS_MAX) and (
+        not isinstance(remote, int) or isinstance(remote, bool) or not 0 <= remote <= LTS_MAX
+    ):
+        raise FieldError("lts", "remote value must be 0..2^63-1", error_class="LTS_RANGE", remote=True)
+
+
+# -- pure Python --------------------------------------------------------------------
+class PureStamp:
+    """The events in Python over a ``wire.LamportClock``."""
+
+    __slots__ = ("lamport",)
+
+    def __init__(self, lamport: LamportClock) -> None:
+        self.lamport = lamport
+
+    def start(self, clock: ClockSource, reading: Timestamp | None, base: Sketch, span_id: int) -> StartResult:
+        ts = reading if reading is not None else clock.now()
+        return (
+            ts.ptp_ns,
+            ts.uncertainty_ns,
+            ts.ts_source,
+            ts.clk_quality,
+            self.lamport.tick(),
+            base.with_span(span_id),
+        )
+
+    def tick(self, clock: ClockSource) -> TickResult:
+        ts = clock.now()
+        return ts.ptp_ns, ts.uncertainty_ns, ts.ts_source, ts.clk_quality, self.lamport.tick()
+
+    def receive(self, remote: int, max_ahead: int | None = None) -> tuple[int, bool]:
+        if max_ahead is None:
+            return self.lamport.merge(remote), True
+        # The bounded receive is the wire counter's own rule (spec §10).
+        return self.lamport.receive(remote)  # type: ignore[attr-defined,no-any-return]
+
+
+# -- native ---------------------------------------------------------------------------
+#: struct tt_event, native byte order and alignment: ptp_ns, lts, uncertainty_ns,
+#: ts_source, clk_quality, merged, saturated, sketch.
+_EVENT = struct.Struct("@qqHBBBB32s")
+
+
+class NativeLamport:
+    """A Lamport counter in C memory, ticked and merged atomically (no lock to hold or renew at fork).
+
+    The same interface and values as ``wire.LamportClock``: saturates at
+    2^63-1 instead of wrapping (``saturated`` turns True, and one warning is
+    logged, the first time an event finds it there), refuses a remote value
+    outside 0..2^63-1 with ``FieldError`` leaving the counter untouched.
+    """
+
+    __slots__ = ("__weakref__", "_cell", "_ffi", "_lib", "_saturated")
+
+    def __init__(self, start: int = 0) -> None:
+        loaded = native()
+        if loaded is None:
+            raise ClockError(errno.ENOSYS, "NativeLamport needs the native module (see clocks.native_status())")
+        if not isinstance(start, int) or isinstance(start, bool) or not 0 <= start <= LTS_MAX:
+            raise FieldError("lts", "must be an integer 0..2^63-1", error_class="LTS_RANGE")
+        self._lib, self._ffi = loaded
+        self._cell = self._ffi.new("int64_t *", start)
+        self._saturated = False
+
+    @property
+    def value(self) -> int:
+        return int(self._cell[0])
+
+    @property
+    def saturated(self) -> bool:
+        return self._saturated
+
+    def tick(self) -> int:
+        lts = self._lib.tt_lamport_tick(self._cell)
+        return lts if lts >= 0 else self._saturate()
+
+    def merge(self, remote: int) -> int:
+        return self.receive(remote)[0]
+
+    def receive(self, remote: int, max_ahead: int | None = None) -> tuple[int, bool]:
+        """(lts, merged): ``merge`` that leaves out a remote more than ``max_ahead`` ahead (None: no bound)."""
+        _check_remote(remote)
+        out = self._ffi.new("struct tt_event *")
+        flags = self._lib.TT_EV_MERGE
+        rc = self._lib.tt_stamp_event(self._ffi.NULL, self._cell, remote, -1 if max_ahead is None else max_ahead,
+                                      self._ffi.NULL, 0, flags, out)  # fmt: skip
+        if rc < 0:  # pragma: no cover - only NULL pointers or negative remotes, checked above
+            raise ClockError(-rc, "native Lamport receive failed")
+        if out.saturated:
+            self._saturate()
+        return int(out.lts), bool(out.merged)
+
+    def _saturate(self) -> int:
+        if not self._saturated:
+            self._saturated = True
+            _log.warning("Lamport counter saturated at 2^63-1; later events share this value")
+        return LTS_MAX
+
+    def __repr__(self) -> str:
+        return f"NativeLamport(value={self.value})"
+
+
+class NativeStamp:
+    """The events in one native call each, over a ``NativeLamport``.
+
+    A clock with a ``raw_mapping`` (the CPU clock: a tuple it replaces whole
+    when it refreshes) is read in C through that mapping; any other source is
+    read with its own ``now()`` and the rest of the event still happens in C.
+    Output structs come from a free list (``list.pop``/``append`` are
+    atomic): the call runs without the GIL, so two threads, or a signal
+    handler that makes a span between a call and the read of its result,
+    never share one.
+    """
+
+    __slots__ = ("_cell", "_event", "_ffi", "_free", "_last", "_lib", "_read", "_start", "_tick", "lamport")
+
+    def __init__(self, lamport: NativeLamport) -> None:
+        self.lamport = lamport
+        self._lib, self._ffi, self._cell = lamport._lib, lamport._ffi, lamport._cell
+        # The unpack format and the compiler's layout must agree field for field.
+        if self._ffi.offsetof("struct tt_event", "sketch") != _EVENT.size - SKETCH_BYTES:
+            raise ClockError(errno.ENOEXEC, "native stamp: struct tt_event layout differs from _EVENT; rebuild")
+        self._event = self._lib.tt_stamp_event
+        self._free: list[tuple[Any, Any]] = []
+        #: (the mapping tuple last seen, its struct tt_clock_map): rebuilt when the source refreshes.
+        self._last: tuple[object, Any] = (None, None)
+        self._read = self._lib.TT_EV_READ_CLOCK
+        self._start = self._lib.TT_EV_TICK | self._lib.TT_EV_ADD_SPAN
+        self._tick = self._lib.TT_EV_TICK
+
+    def _clock_map(self, mapping: tuple[int, int, int, int, int, int, int]) -> Any:
+        last = self._last
+        if last[0] is mapping:
+            return last[1]
+        clock_id, valid_from, valid_until, offset, quality, uncertainty, source = mapping
+        cmap = self._ffi.new("struct tt_clock_map *")
+        cmap.clock_id, cmap.offset_ns = clock_id, offset
+        cmap.valid_from_ns, cmap.valid_until_ns = valid_from, valid_until
+        cmap.uncertainty_ns, cmap.ts_source, cmap.clk_quality = uncertainty, source, quality
+        self._last = (mapping, cmap)  # one store: a reader sees the old pair or the new one
+        return cmap
+
+    def _run(self, clock: Any, reading: Timestamp | None, sketch: Any, span_id: int, flags: int) -> Any:
+        free = self._free
+        out, buf = free.pop() if free else self._new_out()
+        mapping = getattr(clock, "raw_mapping", None) if reading is None else None
+        if mapping is not None:
+            rc = self._event(self._clock_map(mapping), self._cell, 0, -1, sketch, span_id, flags | self._read, out)
+            if rc == 0:
+                fields = _EVENT.unpack_from(buf)
+                free.append((out, buf))
+                if fields[6]:
+                    self.lamport._saturate()
+                return fields
+            if rc != -errno.EAGAIN:  # a stale mapping falls through to the source's own now()
+                free.append((out, buf))
+                raise ClockError(-rc, f"native stamp: reading clock {getattr(clock, 'name', '?')!r}")
+        try:
+            ts = reading if reading is not None else clock.now()
+            self._event(self._ffi.NULL, self._cell, 0, -1, sketch, span_id, flags, out)
+            fields = _EVENT.unpack_from(buf)
+        finally:
+            free.append((out, buf))
+        if fields[6]:
+            self.lamport._saturate()
+        return (ts.ptp_ns, fields[1], ts.uncertainty_ns, ts.ts_source, ts.clk_quality, *fields[5:])
+
+    def _new_out(self) -> tuple[Any, Any]:
+        out = self._ffi.new("struct tt_event *")
+        return out, self._ffi.buffer(out)
+
+    def start(self, clock: ClockSource, reading: Timestamp | None, base: Sketch, span_id: int) -> StartResult:
+        f = self._run(clock, reading, base.to_bytes(), span_id, self._start)
+        return f[0], f[2], f[3], f[4], f[1], Sketch._from_wire(f[7])
+
+    def tick(self, clock: ClockSource) -> TickResult:
+        f = self._run(clock, None, self._ffi.NULL, 0, self._tick)
+        return f[0], f[2], f[3], f[4], f[1]
+
+    def receive(self, remote: int, max_ahead: int | None = None) -> tuple[int, bool]:
+        return self.lamport.receive(remote, max_ahead)
+
+
+def new_lamport(*, native_stamp: bool | None = None) -> Lamport:
+    """The process's counter: native when the module is loaded (and not refused), else ``LamportClock``."""
+    if native_stamp is not False and native() is not None:
+        return NativeLamport()
+    if native_stamp:
+        raise ClockError(errno.ENOSYS, "the native stamp was asked for but the native module is not loaded")
+    return LamportClock()
+
+
+def stamp_for(lamport: Any) -> PureStamp | NativeStamp:
+    """The stamp over ``lamport``: native for a ``NativeLamport``, Python for anything else."""
+    return NativeStamp(lamport) if isinstance(lamport, NativeLamport) else PureStamp(lamport)
