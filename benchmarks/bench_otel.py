@@ -38,7 +38,7 @@ from benchmarks.harness import Row, as_json, measure, print_table
 from tempotrace_sdk.clocks.select import select_clock
 from tempotrace_sdk.otel import TempoTracePropagator, TempoTraceSpanProcessor, TempoTraceState
 from tempotrace_sdk.otel.context import get_state
-from tempotrace_sdk.otel.processor import _direct_store
+from tempotrace_sdk.otel.sdk_internals import attribute_store as _direct_store
 from tempotrace_sdk.wire import LamportClock, Sketch
 
 

@@ -65,6 +65,12 @@ int tt_stamp_event(const struct tt_clock_map *clock, int64_t *lamport, int64_t r
  * saturated at 2^63-1 (it stays there). Atomic: no tick is ever lost. */
 int64_t tt_lamport_tick(int64_t *lamport);
 
+/* A receive without bound (tt_stamp_event with TT_EV_MERGE does bounded
+ * ones): lts = max(local, remote) + 1, atomically. The new value, or -1 when
+ * the counter was saturated at 2^63-1 (it stays there). remote must be
+ * 0..2^63-1 (a negative one is treated as 0). */
+int64_t tt_lamport_merge(int64_t *lamport, int64_t remote);
+
 /* Map a raw reading through clock (no read, no validity window): for the
  * differential test. Returns 0 or -ERANGE. */
 int tt_stamp_map(const struct tt_clock_map *clock, int64_t raw_ns, struct tt_event *out);

@@ -113,7 +113,7 @@ class NativeLamport:
     outside 0..2^63-1 with ``FieldError`` leaving the counter untouched.
     """
 
-    __slots__ = ("__weakref__", "_cell", "_ffi", "_lib", "_saturated")
+    __slots__ = ("__weakref__", "_cell", "_ffi", "_free", "_lib", "_merge", "_saturated")
 
     def __init__(self, start: int = 0) -> None:
         loaded = native()
@@ -122,8 +122,21 @@ class NativeLamport:
         if not isinstance(start, int) or isinstance(start, bool) or not 0 <= start <= LTS_MAX:
             raise FieldError("lts", "must be an integer 0..2^63-1", error_class="LTS_RANGE")
         self._lib, self._ffi = loaded
+        # The unpack format and the compiler's layout must agree field for field.
+        if self._ffi.offsetof("struct tt_event", "sketch") != _EVENT.size - SKETCH_BYTES:
+            raise ClockError(errno.ENOEXEC, "native stamp: struct tt_event layout differs from _EVENT; rebuild")
         self._cell = self._ffi.new("int64_t *", start)
         self._saturated = False
+        self._merge = self._lib.TT_EV_MERGE
+        #: Output structs, each (struct tt_event *, its buffer). The call runs
+        #: without the GIL, so each event takes one of its own (list.pop and
+        #: append are atomic): two threads, or a signal handler that makes a
+        #: span between a call and the read of its result, never share one.
+        self._free: list[tuple[Any, Any]] = []
+
+    def _new_out(self) -> tuple[Any, Any]:
+        out = self._ffi.new("struct tt_event *")
+        return out, self._ffi.buffer(out)
 
     @property
     def value(self) -> int:
@@ -138,20 +151,26 @@ class NativeLamport:
         return lts if lts >= 0 else self._saturate()
 
     def merge(self, remote: int) -> int:
-        return self.receive(remote)[0]
+        _check_remote(remote)
+        lts = self._lib.tt_lamport_merge(self._cell, remote)
+        return lts if lts >= 0 else self._saturate()
 
     def receive(self, remote: int, max_ahead: int | None = None) -> tuple[int, bool]:
         """(lts, merged): ``merge`` that leaves out a remote more than ``max_ahead`` ahead (None: no bound)."""
+        if max_ahead is None:
+            return self.merge(remote), True
         _check_remote(remote)
-        out = self._ffi.new("struct tt_event *")
-        flags = self._lib.TT_EV_MERGE
-        rc = self._lib.tt_stamp_event(self._ffi.NULL, self._cell, remote, -1 if max_ahead is None else max_ahead,
-                                      self._ffi.NULL, 0, flags, out)  # fmt: skip
-        if rc < 0:  # pragma: no cover - only NULL pointers or negative remotes, checked above
-            raise ClockError(-rc, "native Lamport receive failed")
-        if out.saturated:
+        free = self._free
+        out, buf = free.pop() if free else self._new_out()
+        try:
+            self._lib.tt_stamp_event(self._ffi.NULL, self._cell, remote, -1 if max_ahead is None else max_ahead,
+                                     self._ffi.NULL, 0, self._merge, out)  # fmt: skip
+            fields = _EVENT.unpack_from(buf)
+        finally:
+            free.append((out, buf))
+        if fields[6]:
             self._saturate()
-        return int(out.lts), bool(out.merged)
+        return fields[1], fields[5] == 1
 
     def _saturate(self) -> int:
         if not self._saturated:
@@ -168,33 +187,27 @@ class NativeStamp:
 
     A clock with a ``raw_mapping`` (the CPU clock: a tuple it replaces whole
     when it refreshes) is read in C through that mapping; any other source is
-    read with its own ``now()`` and the rest of the event still happens in C.
-    Output structs come from a free list (``list.pop``/``append`` are
-    atomic): the call runs without the GIL, so two threads, or a signal
-    handler that makes a span between a call and the read of its result,
-    never share one.
+    read with its own ``now()`` and the rest of the event still happens in C,
+    as does an event whose mapping has gone stale (after that source's
+    ``now()`` has refreshed it). Output structs come from the counter's free
+    list (see ``NativeLamport``).
     """
 
-    __slots__ = ("_cell", "_event", "_ffi", "_free", "_last", "_lib", "_read", "_start", "_tick", "lamport")
+    __slots__ = ("_cell", "_event", "_ffi", "_free", "_last", "_start", "_start_read", "_tick", "_tick_read", "lamport")
 
     def __init__(self, lamport: NativeLamport) -> None:
         self.lamport = lamport
-        self._lib, self._ffi, self._cell = lamport._lib, lamport._ffi, lamport._cell
-        # The unpack format and the compiler's layout must agree field for field.
-        if self._ffi.offsetof("struct tt_event", "sketch") != _EVENT.size - SKETCH_BYTES:
-            raise ClockError(errno.ENOEXEC, "native stamp: struct tt_event layout differs from _EVENT; rebuild")
-        self._event = self._lib.tt_stamp_event
-        self._free: list[tuple[Any, Any]] = []
+        self._ffi, self._cell, self._free = lamport._ffi, lamport._cell, lamport._free
+        lib = lamport._lib
+        self._event = lib.tt_stamp_event
         #: (the mapping tuple last seen, its struct tt_clock_map): rebuilt when the source refreshes.
         self._last: tuple[object, Any] = (None, None)
-        self._read = self._lib.TT_EV_READ_CLOCK
-        self._start = self._lib.TT_EV_TICK | self._lib.TT_EV_ADD_SPAN
-        self._tick = self._lib.TT_EV_TICK
+        self._start = lib.TT_EV_TICK | lib.TT_EV_ADD_SPAN
+        self._start_read = self._start | lib.TT_EV_READ_CLOCK
+        self._tick = lib.TT_EV_TICK
+        self._tick_read = self._tick | lib.TT_EV_READ_CLOCK
 
     def _clock_map(self, mapping: tuple[int, int, int, int, int, int, int]) -> Any:
-        last = self._last
-        if last[0] is mapping:
-            return last[1]
         clock_id, valid_from, valid_until, offset, quality, uncertainty, source = mapping
         cmap = self._ffi.new("struct tt_clock_map *")
         cmap.clock_id, cmap.offset_ns = clock_id, offset
@@ -203,23 +216,33 @@ class NativeStamp:
         self._last = (mapping, cmap)  # one store: a reader sees the old pair or the new one
         return cmap
 
-    def _run(self, clock: Any, reading: Timestamp | None, sketch: Any, span_id: int, flags: int) -> Any:
+    def _mapped(self, clock: Any, sketch: Any, span_id: int, flags: int) -> Any:
+        """The event read through the clock's mapping, or None (no mapping, or a stale one)."""
+        mapping = getattr(clock, "raw_mapping", None)
+        if mapping is None:
+            return None
+        last = self._last
+        cmap = last[1] if last[0] is mapping else self._clock_map(mapping)
         free = self._free
-        out, buf = free.pop() if free else self._new_out()
-        mapping = getattr(clock, "raw_mapping", None) if reading is None else None
-        if mapping is not None:
-            rc = self._event(self._clock_map(mapping), self._cell, 0, -1, sketch, span_id, flags | self._read, out)
-            if rc == 0:
-                fields = _EVENT.unpack_from(buf)
-                free.append((out, buf))
-                if fields[6]:
-                    self.lamport._saturate()
-                return fields
-            if rc != -errno.EAGAIN:  # a stale mapping falls through to the source's own now()
-                free.append((out, buf))
-                raise ClockError(-rc, f"native stamp: reading clock {getattr(clock, 'name', '?')!r}")
+        out, buf = free.pop() if free else self.lamport._new_out()
         try:
-            ts = reading if reading is not None else clock.now()
+            rc = self._event(cmap, self._cell, 0, -1, sketch, span_id, flags, out)
+            fields = _EVENT.unpack_from(buf) if rc == 0 else None
+        finally:
+            free.append((out, buf))
+        if rc == 0:
+            if fields[6]:  # type: ignore[index]
+                self.lamport._saturate()
+            return fields
+        if rc != -errno.EAGAIN:
+            raise ClockError(-rc, f"native stamp: reading clock {getattr(clock, 'name', '?')!r}")
+        return None
+
+    def _given(self, ts: Timestamp, sketch: Any, span_id: int, flags: int) -> Any:
+        """The event around a reading taken in Python (same field order as the mapped one)."""
+        free = self._free
+        out, buf = free.pop() if free else self.lamport._new_out()
+        try:
             self._event(self._ffi.NULL, self._cell, 0, -1, sketch, span_id, flags, out)
             fields = _EVENT.unpack_from(buf)
         finally:
@@ -228,16 +251,17 @@ class NativeStamp:
             self.lamport._saturate()
         return (ts.ptp_ns, fields[1], ts.uncertainty_ns, ts.ts_source, ts.clk_quality, *fields[5:])
 
-    def _new_out(self) -> tuple[Any, Any]:
-        out = self._ffi.new("struct tt_event *")
-        return out, self._ffi.buffer(out)
-
     def start(self, clock: ClockSource, reading: Timestamp | None, base: Sketch, span_id: int) -> StartResult:
-        f = self._run(clock, reading, base.to_bytes(), span_id, self._start)
+        raw = base.to_bytes()
+        f = self._mapped(clock, raw, span_id, self._start_read) if reading is None else None
+        if f is None:
+            f = self._given(reading if reading is not None else clock.now(), raw, span_id, self._start)
         return f[0], f[2], f[3], f[4], f[1], Sketch._from_wire(f[7])
 
     def tick(self, clock: ClockSource) -> TickResult:
-        f = self._run(clock, None, self._ffi.NULL, 0, self._tick)
+        f = self._mapped(clock, self._ffi.NULL, 0, self._tick_read)
+        if f is None:
+            f = self._given(clock.now(), self._ffi.NULL, 0, self._tick)
         return f[0], f[2], f[3], f[4], f[1]
 
     def receive(self, remote: int, max_ahead: int | None = None) -> tuple[int, bool]:

@@ -2,7 +2,7 @@
 
     python _otel_node.py server NAME [NEXT_URL]   stdlib http.server; prints its port
     python _otel_node.py flask NAME               Flask + OTel instrumentation; prints its port
-    python _otel_node.py client URL urllib|requests
+    python _otel_node.py client URL urllib|requests|requests6
 
 Every process reads OTEL_PROPAGATORS, TEMPOTRACE_CLOCK, TEMPOTRACE_HOST and
 TEMPOTRACE_EXPORT_PATH (one shared file) from its environment.
@@ -65,19 +65,27 @@ def flask_server(name: str) -> None:
 
         return work()
 
+    @app.get("/readme")
+    def readme() -> str:
+        # The README's receive pattern under the Flask instrumentation, which
+        # has already extracted these headers once for its own server span.
+        with span(f"{name} readme", kind=SpanKind.SERVER, context=extract(request.headers)):
+            return name + ":" + request.path
+
     server = make_server("127.0.0.1", 0, app, threaded=True)
     print(server.port, flush=True)
     server.serve_forever()
 
 
 def client(url: str, how: str) -> None:
-    if how == "requests":
+    if how in ("requests", "requests6"):
         import requests
         from opentelemetry.instrumentation.requests import RequestsInstrumentor
 
         RequestsInstrumentor().instrument()
         with span("client-root"):
-            print(requests.get(url, timeout=10).text, flush=True)
+            for _ in range(6 if how == "requests6" else 1):
+                print(requests.get(url, timeout=10).text, flush=True)
     else:
         with span("client-root"):
             print(call(url, "client"), flush=True)

@@ -134,3 +134,23 @@ def test_flask_and_requests_instrumentations(cluster: Cluster) -> None:
     assert S.REMOTE_LTS not in work["attrs"]
     assert sketch(work).contains(int(by_name(spans)["client-root"]["span_id"], 16))
     assert work["attrs"][S.LTS] > server_span["attrs"][S.LTS]
+
+
+def test_a_second_extract_in_one_request_is_not_a_second_receive(cluster: Cluster) -> None:
+    """Issue 14: the README's ``span(..., context=extract(request.headers))`` under the Flask
+    instrumentation extracted every header twice, so 6 requests made 12 receives. The second
+    extract of the same header is not a receive: one span per request records the hop."""
+    port = cluster.server("flask", "F", host="node-f")
+    assert cluster.client(f"http://127.0.0.1:{port}/readme", "requests6").split() == ["F:/readme"] * 6
+    spans = cluster.spans(1 + 6 * 3)
+    sends = [s for s in spans if s["attrs"].get(S.SEND_LTS)]
+    receivers = [s for s in spans if S.REMOTE_LTS in s["attrs"]]
+    readme = [s for s in spans if s["name"] == "F readme"]
+    assert len(sends) == len(receivers) == len(readme) == 6
+    assert len({s["attrs"][S.RECV_LTS] for s in receivers}) == 6
+    by_sent = {s["attrs"][S.SEND_LTS][0]: s for s in sends}
+    for receiver in receivers:  # each hop matched once, the way the analysis matches hops
+        assert_hop(by_sent[receiver["attrs"][S.REMOTE_LTS]], receiver)
+    for span_ in readme:  # parented by the client span, whose causal past it still carries
+        client_span = next(s for s in sends if s["span_id"] == span_["parent"])
+        assert sketch(client_span).issubset(sketch(span_)) and S.RECV_LTS not in span_["attrs"]

@@ -360,3 +360,37 @@ def test_plain_dict_carrier_refuses_like_the_general_path(state: TempoTraceState
     assert prop.extract(MappingCarrier({"tt-ext": value}), ctx) is ctx
     assert state.rejections() == {error_class: 2}
     assert state.lamport.value == 0
+
+
+@pytest.mark.parametrize("value", [b"A" * 10_000_000, bytearray(71), memoryview(b"x" * 71), 12345])
+def test_a_non_str_carrier_value_is_a_type_error_before_any_copy(state: TempoTraceState, value: object) -> None:
+    """Issue 13 item 8: a 10 MB bytes value became ten million ints (56 ms) and was classed
+    TEXT_MULTIPLE. It is TEXT_TYPE, judged by its type before anything is copied."""
+    import tracemalloc
+
+    prop = TempoTracePropagator(state=state)
+    tracemalloc.start()
+    try:
+        ctx = prop.extract({"tt-ext": value})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert remote_hop(ctx) is None and state.rejections() == {"TEXT_TYPE": 1}
+    assert peak < 1_000_000 and state.lamport.value == 0
+
+
+def test_a_repeated_extract_of_one_header_is_one_receive(pipe: Pipeline) -> None:
+    """Issue 14: a framework's extract and the handler's own of the same headers: one merge,
+    one span recording the hop; the second context still carries the causal past."""
+    with pipe.tracer.start_as_current_span("client"):
+        carrier: dict[str, str] = {}
+        TraceContextTextMapPropagator().inject(carrier)
+        pipe.propagator.inject(carrier)
+    receiver = TempoTracePropagator(state=TempoTraceState(clock=StepClock(), host="b"))
+    first = receiver.extract(carrier, TraceContextTextMapPropagator().extract(carrier))
+    lts_after_first = receiver.state.lamport.value
+    second = receiver.extract(carrier, TraceContextTextMapPropagator().extract(carrier))
+    hop1, hop2 = remote_hop(first), remote_hop(second)
+    assert hop1 is not None and hop2 is not None and not hop1.repeat and hop2.repeat
+    assert receiver.state.lamport.value == lts_after_first and hop2.recv_lts == hop1.recv_lts
+    assert hop2.header == hop1.header
