@@ -107,7 +107,7 @@ class span:  # lower case: it reads like a function, ``with span("step"):``
     object is used for one ``with``.
     """
 
-    __slots__ = ("_attributes", "_context", "_kind", "_name", "_span", "_token", "_tracer")
+    __slots__ = ("_attrs", "_context", "_kind", "_name", "_span", "_token", "_tracer")
 
     def __init__(
         self,
@@ -120,14 +120,14 @@ class span:  # lower case: it reads like a function, ``with span("step"):``
     ) -> None:
         self._name = name
         self._context = context
-        self._attributes = attributes
+        self._attrs = attributes
         self._kind = kind
         self._tracer = tracer
         self._span: Span | None = None
         self._token: object = None
 
     def __enter__(self) -> Span:
-        sp = _start_span(self._name, self._attributes, self._kind, self._tracer, self._context)
+        sp = _start_span(self._name, self._attrs, self._kind, self._tracer, self._context)
         self._span = sp
         self._token = context_api.attach(trace.set_span_in_context(sp))
         return sp
