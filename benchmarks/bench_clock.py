@@ -5,8 +5,10 @@
 The issue's target: CpuClock.now() <= 1.5x time.clock_gettime_ns(CLOCK_TAI).
 The now() ratio is timed in alternating batches against the bare read
 (harness.compare), so load on a shared machine moves both sides together.
-Also shown: why the hot path avoids the Timestamp constructor, the SW_GCC
-source, and the off-hot-path refresh (adjtimex native vs ctypes).
+Also shown: the floors of any Python-level now() (the same read plus a plain
+tuple, plus a validated record), the native stamp's clock read (the OTel
+layer's per-event path, which makes no Timestamp at all), the SW_GCC source,
+and the off-hot-path refresh (adjtimex native vs ctypes).
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tempotrace_sdk.clocks._fast import make_timestamp
 
 from benchmarks.harness import Row, compare, emit, measure
 from tempotrace_sdk.clocks import CalibratedClock, CpuClock, Timestamp, _native
@@ -41,6 +41,16 @@ class _TaiOk:
         return {}
 
 
+FLOOR = """
+The 1.5x target for CpuClock.now() is below what a Python-level now() can reach on this layer:
+the peer is itself one C call (clock_gettime_ns: argument parsing, the vDSO read, an int), and
+now() adds at least a Python frame and an object. Measured in this run: the same read plus a
+plain tuple in a lambda is {plain:.2f}x, plus the validated Timestamp record {record:.2f}x; now()
+(one unpack of the cached snapshot, the read, a window check, the record) is {now:.2f}x. The
+per-span path no longer pays it: the OTel layer's native stamp reads CLOCK_TAI in C through the
+CPU clock's cached mapping and makes no Timestamp (row "native stamp")."""
+
+
 def main() -> None:
     tai = time.CLOCK_TAI
     gettime = time.clock_gettime_ns
@@ -48,14 +58,21 @@ def main() -> None:
     cpu_ns, floor, ratio = compare(cpu.now, lambda: gettime(tai), min_time=1.0, repeat=21)
     rows = [Row("clock_gettime_ns(CLOCK_TAI)", floor)]
     rows.append(Row("CpuClock.now()", cpu_ns, "clock_gettime", ratio, TARGET_RATIO * floor))
-    # The floor of any Python-level now(): the same read plus a plain tuple.
-    off = 37_000_000_000
+    # The floors of any Python-level now(): the same read plus a plain tuple,
+    # and plus the validated record (msgspec Struct with __post_init__).
+    off, ok = 37_000_000_000, ClockQuality.OK
     plain, _, plain_ratio = compare(lambda: (gettime(tai) + off, 2, 2, 65535), lambda: gettime(tai))
-    rows.append(Row("  same read + a plain 4-tuple", plain, "clock_gettime", plain_ratio))
-    ctor = measure(lambda: Timestamp(1, TsSource.CPU, ClockQuality.OK, 5))
-    fast = measure(lambda: make_timestamp(1, TsSource.CPU, ClockQuality.OK, 5))
+    rows.append(Row("  floor: same read + a plain 4-tuple", plain, "clock_gettime", plain_ratio))
+    record, _, record_ratio = compare(lambda: Timestamp(gettime(tai) + off, TsSource.CPU, ok, 5), lambda: gettime(tai))
+    rows.append(Row("  floor: same read + Timestamp(...)", record, "clock_gettime", record_ratio))
+    ctor = measure(lambda: Timestamp(1, TsSource.CPU, ok, 5))
     rows.append(Row("Timestamp(...) constructor", ctor, "clock_gettime", ctor / floor))
-    rows.append(Row("make_timestamp (hot path)", fast, "clock_gettime", fast / floor))
+    if _native.native() is not None:
+        from tempotrace_sdk.otel.stamp import NativeLamport, NativeStamp
+
+        stamp = NativeStamp(NativeLamport())
+        tick, _, tick_ratio = compare(lambda: stamp.tick(cpu), lambda: gettime(tai))
+        rows.append(Row("native stamp: clock read + Lamport tick", tick, "clock_gettime", tick_ratio))
     gcc = CalibratedClock(lambda: gettime(time.CLOCK_MONOTONIC_RAW), _TaiOk(), background=False)
     gcc_ns = measure(gcc.now)
     rows.append(Row("CalibratedClock.now() (SW_GCC)", gcc_ns, "clock_gettime", gcc_ns / floor))
@@ -68,6 +85,8 @@ def main() -> None:
         snap = measure(cpu.refresh)
         rows.append(Row("CpuClock.refresh() (whole snapshot)", snap, "clock_gettime", snap / floor))
     emit("clock sources (ratio = ours / peer; target: CpuClock.now() <= 1.5x clock_gettime)", rows)
+    if "--json" not in sys.argv:
+        print(FLOOR.format(now=ratio, plain=plain_ratio, record=record_ratio))
 
 
 if __name__ == "__main__":

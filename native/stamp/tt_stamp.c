@@ -82,6 +82,18 @@ int tt_stamp_map(const struct tt_clock_map *clock, int64_t raw_ns, struct tt_eve
 	return 0;
 }
 
+int tt_stamp_start(const struct tt_clock_map *clock, int64_t *lamport, const char *sketch_in, uint64_t span_id,
+		   struct tt_event *out)
+{
+	return tt_stamp_event(clock, lamport, 0, -1, sketch_in, span_id, TT_EV_READ_CLOCK | TT_EV_TICK | TT_EV_ADD_SPAN,
+			      out);
+}
+
+int tt_stamp_tick(const struct tt_clock_map *clock, int64_t *lamport, struct tt_event *out)
+{
+	return tt_stamp_event(clock, lamport, 0, -1, NULL, 0, TT_EV_READ_CLOCK | TT_EV_TICK | TT_EV_KEEP_SKETCH, out);
+}
+
 int tt_stamp_event(const struct tt_clock_map *clock, int64_t *lamport, int64_t remote_lts, int64_t max_ahead,
 		   const char *sketch_in, uint64_t span_id, int flags, struct tt_event *out)
 {
@@ -120,6 +132,8 @@ int tt_stamp_event(const struct tt_clock_map *clock, int64_t *lamport, int64_t r
 		lts = TT_LTS_MAX;
 	}
 	out->lts = lts;
+	if (flags & TT_EV_KEEP_SKETCH)
+		return 0;
 	if (sketch_in)
 		memcpy(out->sketch, sketch_in, TT_SKETCH_BYTES);
 	else

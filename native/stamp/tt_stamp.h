@@ -48,8 +48,9 @@ struct tt_event {
 };
 
 /* Event parts, combined with |: read the clock, tick the counter or merge
- * remote_lts into it (one of the two), add span_id to the sketch. */
-enum { TT_EV_READ_CLOCK = 1, TT_EV_TICK = 2, TT_EV_MERGE = 4, TT_EV_ADD_SPAN = 8 };
+ * remote_lts into it (one of the two), add span_id to the sketch; or leave
+ * out->sketch alone (KEEP_SKETCH: the caller reads no sketch). */
+enum { TT_EV_READ_CLOCK = 1, TT_EV_TICK = 2, TT_EV_MERGE = 4, TT_EV_ADD_SPAN = 8, TT_EV_KEEP_SKETCH = 16 };
 
 /* One event (see above). sketch_in: 32 bytes, or NULL for the empty sketch;
  * the result is always written to out->sketch (a copy when no span is added).
@@ -60,6 +61,14 @@ enum { TT_EV_READ_CLOCK = 1, TT_EV_TICK = 2, TT_EV_MERGE = 4, TT_EV_ADD_SPAN = 8
  * On any error nothing was ticked. */
 int tt_stamp_event(const struct tt_clock_map *clock, int64_t *lamport, int64_t remote_lts, int64_t max_ahead,
 		   const char *sketch_in, uint64_t span_id, int flags, struct tt_event *out);
+
+/* The two common events, with fewer arguments (each costs a conversion per
+ * call from Python): a span start (clock through the mapping, tick, span_id
+ * added to a copy of sketch_in, 32 bytes or NULL) and a span end or send
+ * (clock, tick; out->sketch untouched). Returns as tt_stamp_event. */
+int tt_stamp_start(const struct tt_clock_map *clock, int64_t *lamport, const char *sketch_in, uint64_t span_id,
+		   struct tt_event *out);
+int tt_stamp_tick(const struct tt_clock_map *clock, int64_t *lamport, struct tt_event *out);
 
 /* A local event on the counter: the new value, or -1 when it was already
  * saturated at 2^63-1 (it stays there). Atomic: no tick is ever lost. */

@@ -102,6 +102,11 @@ class PureStamp:
 #: struct tt_event, native byte order and alignment: ptp_ns, lts, uncertainty_ns,
 #: ts_source, clk_quality, merged, saturated, sketch.
 _EVENT = struct.Struct("@qqHBBBB32s")
+#: Its fields up to the sketch (an end or send reads no sketch).
+_TICK = struct.Struct("@qqHBBBB")
+#: tt_stamp_event flags (native/stamp/tt_stamp.h) for events around a reading taken in Python.
+_START = 2 | 8  # TT_EV_TICK | TT_EV_ADD_SPAN
+_TICK_FLAGS = 2 | 16  # TT_EV_TICK | TT_EV_KEEP_SKETCH
 
 
 class NativeLamport:
@@ -128,6 +133,11 @@ class NativeLamport:
         self._cell = self._ffi.new("int64_t *", start)
         self._saturated = False
         self._merge = self._lib.TT_EV_MERGE
+        if (self._lib.TT_EV_TICK | self._lib.TT_EV_ADD_SPAN, self._lib.TT_EV_TICK | self._lib.TT_EV_KEEP_SKETCH) != (
+            _START,
+            _TICK_FLAGS,
+        ):
+            raise ClockError(errno.ENOEXEC, "native stamp: event flags differ from stamp.py's; rebuild")
         #: Output structs, each (struct tt_event *, its buffer). The call runs
         #: without the GIL, so each event takes one of its own (list.pop and
         #: append are atomic): two threads, or a signal handler that makes a
@@ -190,22 +200,20 @@ class NativeStamp:
     read with its own ``now()`` and the rest of the event still happens in C,
     as does an event whose mapping has gone stale (after that source's
     ``now()`` has refreshed it). Output structs come from the counter's free
-    list (see ``NativeLamport``).
+    list (see ``NativeLamport``); an exception between taking one and giving
+    it back only costs the list that entry.
     """
 
-    __slots__ = ("_cell", "_event", "_ffi", "_free", "_last", "_start", "_start_read", "_tick", "_tick_read", "lamport")
+    __slots__ = ("_cell", "_ffi", "_free", "_given_event", "_last", "_lib", "_start_fn", "_tick_fn", "lamport")
 
     def __init__(self, lamport: NativeLamport) -> None:
         self.lamport = lamport
-        self._ffi, self._cell, self._free = lamport._ffi, lamport._cell, lamport._free
-        lib = lamport._lib
-        self._event = lib.tt_stamp_event
+        self._ffi, self._cell, self._free, self._lib = lamport._ffi, lamport._cell, lamport._free, lamport._lib
+        self._start_fn = self._lib.tt_stamp_start
+        self._tick_fn = self._lib.tt_stamp_tick
+        self._given_event = self._lib.tt_stamp_event
         #: (the mapping tuple last seen, its struct tt_clock_map): rebuilt when the source refreshes.
         self._last: tuple[object, Any] = (None, None)
-        self._start = lib.TT_EV_TICK | lib.TT_EV_ADD_SPAN
-        self._start_read = self._start | lib.TT_EV_READ_CLOCK
-        self._tick = lib.TT_EV_TICK
-        self._tick_read = self._tick | lib.TT_EV_READ_CLOCK
 
     def _clock_map(self, mapping: tuple[int, int, int, int, int, int, int]) -> Any:
         clock_id, valid_from, valid_until, offset, quality, uncertainty, source = mapping
@@ -216,52 +224,58 @@ class NativeStamp:
         self._last = (mapping, cmap)  # one store: a reader sees the old pair or the new one
         return cmap
 
-    def _mapped(self, clock: Any, sketch: Any, span_id: int, flags: int) -> Any:
-        """The event read through the clock's mapping, or None (no mapping, or a stale one)."""
-        mapping = getattr(clock, "raw_mapping", None)
-        if mapping is None:
-            return None
-        last = self._last
-        cmap = last[1] if last[0] is mapping else self._clock_map(mapping)
-        free = self._free
-        out, buf = free.pop() if free else self.lamport._new_out()
-        try:
-            rc = self._event(cmap, self._cell, 0, -1, sketch, span_id, flags, out)
-            fields = _EVENT.unpack_from(buf) if rc == 0 else None
-        finally:
-            free.append((out, buf))
-        if rc == 0:
-            if fields[6]:  # type: ignore[index]
-                self.lamport._saturate()
-            return fields
-        if rc != -errno.EAGAIN:
+    def _refused(self, rc: int, clock: Any) -> None:
+        if rc != -errno.EAGAIN:  # a stale mapping falls through to the source's own now()
             raise ClockError(-rc, f"native stamp: reading clock {getattr(clock, 'name', '?')!r}")
-        return None
 
     def _given(self, ts: Timestamp, sketch: Any, span_id: int, flags: int) -> Any:
-        """The event around a reading taken in Python (same field order as the mapped one)."""
+        """The event around a reading taken in Python, as the fields of a mapped one."""
         free = self._free
         out, buf = free.pop() if free else self.lamport._new_out()
-        try:
-            self._event(self._ffi.NULL, self._cell, 0, -1, sketch, span_id, flags, out)
-            fields = _EVENT.unpack_from(buf)
-        finally:
-            free.append((out, buf))
+        self._given_event(self._ffi.NULL, self._cell, 0, -1, sketch, span_id, flags, out)
+        fields = _EVENT.unpack_from(buf)
+        free.append((out, buf))
         if fields[6]:
             self.lamport._saturate()
         return (ts.ptp_ns, fields[1], ts.uncertainty_ns, ts.ts_source, ts.clk_quality, *fields[5:])
 
     def start(self, clock: ClockSource, reading: Timestamp | None, base: Sketch, span_id: int) -> StartResult:
         raw = base.to_bytes()
-        f = self._mapped(clock, raw, span_id, self._start_read) if reading is None else None
-        if f is None:
-            f = self._given(reading if reading is not None else clock.now(), raw, span_id, self._start)
+        mapping = getattr(clock, "raw_mapping", None) if reading is None else None
+        if mapping is not None:
+            last = self._last
+            cmap = last[1] if last[0] is mapping else self._clock_map(mapping)
+            free = self._free
+            out, buf = free.pop() if free else self.lamport._new_out()
+            rc = self._start_fn(cmap, self._cell, raw, span_id, out)
+            if rc == 0:
+                ptp_ns, lts, uncertainty_ns, source, quality, _, saturated, sketch = _EVENT.unpack_from(buf)
+                free.append((out, buf))
+                if saturated:
+                    self.lamport._saturate()
+                return ptp_ns, uncertainty_ns, source, quality, lts, Sketch._from_wire(sketch)
+            free.append((out, buf))
+            self._refused(rc, clock)
+        f = self._given(reading if reading is not None else clock.now(), raw, span_id, _START)
         return f[0], f[2], f[3], f[4], f[1], Sketch._from_wire(f[7])
 
     def tick(self, clock: ClockSource) -> TickResult:
-        f = self._mapped(clock, self._ffi.NULL, 0, self._tick_read)
-        if f is None:
-            f = self._given(clock.now(), self._ffi.NULL, 0, self._tick)
+        mapping = getattr(clock, "raw_mapping", None)
+        if mapping is not None:
+            last = self._last
+            cmap = last[1] if last[0] is mapping else self._clock_map(mapping)
+            free = self._free
+            out, buf = free.pop() if free else self.lamport._new_out()
+            rc = self._tick_fn(cmap, self._cell, out)
+            if rc == 0:
+                ptp_ns, lts, uncertainty_ns, source, quality, _, saturated = _TICK.unpack_from(buf)
+                free.append((out, buf))
+                if saturated:
+                    self.lamport._saturate()
+                return ptp_ns, uncertainty_ns, source, quality, lts
+            free.append((out, buf))
+            self._refused(rc, clock)
+        f = self._given(clock.now(), self._ffi.NULL, 0, _TICK_FLAGS)
         return f[0], f[2], f[3], f[4], f[1]
 
     def receive(self, remote: int, max_ahead: int | None = None) -> tuple[int, bool]:
