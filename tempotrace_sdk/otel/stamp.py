@@ -30,6 +30,7 @@ from ..clocks.base import ClockSource, Timestamp
 from ..errors import ClockError, FieldError
 from ..wire import LamportClock, Sketch
 from ..wire._layout import LTS_MAX, SKETCH_BYTES
+from ..wire.sketch import from_wire
 
 __all__ = ["Lamport", "NativeLamport", "NativeStamp", "PureStamp", "Stamp", "new_lamport", "stamp_for"]
 
@@ -253,11 +254,11 @@ class NativeStamp:
                 free.append((out, buf))
                 if saturated:
                     self.lamport._saturate()
-                return ptp_ns, uncertainty_ns, source, quality, lts, Sketch._from_wire(sketch)
+                return ptp_ns, uncertainty_ns, source, quality, lts, from_wire(sketch)
             free.append((out, buf))
             self._refused(rc, clock)
         f = self._given(reading if reading is not None else clock.now(), raw, span_id, _START)
-        return f[0], f[2], f[3], f[4], f[1], Sketch._from_wire(f[7])
+        return f[0], f[2], f[3], f[4], f[1], from_wire(f[7])
 
     def tick(self, clock: ClockSource) -> TickResult:
         mapping = getattr(clock, "raw_mapping", None)

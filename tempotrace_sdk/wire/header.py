@@ -24,7 +24,7 @@ import msgspec
 from ..errors import FieldError, HeaderError, LengthError, VersionError
 from . import _layout as L
 from ._layout import ClockQuality, TsSource
-from .sketch import Sketch
+from .sketch import Sketch, from_wire
 from .text import _CANONICAL_LAST, _DECODE_TABLE, decode_text
 
 __all__ = ["TTExt", "header_text", "pack_header"]
@@ -122,7 +122,8 @@ class TTExt(msgspec.Struct, frozen=True, gc=False):
     # -- binary form (spec §4) ------------------------------------------------
     def encode(self) -> bytes:
         """The 53-byte binary form."""
-        return pack_header(*self._fields())
+        return pack_header(self.tenant_id, self.ptp_ns, self.ts_source, self.clk_quality,
+                           self.uncertainty_ns, self.lts, self.svc_sketch)  # fmt: skip
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> TTExt:
@@ -154,7 +155,8 @@ class TTExt(msgspec.Struct, frozen=True, gc=False):
     # -- text form (spec §5) ----------------------------------------------------
     def to_header(self) -> str:
         """The 71-character base64url text form (no padding)."""
-        return header_text(*self._fields())
+        return header_text(self.tenant_id, self.ptp_ns, self.ts_source, self.clk_quality,
+                           self.uncertainty_ns, self.lts, self.svc_sketch)  # fmt: skip
 
     @classmethod
     def from_header(cls, value: Any) -> TTExt:
@@ -169,11 +171,6 @@ class TTExt(msgspec.Struct, frozen=True, gc=False):
             if len(raw) == _HEADER_LEN:
                 return _from_wire(raw)
         return _from_wire(decode_text(value))
-
-    def _fields(self) -> tuple[int, int, int, int, int, int, Sketch]:
-        """The arguments of pack_header/header_text, in their order."""
-        return (self.tenant_id, self.ptp_ns, self.ts_source, self.clk_quality,
-                self.uncertainty_ns, self.lts, self.svc_sketch)  # fmt: skip
 
     # -- convenience ------------------------------------------------------------
     @property
@@ -239,7 +236,7 @@ def _from_wire(data: bytes) -> TTExt:
             _QUALITY_BY_VALUE.get(quality, quality),
             uncertainty,
             lts,
-            Sketch._from_wire(sketch),
+            from_wire(sketch),
             flags >> 4,
         )
     except FieldError as err:

@@ -133,7 +133,7 @@ class Sketch:
     @classmethod
     def _from_wire(cls, raw: bytes) -> Sketch:
         # Trusted path: callers guarantee exactly 32 bytes.
-        return _new(None, raw)
+        return from_wire(raw)
 
     # -- the two representations --------------------------------------------
     @property
@@ -228,6 +228,16 @@ class Sketch:
 
 
 _object_new = object.__new__
+
+
+def from_wire(raw: bytes) -> Sketch:
+    """A sketch of exactly 32 bytes the caller guarantees (a decoder, the native stamp): no check,
+    no conversion; the int form is made only if a sketch operation needs it."""
+    obj = _object_new(Sketch)
+    obj._b = None
+    obj._r = raw
+    obj._t = None
+    return obj
 
 
 def _new(bits: int | None, raw: bytes | None) -> Sketch:
