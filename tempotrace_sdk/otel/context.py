@@ -277,26 +277,12 @@ class TempoTraceState:
     def close_span(self, span_id: int) -> SpanRecord | None:
         record = self.live.pop(span_id, None)
         if record is not None:
-            self.ended[span_id] = record.sketch
-            order = self._ended_order
-            order.append(span_id)
-            if len(order) > ENDED_SKETCHES:
-                try:
-                    self.ended.pop(order.popleft(), None)
-                except IndexError:  # another thread emptied it first
-                    pass
+            _remember(self.ended, self._ended_order, span_id, record.sketch, ENDED_SKETCHES)
         return record
 
     def remember_received(self, key: str | bytes, hop: RemoteHop) -> None:
         """Remember a received header (RECEIVED_HEADERS at most) so its repeat is recognised."""
-        self.received[key] = hop
-        order = self._received_order
-        order.append(key)
-        if len(order) > RECEIVED_HEADERS:
-            try:
-                self.received.pop(order.popleft(), None)
-            except IndexError:  # another thread emptied it first
-                pass
+        _remember(self.received, self._received_order, key, hop, RECEIVED_HEADERS)
 
     # -- counters (the rare path only: rejections and internal errors) -------
     def count_rejection(self, error_class: str) -> None:
@@ -322,6 +308,21 @@ class TempoTraceState:
         # the child. Span records are kept: the child's spans descend from them.
         self._counts_lock = threading.Lock()
         self._sends_lock = threading.Lock()
+
+
+def _remember(table: dict[Any, Any], order: deque[Any], key: Any, value: Any, limit: int) -> None:
+    """``table[key] = value``, evicting the oldest key once ``table`` holds more than ``limit``.
+
+    A plain dict and a ring of its keys in insertion order: cheaper per call
+    than an OrderedDict, and every operation on either is atomic under the GIL.
+    """
+    table[key] = value
+    order.append(key)
+    if len(order) > limit:
+        try:
+            table.pop(order.popleft(), None)
+        except IndexError:  # another thread emptied it first
+            pass
 
 
 _STATES: weakref.WeakSet[TempoTraceState] = weakref.WeakSet()
