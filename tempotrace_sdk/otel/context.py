@@ -59,10 +59,10 @@ hop_seen = [False]
 ENDED_SKETCHES = 8192
 
 #: Distinct received headers remembered to recognise a repeated extract of
-#: one request's headers (about 250 bytes each). A sender never sends the
-#: same header twice (every send ticks its counter), so a repeat within this
-#: window is the same message read again.
-RECEIVED_HEADERS = 4096
+#: one request's headers (about 500 bytes each, with the decoded header). A
+#: sender never sends the same header twice (every send ticks its counter),
+#: so a repeat within this window is the same message read again.
+RECEIVED_HEADERS = 1024
 
 #: Open spans tracked at once (about 200 bytes each). A full table means
 #: spans that are never ended (a leak in the program): the oldest records are
