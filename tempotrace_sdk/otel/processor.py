@@ -62,7 +62,7 @@ from ..semconv import (
 from ..wire import Sketch
 from ..wire._layout import ClockQuality, TsSource
 from .context import LIVE_SPANS_MAX, REMOTE_HOP_KEY, RemoteHop, SpanRecord, TempoTraceState, get_state, hop_seen
-from .sdk_internals import attribute_store, on_ending_hook, set_after_end, span_lock
+from .sdk_internals import PROBE, attribute_store, on_ending_hook, set_after_end, span_lock
 
 __all__ = ["TempoTraceSpanProcessor", "end_attributes", "pending_start", "stamp_end"]
 
@@ -74,6 +74,9 @@ pending_start: contextvars.ContextVar[tuple[int, Timestamp] | None] = contextvar
     "tempotrace_pending_start", default=None
 )
 
+
+#: The SDK calls on_ending before on_end on every span (probed): on_end has nothing left to do.
+_ON_ENDING_CALLED = PROBE["on_ending"]
 
 _SOURCE_NAMES = ("GTE", "SW_GCC", "CPU")
 _QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
@@ -273,18 +276,20 @@ class TempoTraceSpanProcessor(SpanProcessor):
             record = state.live.get(own)
             if record is None:  # started before this processor was added, or by another state
                 return
-            store = attribute_store(span, _END_ATTRS_MAX)
-            attributes: Mapping[str, Any] = store if store is not None else (span.attributes or {})
-            if END_PTP_NS in attributes:
-                extra: dict[str, Any] = {}
-                sends = state.take_sends(record, True)
-                if sends:  # sends after our decorator stamped the end: rare, keep them
-                    extra = _send_arrays(sends)
-            else:
-                clock = state._clock
-                fields = state.stamp.tick(clock if clock is not None else state.clock)
-                extra = _end_attrs(state, record, fields, attributes.get(POLICY_VERDICT), finish=True)
-            state.close_span(own)
+            try:
+                store = attribute_store(span, _END_ATTRS_MAX)
+                attributes: Mapping[str, Any] = store if store is not None else (span.attributes or {})
+                if END_PTP_NS in attributes:
+                    extra: dict[str, Any] = {}
+                    sends = state.take_sends(record, True)
+                    if sends:  # sends after our decorator stamped the end: rare, keep them
+                        extra = _send_arrays(sends)
+                else:
+                    clock = state._clock
+                    fields = state.stamp.tick(clock if clock is not None else state.clock)
+                    extra = _end_attrs(state, record, fields, attributes.get(POLICY_VERDICT), finish=True)
+            finally:  # the record goes whatever failed: the open-span table stays bounded
+                state.close_span(own)
             if not extra:
                 return
             if store is not None:
@@ -303,10 +308,11 @@ class TempoTraceSpanProcessor(SpanProcessor):
             pass
 
     def on_end(self, span: ReadableSpan) -> None:
-        # Everything happened in on_ending, before any exporter saw the span.
-        # An SDK without that hook leaves the record live: release it here so
-        # the table stays bounded, and count it (no end stamp was possible).
-        if self._shut:
+        # Everything happened in on_ending, before any exporter saw the span,
+        # and it releases the record whatever happens. An SDK without that
+        # hook leaves the record live: release it here so the table stays
+        # bounded, and count it (no end stamp was possible).
+        if self._shut or _ON_ENDING_CALLED:
             return
         state = self._state
         try:

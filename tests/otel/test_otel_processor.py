@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from _otel_helpers import Pipeline, StepClock
 from opentelemetry import context as context_api
 from opentelemetry.sdk.trace import TracerProvider
@@ -182,8 +183,13 @@ def test_several_tempotrace_processors_and_shutdown(clock: StepClock) -> None:
     assert S.LTS not in spans["after-shutdown"].attributes
 
 
-def test_without_the_sdk_end_hook_records_are_still_released(clock: StepClock) -> None:
-    """Older SDKs have no _on_ending: no end stamp, but the live table must not leak."""
+def test_without_the_sdk_end_hook_records_are_still_released(
+    clock: StepClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SDK without the on-ending hook (the probe says so): no end stamp, but no leak either."""
+    from tempotrace_sdk.otel import processor
+
+    monkeypatch.setattr(processor, "_ON_ENDING_CALLED", False)
     state = TempoTraceState(clock=clock, tenant=0, host="h")
 
     class NoEndingHook(TempoTraceSpanProcessor):
@@ -197,6 +203,25 @@ def test_without_the_sdk_end_hook_records_are_still_released(clock: StepClock) -
             pass
     assert state.live == {}
     assert state.errors() == {"no_end_hook": 3}
+
+
+def test_a_failing_end_stamp_still_releases_the_record(state: TempoTraceState) -> None:
+    """The record goes even when the end's clock read fails (counted): the table stays bounded."""
+    provider = TracerProvider()
+    provider.add_span_processor(TempoTraceSpanProcessor(state=state))
+    with provider.get_tracer("t").start_as_current_span("s"):
+        state.clock = _FailingClock()  # type: ignore[assignment]
+    assert state.live == {} and state.errors() == {"on_ending": 1}
+
+
+class _FailingClock:
+    name = "failing"
+
+    def now(self) -> Any:
+        raise OSError("clock gone")
+
+    def describe(self) -> dict[str, Any]:
+        return {}
 
 
 def test_configured_attribute_limits_are_respected(clock: StepClock) -> None:
