@@ -18,6 +18,8 @@ with ``reject`` and leaves the context alone.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TypeVar
 
 from opentelemetry import context as context_api
 from opentelemetry import trace
@@ -43,12 +45,14 @@ def _untracked_sketch(state: TempoTraceState, context: context_api.Context | Non
     return base.with_span(span_id)
 
 
-SendEvent = tuple[int, int, int, int, int, int, Sketch]
+_Form = TypeVar("_Form", str, bytes)
 
 
-def _send_event(state: TempoTraceState, context: context_api.Context | None) -> SendEvent | None:
-    """Record a send event: (tenant, ptp_ns, ts_source, clk_quality, uncertainty_ns, lts, sketch), or
-    None when ``context`` holds no valid span context (nothing is sent, nothing ticks).
+def _send(
+    state: TempoTraceState, context: context_api.Context | None, form: Callable[..., _Form]
+) -> _Form | None:
+    """Record a send event and return its header in ``form`` (``header_text`` or ``pack_header``),
+    or None when ``context`` holds no valid span context (nothing is sent, nothing ticks).
 
     The send is remembered on the current span (if we track it and it is
     still open) and written as ``tempotrace.send.*`` arrays when it ends.
@@ -62,9 +66,7 @@ def _send_event(state: TempoTraceState, context: context_api.Context | None) -> 
     sketch = record.sketch if record is not None else _untracked_sketch(state, context, span_id)
     clock = state._clock
     ptp_ns, uncertainty_ns, source, quality, lts = state.stamp.tick(clock if clock is not None else state.clock)
-    tenant = state._tenant
     if record is not None:
-        entry = (lts, ptp_ns, uncertainty_ns)
         # Under the lock the end takes the list with (SpanRecord): otherwise an
         # end between reading ``sends`` and appending would write the span
         # without this send while its header still goes out.
@@ -72,22 +74,21 @@ def _send_event(state: TempoTraceState, context: context_api.Context | None) -> 
             if not record.finished:
                 sends = record.sends
                 if sends is None:
-                    record.sends = [entry]
+                    record.sends = [(lts, ptp_ns, uncertainty_ns)]
                 else:
-                    sends.append(entry)
-    return (state.tenant if tenant is None else tenant), ptp_ns, source, quality, uncertainty_ns, lts, sketch
+                    sends.append((lts, ptp_ns, uncertainty_ns))
+    tenant = state._tenant
+    return form(state.tenant if tenant is None else tenant, ptp_ns, source, quality, uncertainty_ns, lts, sketch)
 
 
 def send(state: TempoTraceState, context: context_api.Context | None = None) -> bytes | None:
     """Record a send event and return the 53-byte header for it (None: no valid trace context)."""
-    event = _send_event(state, context)
-    return None if event is None else pack_header(*event)
+    return _send(state, context, pack_header)
 
 
 def send_text(state: TempoTraceState, context: context_api.Context | None = None) -> str | None:
     """Record a send event and return the 71-character text header for it (None: no valid trace context)."""
-    event = _send_event(state, context)
-    return None if event is None else header_text(*event)
+    return _send(state, context, header_text)
 
 
 def receive(
