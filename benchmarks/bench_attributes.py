@@ -45,7 +45,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from benchmarks.harness import Row, as_json, measure, print_table
+from benchmarks.harness import Row, as_json, compare, print_table
 from tempotrace_sdk import semconv as S
 from tempotrace_sdk.clocks.select import select_clock
 from tempotrace_sdk.otel import TempoTracePropagator, TempoTraceSpanProcessor, TempoTraceState
@@ -166,10 +166,10 @@ def sizes(span: ReadableSpan, resource: Resource, extra: dict[str, Any]) -> dict
     return out
 
 
-def write_cost(span: ReadableSpan, min_time: float) -> dict[str, float]:
-    """ns to build one span's start+end attribute dicts and store them into a live span's map."""
+def write_cost(span: ReadableSpan, min_time: float) -> dict[str, tuple[float, float]]:
+    """(ns, ratio to today's direct store) to build one span's start+end attribute dicts and store them."""
     attrs = dict(span.attributes or {})
-    start = {k: v for k, v in attrs.items() if k.startswith(S.PREFIX) and not k.startswith(("tempotrace.end.",))}
+    start = {k: v for k, v in attrs.items() if k.startswith(S.PREFIX) and not k.startswith("tempotrace.end.")}
     end = {k: v for k, v in attrs.items() if k.startswith("tempotrace.end.")}
     prop = proposal(attrs)
     p_start = {k: v for k, v in prop.items() if k != "tempotrace.end"}
@@ -177,29 +177,36 @@ def write_cost(span: ReadableSpan, min_time: float) -> dict[str, float]:
     target = TracerProvider().get_tracer("w").start_span("w")
     store = attribute_store(target, 64)  # type: ignore[arg-type]
     assert store is not None
-
-    def write(a: dict[str, Any], b: dict[str, Any]) -> None:
-        store.update(dict(a))
-        store.update(dict(b))
-
     public = TracerProvider().get_tracer("w").start_span("w")
 
-    def write_public(a: dict[str, Any], b: dict[str, Any]) -> None:
-        public.set_attributes(a)
-        public.set_attributes(b)
+    def today() -> None:
+        store.update(dict(start))
+        store.update(dict(end))
 
-    return {
-        "today": measure(lambda: write(start, end), min_time=min_time),
-        "proposal": measure(lambda: write(p_start, p_end), min_time=min_time),
-        "today_public": measure(lambda: write_public(start, end), min_time=min_time),
-    }
+    def ours_proposal() -> None:
+        store.update(dict(p_start))
+        store.update(dict(p_end))
+
+    def today_public() -> None:
+        public.set_attributes(start)
+        public.set_attributes(end)
+
+    ns, base, ratio = compare(ours_proposal, today, min_time=min_time)
+    pub, _, pub_ratio = compare(today_public, today, min_time=min_time)
+    return {"today": (base, 1.0), "proposal": (ns, ratio), "today_public": (pub, pub_ratio)}
 
 
-def encode_cost(variants: dict[str, tuple[int, int, ReadableSpan]], min_time: float) -> dict[str, float]:
+def encode_cost(variants: dict[str, tuple[int, int, ReadableSpan]], min_time: float) -> dict[str, tuple[float, float]]:
+    """(ns per span, ratio to plain) of the exporter's encoding, in batches of 10, paired with plain."""
     from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 
-    return {name: measure(lambda v=v: encode_spans([v[2]] * 10), min_time=min_time) / 10  # type: ignore[misc]
-            for name, v in variants.items()}  # fmt: skip
+    plain = [variants["plain"][2]] * 10
+    out = {}
+    for name, (_, _, variant) in variants.items():
+        batch = [variant] * 10
+        ns, _, ratio = compare(lambda b=batch: encode_spans(b), lambda: encode_spans(plain), min_time=min_time)
+        out[name] = (ns / 10, ratio)
+    return out
 
 
 PROPOSAL = """\
@@ -244,13 +251,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     writes = write_cost(span, min_time)
     encodes = encode_cost(sizes(span, resource, {}), min_time)
     cost_rows = [
-        Row("attribute writes, today (direct store)", writes["today"]),
-        Row("attribute writes, today (set_attributes)", writes["today_public"], "direct store",
-            writes["today_public"] / writes["today"]),
-        Row("attribute writes, proposal (direct store)", writes["proposal"], "today",
-            writes["proposal"] / writes["today"]),
-        *[Row(f"OTLP JSON encode per span, {name}", ns, "plain", ns / encodes["plain"])
-          for name, ns in encodes.items()],
+        Row("attribute writes, today (direct store)", writes["today"][0]),
+        Row("attribute writes, today (set_attributes)", writes["today_public"][0], "direct store",
+            writes["today_public"][1]),
+        Row("attribute writes, proposal (direct store)", writes["proposal"][0], "today", writes["proposal"][1]),
+        *[Row(f"OTLP JSON encode per span, {name}", ns, "plain", ratio) for name, (ns, ratio) in encodes.items()],
     ]  # fmt: skip
     if "--json" in args:
         keys = ("variant", "attributes", "line_bytes", "line_ratio", "batch_bytes", "batch_ratio")
