@@ -60,11 +60,11 @@ static int64_t receive(int64_t *lamport, int64_t remote, int64_t max_ahead, uint
 	return base + 1;
 }
 
-int64_t tt_lamport_merge(int64_t *lamport, int64_t remote)
+int64_t tt_lamport_merge(int64_t *lamport, int64_t remote, int64_t max_ahead)
 {
 	uint8_t merged;
 
-	return receive(lamport, remote < 0 ? 0 : remote, -1, &merged);
+	return receive(lamport, remote < 0 ? 0 : remote, max_ahead, &merged);
 }
 
 int tt_stamp_map(const struct tt_clock_map *clock, int64_t raw_ns, struct tt_event *out)

@@ -74,11 +74,12 @@ int tt_stamp_tick(const struct tt_clock_map *clock, int64_t *lamport, struct tt_
  * saturated at 2^63-1 (it stays there). Atomic: no tick is ever lost. */
 int64_t tt_lamport_tick(int64_t *lamport);
 
-/* A receive without bound (tt_stamp_event with TT_EV_MERGE does bounded
- * ones): lts = max(local, remote) + 1, atomically. The new value, or -1 when
- * the counter was saturated at 2^63-1 (it stays there). remote must be
- * 0..2^63-1 (a negative one is treated as 0). */
-int64_t tt_lamport_merge(int64_t *lamport, int64_t remote);
+/* A receive whose caller needs only the value (tt_stamp_event with
+ * TT_EV_MERGE also says whether it merged): lts = max(local, remote) + 1, or
+ * local + 1 when remote is more than max_ahead (>= 0) ahead; atomically. The
+ * new value, or -1 when the counter was saturated at 2^63-1 (it stays
+ * there). remote must be 0..2^63-1 (a negative one is treated as 0). */
+int64_t tt_lamport_merge(int64_t *lamport, int64_t remote, int64_t max_ahead);
 
 /* Map a raw reading through clock (no read, no validity window): for the
  * differential test. Returns 0 or -ERANGE. */

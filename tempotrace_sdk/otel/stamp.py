@@ -29,12 +29,19 @@ from ..clocks._native import native
 from ..clocks.base import ClockSource, Timestamp
 from ..errors import ClockError, FieldError
 from ..wire import LamportClock, Sketch
+from ..wire import lamport as _wire_lamport
 from ..wire._layout import LTS_MAX, SKETCH_BYTES
 from ..wire.sketch import from_wire
 
 __all__ = ["Lamport", "NativeLamport", "NativeStamp", "PureStamp", "Stamp", "new_lamport", "stamp_for"]
 
 _log = logging.getLogger(__name__)
+
+#: The wire counter's bound on merging a remote far ahead (spec §10.1, issue 13 item 5), or None
+#: where ``wire.lamport`` has none: the native counter follows whichever rule ``LamportClock`` has,
+#: so the two stay identical. A receive's ``merged`` flag says when the bound refused a merge.
+WIRE_MAX_AHEAD: int | None = getattr(_wire_lamport, "LAMPORT_MAX_AHEAD", None)
+_NO_BOUND = -1  # max_ahead < 0: merge without bound (native/stamp/tt_stamp.h)
 
 StartResult = tuple[int, int, int, int, int, Sketch]
 TickResult = tuple[int, int, int, int, int]
@@ -93,10 +100,13 @@ class PureStamp:
         return ts.ptp_ns, ts.uncertainty_ns, ts.ts_source, ts.clk_quality, self.lamport.tick()
 
     def receive(self, remote: int, max_ahead: int | None = None) -> tuple[int, bool]:
-        if max_ahead is None:
-            return self.lamport.merge(remote), True
-        # The bounded receive is the wire counter's own rule (spec §10).
-        return self.lamport.receive(remote)  # type: ignore[attr-defined,no-any-return]
+        # The wire counter applies its own bound (WIRE_MAX_AHEAD), if it has one.
+        if max_ahead is not None and max_ahead != WIRE_MAX_AHEAD:
+            raise ValueError(f"the pure stamp merges by the wire counter's bound ({WIRE_MAX_AHEAD}), not {max_ahead}")
+        receive = getattr(self.lamport, "receive", None)
+        if receive is not None:
+            return receive(remote)  # type: ignore[no-any-return]
+        return self.lamport.merge(remote), True
 
 
 # -- native ---------------------------------------------------------------------------
@@ -162,19 +172,21 @@ class NativeLamport:
         return lts if lts >= 0 else self._saturate()
 
     def merge(self, remote: int) -> int:
+        """A receive of ``remote``: the new lts, by the wire counter's rule (``WIRE_MAX_AHEAD``)."""
         _check_remote(remote)
-        lts = self._lib.tt_lamport_merge(self._cell, remote)
+        lts = self._lib.tt_lamport_merge(self._cell, remote, _NO_BOUND if WIRE_MAX_AHEAD is None else WIRE_MAX_AHEAD)
         return lts if lts >= 0 else self._saturate()
 
     def receive(self, remote: int, max_ahead: int | None = None) -> tuple[int, bool]:
-        """(lts, merged): ``merge`` that leaves out a remote more than ``max_ahead`` ahead (None: no bound)."""
+        """(lts, merged): a receive that leaves out a remote more than ``max_ahead`` ahead of the
+        counter (default: the wire counter's ``WIRE_MAX_AHEAD``; none when that is None)."""
         if max_ahead is None:
-            return self.merge(remote), True
+            max_ahead = WIRE_MAX_AHEAD
         _check_remote(remote)
         free = self._free
         out, buf = free.pop() if free else self._new_out()
         try:
-            self._lib.tt_stamp_event(self._ffi.NULL, self._cell, remote, -1 if max_ahead is None else max_ahead,
+            self._lib.tt_stamp_event(self._ffi.NULL, self._cell, remote, _NO_BOUND if max_ahead is None else max_ahead,
                                      self._ffi.NULL, 0, self._merge, out)  # fmt: skip
             fields = _EVENT.unpack_from(buf)
         finally:
