@@ -1,7 +1,8 @@
-"""Loading the native PHC module, checking its version, and saying how to fix it.
+"""Loading the native module, checking its version, and saying how to fix it.
 
-The extension ``tempotrace_sdk._phc`` is built by ``pip install .`` through
-cffi (``native/build_phc.py``). The package must work without it: every
+The extension ``tempotrace_sdk._phc`` (the PHC and kernel-clock reads, and the
+OTel layer's per-event stamp, otel/stamp.py) is built by ``pip install .``
+through cffi (``native/build_phc.py``). The package must work without it: every
 caller asks :func:`native` and falls back to the pure-Python paths (CPU
 clock via ctypes) when it returns ``None``. ``TEMPOTRACE_PUREPYTHON=1``
 forces that fallback, like msgpack's ``MSGPACK_PUREPYTHON``.

@@ -11,7 +11,8 @@ merged atomically, the span id hashed into a copy of the parent's sketch.
 no compiler, or a caller-supplied ``LamportClock``);
 tests/otel/test_otel_stamp.py compares the two on random inputs.
 
-Results are plain tuples, the one object an event allocates:
+Results are plain tuples (with, for a start, the new sketch: nothing else is
+allocated per event; the native output structs are reused):
 ``start`` -> (ptp_ns, uncertainty_ns, ts_source, clk_quality, lts, sketch),
 ``tick`` -> (ptp_ns, uncertainty_ns, ts_source, clk_quality, lts),
 ``receive`` -> (lts, merged). ``ts_source``/``clk_quality`` are ints (or the
