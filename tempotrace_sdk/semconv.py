@@ -54,3 +54,65 @@ POLICY_RETENTION_DAYS = "tempotrace.policy.retention_days"  #: int, days: how lo
 # -- demo / simulation ------------------------------------------------------------
 CLOCK_PROFILE = "tempotrace.clock.profile"  #: str: simulated clock profile name (demo only)
 RANK = "tempotrace.rank"  #: int: worker rank in a distributed job, when known
+
+# -- torch.distributed (tempotrace_sdk.torch; spec/semantic-conventions.md §8) -----
+# The launch: set on every span by configure() when the process was started by
+# torchrun (or any launcher that sets RANK / WORLD_SIZE); tempotrace.rank above too.
+LOCAL_RANK = "tempotrace.local_rank"  #: int: rank within the node (LOCAL_RANK)
+WORLD_SIZE = "tempotrace.world_size"  #: int: processes in the job (WORLD_SIZE)
+NODE_RANK = "tempotrace.node_rank"  #: int: the node's rank (GROUP_RANK), when the launcher sets it
+JOB_ID = "tempotrace.job_id"  #: str: the job (TEMPOTRACE_JOB_ID or TORCHELASTIC_RUN_ID)
+RESTART = "tempotrace.restart"  #: int: the elastic restart count (TORCHELASTIC_RESTART_COUNT)
+
+# One span per collective or point-to-point op per rank.
+TORCH_OP = "tempotrace.torch.op"  #: str: the torch.distributed function, e.g. "all_reduce", "isend"
+TORCH_GROUP = "tempotrace.torch.group"  #: str: group key: member global ranks, e.g. "0-3", "0-6:2", "1,4,5"
+TORCH_GROUP_RANK = "tempotrace.torch.group_rank"  #: int: this rank's rank within the group
+TORCH_GROUP_SIZE = "tempotrace.torch.group_size"  #: int: ranks in the group
+TORCH_BACKEND = "tempotrace.torch.backend"  #: str: the group's backend, e.g. "gloo", "nccl"
+TORCH_ROOT = "tempotrace.torch.root"  #: int: global rank of the root (broadcast, reduce, gather, scatter)
+TORCH_BYTES = "tempotrace.torch.bytes"  #: int, bytes: tensor bytes this rank passed to the op (§8.3)
+TORCH_SEQ = "tempotrace.torch.seq"  #: int: SDK-kept collective sequence number within the group, from 0
+TORCH_ASYNC = "tempotrace.torch.async"  #: bool: async_op=True / isend / irecv / batch_isend_irecv
+#: str: how the end was observed: "return" | "future" | "wait" | "sweep" (§8.4)
+TORCH_COMPLETION = "tempotrace.torch.completion"
+TORCH_PEER = "tempotrace.torch.peer"  #: int: p2p: global rank of the other side (-1: any source, not yet known)
+TORCH_SRC = "tempotrace.torch.src"  #: int: p2p: global rank of the sender
+TORCH_DST = "tempotrace.torch.dst"  #: int: p2p: global rank of the receiver
+TORCH_TAG = "tempotrace.torch.tag"  #: int: p2p tag
+TORCH_P2P_SEQ = "tempotrace.torch.p2p_seq"  #: int: p2p: sequence number per (group, src, dst, tag), from 0
+TORCH_BATCHED = "tempotrace.torch.batched"  #: bool: p2p op issued through batch_isend_irecv
+TORCH_BUCKET = "tempotrace.torch.ddp.bucket"  #: int: DDP gradient bucket index (comm_hook spans)
+TORCH_STEP = "tempotrace.torch.step"  #: int: the training step (step() spans and everything inside)
+TORCH_CARRIAGE = "tempotrace.torch.carriage"  #: str: "none" | "step" | "op": how tt-ext records travelled
+
+# Records received (spec/torch.md §3): the merge of every valid record, on the
+# span that received them (op span in "op" mode, step span in "step" mode, p2p recv span).
+TORCH_RECV_LTS = "tempotrace.torch.recv.lts"  #: int: Lamport value of the merge: max(local, all remote lts) + 1
+TORCH_RECV_COUNT = "tempotrace.torch.recv.count"  #: int: valid records merged (other ranks only)
+TORCH_RECV_MISSING = "tempotrace.torch.recv.missing"  #: int[]: ranks whose record was absent or invalid
+TORCH_RECV_SKETCH = "tempotrace.torch.recv.svc_sketch"  #: str, 64 hex: union of the merged records' sketches
+# p2p only: the one sender's record, like the remote.* of an HTTP hop (§4) but
+# under its own names: the receive span's start is the posting of the receive,
+# not an event after the send, so the hop rule of §4 does not apply to it.
+TORCH_REMOTE_PTP_NS = "tempotrace.torch.remote.ptp_ns"  #: int, ns TAI: the sender's send event
+TORCH_REMOTE_UNCERTAINTY_NS = "tempotrace.torch.remote.uncertainty_ns"  #: int, ns
+TORCH_REMOTE_CLK_QUALITY = "tempotrace.torch.remote.clk_quality"  #: str
+TORCH_REMOTE_LTS = "tempotrace.torch.remote.lts"  #: int: equals one element of the send span's send.lts
+TORCH_REMOTE_SPAN_ID = "tempotrace.torch.remote.span_id"  #: str, 16 hex: the sender's span
+
+# check_clocks (spec/torch.md §5): one span per rank.
+TORCH_CLOCK_REF_RANK = "tempotrace.torch.clock_check.ref_rank"  #: int: the reference rank (0)
+TORCH_CLOCK_OFFSET_NS = "tempotrace.torch.clock_check.offset_ns"  #: int, ns: this clock minus the reference's
+TORCH_CLOCK_BOUND_NS = "tempotrace.torch.clock_check.bound_ns"  #: int, ns: |measured - true offset| <= this
+TORCH_CLOCK_RTT_NS = "tempotrace.torch.clock_check.rtt_ns"  #: int, ns: the best round's round trip
+#: int[4], ns TAI: the best round's t1 (send, here), t2 (recv, ref), t3 (reply, ref), t4 (recv, here)
+TORCH_CLOCK_TIMESTAMPS = "tempotrace.torch.clock_check.timestamps"
+TORCH_CLOCK_VERDICT = "tempotrace.torch.clock_check.verdict"  #: str: "ok" | "unbounded" | "irreconcilable" | "ref"
+TORCH_CLOCK_SUSPECTS = "tempotrace.torch.clock_check.suspects"  #: int[]: ranks named (same on every rank)
+
+# GPU timing (spec/torch.md §6): a collective timed on its CUDA stream.
+TORCH_GPU_PTP_NS = "tempotrace.torch.gpu.ptp_ns"  #: int, ns TAI: the op's start on the GPU (event mapped)
+TORCH_GPU_END_PTP_NS = "tempotrace.torch.gpu.end.ptp_ns"  #: int, ns TAI: the op's end on the GPU
+TORCH_GPU_UNCERTAINTY_NS = "tempotrace.torch.gpu.uncertainty_ns"  #: int, ns: bound on both
+TORCH_GPU_TS_SOURCE = "tempotrace.torch.gpu.ts_source"  #: str: "SW_GCC"

@@ -11,6 +11,8 @@ TEMPOTRACE_EXPORT_PATH          OTLP JSON-lines file, shared safely by processes
 TEMPOTRACE_EXPORT_DIR           a directory: one ``spans-<pid>.jsonl`` per process
 TEMPOTRACE_EXPORT_SYNC          ``1``: export each span as it ends (no batching)
 TEMPOTRACE_TRACESTATE_FALLBACK  ``1``: also carry the header in tracestate ``tt=``
+RANK, WORLD_SIZE, LOCAL_RANK,   set by torchrun: spans carry ``tempotrace.rank`` and the
+TEMPOTRACE_JOB_ID, ...          other launch facts (``tempotrace_sdk.torch.launch``)
 ==============================  ==================================================
 
 plus the standard OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_PROPAGATORS,
@@ -129,6 +131,10 @@ def configure(
     provider = _provider(service_name)
     processor = TempoTraceSpanProcessor()
     provider.add_span_processor(processor)
+    # Under torchrun (RANK, WORLD_SIZE set): every span says which rank it is. Never imports torch.
+    from ..torch.launch import install_launch_facts
+
+    install_launch_facts(provider)
     export_processors: list[SpanProcessor] = []
     for exp in exporters:
         export_processor = BatchSpanProcessor(exp) if batch else SimpleSpanProcessor(exp)

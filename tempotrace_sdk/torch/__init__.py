@@ -1,0 +1,88 @@
+"""Trace torch.distributed: collectives and point-to-point ops carry tt-ext (spec/torch.md).
+
+Install with the ``[torch]`` extra. In each rank of a ``torchrun`` job::
+
+    from tempotrace_sdk.otel import configure
+    from tempotrace_sdk import torch as tt
+
+    configure(service_name="trainer")      # knows RANK / WORLD_SIZE / the job from torchrun
+    dist.init_process_group("gloo")
+    tt.check_clocks(require="DEGRADED")    # every rank against rank 0; exits 1 naming a lying clock
+    tt.instrument()                        # one span per collective / p2p op per rank
+    model.register_comm_hook(None, tt.comm_hook())   # DDP gradient buckets
+    for i, batch in enumerate(loader):
+        with tt.step(i):                   # one trace id per step on every rank; one small exchange
+            train(batch)
+
+Names are loaded on first use, so ``import tempotrace_sdk.torch`` does not
+import torch (``configure()`` reads the launch environment from ``.launch``
+and must work where torch is not installed).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_attributes
+
+_LAZY = {
+    "instrument": ".instrument",
+    "uninstrument": ".instrument",
+    "is_instrumented": ".instrument",
+    "carriage_mode": ".instrument",
+    "sweep": ".instrument",
+    "step": ".step",
+    "current_step": ".step",
+    "comm_hook": ".ddp",
+    "check_clocks": ".clockcheck",
+    "ClockCheck": ".clockcheck",
+    "RankClock": ".clockcheck",
+    "carriage_counts": ".carriage",
+    "TorchRecord": ".record",
+    "RecordKind": ".record",
+    "RecordError": ".record",
+    "encode_record": ".record",
+    "decode_record": ".record",
+    "RECORD_LEN": ".record",
+    "LaunchFacts": ".launch",
+    "launch_facts": ".launch",
+    "group_key": ".keys",
+    "step_ids": ".keys",
+}
+
+if TYPE_CHECKING:
+    from .carriage import carriage_counts
+    from .clockcheck import ClockCheck, RankClock, check_clocks
+    from .ddp import comm_hook
+    from .instrument import carriage_mode, instrument, is_instrumented, sweep, uninstrument
+    from .keys import group_key, step_ids
+    from .launch import LaunchFacts, launch_facts
+    from .record import RECORD_LEN, RecordError, RecordKind, TorchRecord, decode_record, encode_record
+    from .step import current_step, step
+
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
+
+__all__ = [
+    "RECORD_LEN",
+    "ClockCheck",
+    "LaunchFacts",
+    "RankClock",
+    "RecordError",
+    "RecordKind",
+    "TorchRecord",
+    "carriage_counts",
+    "carriage_mode",
+    "check_clocks",
+    "comm_hook",
+    "current_step",
+    "decode_record",
+    "encode_record",
+    "group_key",
+    "instrument",
+    "is_instrumented",
+    "launch_facts",
+    "step",
+    "step_ids",
+    "sweep",
+    "uninstrument",
+]

@@ -1,0 +1,224 @@
+"""``check_clocks()``: measure every rank's clock against rank 0 and name one that breaks its claim (spec/torch.md §5).
+
+The usual probe (all_gather of ``time.time()``) mixes the collective's
+latency into the offset. This is NTP's four-timestamp exchange instead, over
+the process group: the rank reads t1 and sends it; the reference reads t2 on
+receipt and t3 just before replying; the rank reads t4 on receipt. Then
+
+    offset = ((t2 - t1) + (t3 - t4)) / 2    (the reference's clock minus the rank's, negated below)
+    delay  = (t4 - t1) - (t3 - t2)
+    bound  = delay / 2 + read                (read: the slower side's clock-read time)
+
+over the round with the smallest delay of ``rounds``. If both clocks keep
+their claims (3σ bounds u_rank and u_ref), the true offset is within
+u_rank + u_ref, so a measured |offset| > u_rank + u_ref + bound cannot be
+reconciled with the claims: one of the two clocks lies. Which one is decided
+over all ranks (``judge``). The transport is the group's original send/recv,
+never the traced wrappers.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed.distributed_c10d as c10d
+
+from ..clocks.base import ClockSource, Timestamp
+from ..otel.context import get_state
+from ..semconv import (
+    TORCH_CLOCK_BOUND_NS,
+    TORCH_CLOCK_OFFSET_NS,
+    TORCH_CLOCK_REF_RANK,
+    TORCH_CLOCK_RTT_NS,
+    TORCH_CLOCK_SUSPECTS,
+    TORCH_CLOCK_TIMESTAMPS,
+    TORCH_CLOCK_VERDICT,
+)
+from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality
+from .groups import group_info
+from .spans import end_span, start_span
+
+__all__ = ["ClockCheck", "RankClock", "check_clocks", "judge"]
+
+_log = logging.getLogger(__name__)
+
+#: Clock reads timed to learn the read delay (the fastest is kept: scheduling only adds).
+READ_SAMPLES = 16
+
+
+@dataclass(frozen=True, slots=True)
+class RankClock:
+    """One rank's measurement against the reference, and what its clock claims."""
+
+    rank: int  #: global rank
+    offset_ns: int  #: this rank's clock minus the reference's (0 for the reference)
+    bound_ns: int  #: |offset_ns - true offset| <= bound_ns
+    rtt_ns: int  #: the best round's delay (0 for the reference)
+    claim_ns: int  #: the largest uncertainty_ns its clock claimed during the check
+    quality: ClockQuality  #: the worst quality its clock reported
+    timestamps: tuple[int, int, int, int]  #: the best round's t1..t4 (zeros for the reference)
+    verdict: str = ""  #: "ref" | "ok" | "unbounded" | "irreconcilable"
+
+    @property
+    def unbounded(self) -> bool:
+        return self.quality is ClockQuality.UNKNOWN or self.claim_ns >= UNCERTAINTY_SATURATED
+
+
+@dataclass(frozen=True, slots=True)
+class ClockCheck:
+    ref_rank: int
+    ranks: tuple[RankClock, ...]  #: in group-rank order, verdicts filled in
+    suspects: tuple[int, ...]  #: ranks named as lying (the same on every rank)
+
+    @property
+    def ok(self) -> bool:
+        return not self.suspects
+
+    def describe(self) -> str:
+        lines = [f"clock check against rank {self.ref_rank}:"]
+        for r in self.ranks:
+            claim = "unbounded" if r.unbounded else f"±{r.claim_ns} ns"
+            lines.append(f"  rank {r.rank}: offset {r.offset_ns:+,} ns ± {r.bound_ns:,} ns, claims {claim} "
+                         f"({r.quality.name}): {r.verdict}")
+        lines.append("  suspects: " + (", ".join(map(str, self.suspects)) if self.suspects else "none"))
+        return "\n".join(lines)
+
+
+def judge(ranks: list[RankClock], ref_rank: int) -> ClockCheck:
+    """Verdicts and suspects from every rank's measurement (spec/torch.md §5.2).
+
+    A rank is irreconcilable when |offset| > its claim + the reference's claim +
+    the measurement bound; unbounded when either claim promises nothing. If
+    more than half of the judged ranks are irreconcilable, the reference is the
+    one suspect; if exactly one rank is judged and it disagrees, both are
+    suspects (one witness cannot say which clock lied); else the
+    irreconcilable ranks are.
+    """
+    ref = next(r for r in ranks if r.rank == ref_rank)
+    judged: list[RankClock] = []
+    for r in ranks:
+        if r.rank == ref_rank:
+            verdict = "ref"
+        elif r.unbounded or ref.unbounded:
+            verdict = "unbounded"
+        elif abs(r.offset_ns) > r.claim_ns + ref.claim_ns + r.bound_ns:
+            verdict = "irreconcilable"
+        else:
+            verdict = "ok"
+        judged.append(RankClock(r.rank, r.offset_ns, r.bound_ns, r.rtt_ns, r.claim_ns, r.quality, r.timestamps,
+                                verdict))
+    bad = [r.rank for r in judged if r.verdict == "irreconcilable"]
+    counted = [r for r in judged if r.verdict in ("ok", "irreconcilable")]
+    if not bad:
+        suspects: tuple[int, ...] = ()
+    elif len(counted) == 1:
+        suspects = tuple(sorted((ref_rank, bad[0])))
+    elif len(bad) * 2 > len(counted):
+        suspects = (ref_rank,)
+    else:
+        suspects = tuple(bad)
+    return ClockCheck(ref_rank, tuple(judged), suspects)
+
+
+def _read_delay(clock: ClockSource) -> int:
+    best = None
+    for _ in range(READ_SAMPLES):
+        a = time.perf_counter_ns()
+        clock.now()
+        d = time.perf_counter_ns() - a
+        best = d if best is None else min(best, d)
+    return int(best or 0)
+
+
+def _measure(info: Any, clock: ClockSource, ref: int, rounds: int) -> RankClock:
+    """Run the ping-pong with the reference; every rank serves or waits its turn."""
+    me = info.group_rank
+    pg = info.pg
+    out = torch.zeros(1, dtype=torch.int64)
+    back = torch.zeros(2, dtype=torch.int64)
+    best: tuple[int, int, int, int] | None = None
+    claim, quality = 0, ClockQuality.OK
+
+    def note(ts: Timestamp) -> int:
+        nonlocal claim, quality
+        claim = max(claim, ts.uncertainty_ns)
+        quality = ClockQuality(max(quality, ts.clk_quality))
+        return int(ts.ptp_ns)
+
+    for peer in range(info.size):
+        if peer == ref:
+            continue
+        for _ in range(rounds):
+            if me == peer:
+                out[0] = t1 = note(clock.now())
+                c10d.send(out, group=pg, group_dst=ref)
+                c10d.recv(back, group=pg, group_src=ref)
+                t4 = note(clock.now())
+                t2, t3 = int(back[0]), int(back[1])
+                if best is None or (t4 - t1) - (t3 - t2) < (best[3] - best[0]) - (best[2] - best[1]):
+                    best = (t1, t2, t3, t4)
+            elif me == ref:
+                c10d.recv(out, group=pg, group_src=peer)
+                t2 = note(clock.now())
+                back[0], back[1] = t2, note(clock.now())
+                c10d.send(back, group=pg, group_dst=peer)
+    if me == ref or best is None:
+        note(clock.now())
+        return RankClock(info.rank, 0, 0, 0, claim, quality, (0, 0, 0, 0))
+    t1, t2, t3, t4 = best
+    delay = (t4 - t1) - (t3 - t2)
+    offset = -((t2 - t1) + (t3 - t4)) // 2  # this clock minus the reference's
+    return RankClock(info.rank, offset, max(0, delay) // 2 + 1, delay, claim, quality, best)
+
+
+def check_clocks(group: Any = None, rounds: int = 8, require: str | ClockQuality | None = None,
+                 *, ref: int = 0) -> ClockCheck:
+    """Measure every rank of ``group`` against group rank ``ref``; every rank gets the same result.
+
+    ``require``: a quality (``"OK"``, ``"DEGRADED"``, ``"UNKNOWN"``) every rank's
+    clock must meet, as ``tempotrace clock --require``; with it the check is a
+    gate: when a clock is named as lying or falls short, the report goes to
+    stderr and every rank exits with status 1 (``SystemExit(1)``). A collective:
+    every rank of the group must call it. Recorded as a ``torch.check_clocks``
+    span per rank.
+    """
+    if not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
+    required = None if require is None else (ClockQuality[require] if isinstance(require, str) else require)
+    info = group_info(group)
+    clock = get_state().clock
+    sp = start_span("torch.check_clocks", {**info.attributes, TORCH_CLOCK_REF_RANK: info.ranks[ref]})
+    try:
+        delay = _read_delay(clock)
+        mine = _measure(info, clock, ref, rounds)
+        mine = RankClock(mine.rank, mine.offset_ns, mine.bound_ns + delay, mine.rtt_ns, mine.claim_ns, mine.quality,
+                         mine.timestamps)
+        everyone: list[Any] = [None] * info.size
+        c10d.all_gather_object(everyone, mine, group=info.pg)
+        result = judge(list(everyone), info.ranks[ref])
+    except BaseException as err:
+        end_span(sp, error=err)
+        raise
+    me = result.ranks[info.group_rank]
+    end_span(sp, {
+        TORCH_CLOCK_OFFSET_NS: me.offset_ns, TORCH_CLOCK_BOUND_NS: me.bound_ns, TORCH_CLOCK_RTT_NS: me.rtt_ns,
+        TORCH_CLOCK_TIMESTAMPS: me.timestamps, TORCH_CLOCK_VERDICT: me.verdict,
+        TORCH_CLOCK_SUSPECTS: result.suspects,
+    })
+    if required is not None:
+        short = [r.rank for r in result.ranks if r.quality > required]
+        if result.suspects or short:
+            why = []
+            if result.suspects:
+                why.append("clock(s) of rank " + ", ".join(map(str, result.suspects)) + " cannot be reconciled "
+                           "with their claims")
+            if short:
+                why.append(f"rank(s) {', '.join(map(str, short))} below the required quality {required.name}")
+            print(f"tempotrace check_clocks: {'; '.join(why)}\n{result.describe()}", file=sys.stderr, flush=True)
+            raise SystemExit(1)
+    return result

@@ -1,0 +1,109 @@
+"""``comm_hook()``: a span per gradient bucket reduced by DDP's (or FSDP1's) communication hook.
+
+DDP reduces gradient buckets inside its C++ reducer, out of reach of the
+wrapped ``torch.distributed`` functions, unless a communication hook does the
+reduction in Python. ``comm_hook(inner)`` wraps such a hook: each call gets a
+span (``torch.ddp.bucket``) whose parent is the span current on the calling
+thread, or else the open ``step()``'s span (the reducer may run on autograd's
+threads, where our context is not current); the ``inner`` hook's own
+collectives (traced when ``instrument()`` is on) are its children; the span
+ends, with its end stamp, when the bucket's future completes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch.distributed as dist
+from opentelemetry import context as context_api
+from opentelemetry import trace
+from torch._C._distributed_c10d import GradBucket
+
+from ..semconv import TORCH_BUCKET, TORCH_BYTES, TORCH_COMPLETION, TORCH_OP
+from .groups import group_info
+from .spans import end_span, start_span
+from .step import current_step
+
+__all__ = ["comm_hook"]
+
+
+def _parent() -> context_api.Context | None:
+    current = trace.get_current_span()
+    if current.get_span_context().is_valid:
+        return None  # the current context
+    open_step = current_step()
+    return trace.set_span_in_context(open_step[1]) if open_step is not None else None
+
+
+def _group_attrs(state: Any) -> dict[str, Any]:
+    pg = state if isinstance(state, dist.ProcessGroup) else getattr(state, "process_group", None)
+    try:
+        return dict(group_info(pg).attributes)
+    except Exception:  # a state we cannot read a group from: the span still says what it reduced
+        return {}
+
+
+def comm_hook(inner: Callable[..., Any] | None = None) -> Callable[..., Any]:
+    """A hook for ``DistributedDataParallel.register_comm_hook`` (or FSDP1's) that traces ``inner``.
+
+    ``inner`` defaults to DDP's ``allreduce_hook`` (for FSDP1: its
+    ``allreduce_hook`` or, when FSDP passes an output, ``reduce_scatter_hook``).
+    Register it with the state ``inner`` expects: ``ddp.register_comm_hook(None, comm_hook())``.
+    """
+
+    def hook(state: Any, bucket: Any, output: Any = None) -> Any:
+        is_ddp = isinstance(bucket, GradBucket)
+        attrs = _group_attrs(state)
+        attrs[TORCH_OP] = "ddp_bucket" if is_ddp else "fsdp_grad"
+        if is_ddp:
+            attrs[TORCH_BUCKET] = bucket.index()
+            attrs[TORCH_BYTES] = int(bucket.buffer().nbytes)
+        else:
+            attrs[TORCH_BYTES] = int(bucket.nbytes)
+        sp = start_span("torch.ddp.bucket" if is_ddp else "torch.fsdp.grad", attrs, context=_parent())
+        token = context_api.attach(trace.set_span_in_context(sp))
+        try:
+            if is_ddp:
+                result = (inner or _ddp_default())(state, bucket)
+            elif output is None:
+                result = (inner or _fsdp_default("allreduce_hook"))(state, bucket)
+            else:
+                result = (inner or _fsdp_default("reduce_scatter_hook"))(state, bucket, output)
+        except BaseException as err:
+            end_span(sp, {TORCH_COMPLETION: "error"}, error=err)
+            raise
+        finally:
+            context_api.detach(token)
+        if not is_ddp or result is None:  # FSDP hooks reduce in place and return nothing
+            end_span(sp, {TORCH_COMPLETION: "return"})
+            return result
+
+        def bucket_done(fut: Any) -> Any:
+            try:
+                value = fut.value()
+            except BaseException as err:
+                end_span(sp, {TORCH_COMPLETION: "error"}, error=err)
+                raise
+            end_span(sp, {TORCH_COMPLETION: "future"})
+            return value
+
+        return result.then(bucket_done)
+
+    # DDP checks the hook's annotations against its own objects (a "bucket"
+    # parameter annotated GradBucket, or not at all); ours are strings here.
+    hook.__annotations__ = {}
+    return hook
+
+
+def _ddp_default() -> Callable[..., Any]:
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+
+    return allreduce_hook
+
+
+def _fsdp_default(name: str) -> Callable[..., Any]:
+    from torch.distributed.algorithms._comm_hooks import default_hooks
+
+    hook: Callable[..., Any] = getattr(default_hooks, name)
+    return hook

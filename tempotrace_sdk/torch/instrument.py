@@ -1,0 +1,183 @@
+"""``instrument()`` / ``uninstrument()``: trace every collective and point-to-point op (spec/torch.md §1).
+
+What is replaced while instrumented, and put back exactly by ``uninstrument()``:
+
+- the public functions in ``torch.distributed`` (``dist.all_reduce`` ...,
+  ``dist.isend``, ``dist.batch_isend_irecv``); their definitions in
+  ``torch.distributed.distributed_c10d`` are left alone, so torch's own
+  internal calls (``send`` calling ``isend``, ``*_object`` calling
+  ``broadcast``) are never traced a second time;
+- ``P2POp.__new__`` / ``__init__``: torch checks ``op`` by identity against
+  its own ``isend`` / ``irecv``, so a ``P2POp(dist.isend, ...)`` built while
+  instrumented stores torch's function, not ours: it works before, during and
+  after instrumentation, and so does one built before;
+- ``Work.wait``: ends the span of an async op whose backend gives no future.
+
+Code that took a function before ``instrument()`` (``from torch.distributed
+import all_reduce``) keeps the untraced one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+from ..errors import TempoTraceError
+from .carriage import MODES
+from .groups import forget_groups
+from .ops import SPECS
+from .pending import registry
+from .wrappers import ORIGINAL_ATTR, make_wrapper, settings, traced_batch, unwrap
+
+__all__ = ["carriage_mode", "instrument", "is_instrumented", "sweep", "uninstrument"]
+
+_log = logging.getLogger(__name__)
+_lock = threading.Lock()
+
+#: (owner, attribute, the value it had) for everything instrument() replaced, in order.
+_saved: list[tuple[Any, str, Any]] = []
+
+
+def instrument(*, carriage: str = "step", gpu: bool | None = None) -> None:
+    """Trace every torch.distributed collective and p2p op of this process.
+
+    ``carriage``: ``"none"`` (spans and sequence numbers only), ``"step"``
+    (default: one all_gather of every rank's record when a ``step()`` ends, and
+    p2p side messages), ``"op"`` (an exchange after every collective, for
+    debugging). Every rank must use the same mode, as every rank must call
+    the same collectives. ``gpu``: time collectives on CUDA tensors with CUDA
+    events (default: when ``torch.cuda.is_available()``; spec/torch.md §6).
+    Calling it again changes the mode; nothing is wrapped twice.
+    """
+    if carriage not in MODES:
+        raise TempoTraceError(f"carriage must be one of {', '.join(MODES)}; got {carriage!r}")
+    with _lock:
+        settings.carriage = carriage
+        if gpu is None:
+            gpu = _cuda_available()
+        settings.gpu = _gpu_timer() if gpu else None
+        if settings.active:
+            return
+        _patch_functions()
+        _patch_p2pop()
+        _patch_work_wait()
+        settings.active = True
+    _log.debug("tempotrace.torch: instrumented (carriage=%s)", carriage)
+
+
+def uninstrument() -> None:
+    """Put back exactly what ``instrument()`` replaced; end every span still open."""
+    with _lock:
+        if not settings.active:
+            return
+        settings.active = False
+        sweep(final=True)
+        for owner, name, value in reversed(_saved):
+            current = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
+            if _ours(current):
+                setattr(owner, name, value)
+            else:  # someone wrapped ours in turn: restoring would drop their wrapper
+                _log.warning("tempotrace.torch: %s.%s was replaced after instrument(); left as it is",
+                             getattr(owner, "__name__", owner), name)
+        _saved.clear()
+        forget_groups()
+        settings.gpu = None
+
+
+def is_instrumented() -> bool:
+    return settings.active
+
+
+def carriage_mode() -> str:
+    return settings.carriage
+
+
+def sweep(*, final: bool = False) -> None:
+    """End the spans of async ops seen complete since the last sweep; harvest GPU timings."""
+    registry.sweep(final=final)
+    gpu = settings.gpu
+    if gpu is not None:
+        gpu.harvest(final=final)
+
+
+def _ours(value: Any) -> bool:
+    func = value.__func__ if isinstance(value, staticmethod) else value
+    return getattr(func, ORIGINAL_ATTR, None) is not None
+
+
+def _replace(owner: Any, name: str, value: Any) -> None:
+    original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+    _saved.append((owner, name, original))
+    setattr(owner, name, value)
+
+
+def _patch_functions() -> None:
+    for spec in SPECS:
+        original = getattr(dist, spec.name, None)
+        if original is None:  # an older torch without this entry point
+            continue
+        _replace(dist, spec.name, make_wrapper(spec, unwrap(original)))
+    _replace(dist, "batch_isend_irecv", traced_batch(unwrap(dist.batch_isend_irecv)))
+
+
+def _patch_p2pop() -> None:
+    cls = c10d.P2POp
+    original_new = cls.__dict__["__new__"].__func__
+    original_init = cls.__dict__["__init__"]
+
+    def __new__(klass: Any, *args: Any, **kwargs: Any) -> Any:
+        args, kwargs = _unwrap_op(args, kwargs)
+        return original_new(klass, *args, **kwargs)
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        args, kwargs = _unwrap_op(args, kwargs)
+        original_init(self, *args, **kwargs)
+
+    setattr(__new__, ORIGINAL_ATTR, original_new)
+    setattr(__init__, ORIGINAL_ATTR, original_init)
+    _replace(cls, "__new__", staticmethod(__new__))
+    _replace(cls, "__init__", __init__)
+
+
+def _unwrap_op(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    if args:
+        return (unwrap(args[0]), *args[1:]), kwargs
+    if "op" in kwargs:
+        kwargs = dict(kwargs)
+        kwargs["op"] = unwrap(kwargs["op"])
+    return args, kwargs
+
+
+def _patch_work_wait() -> None:
+    work = c10d.Work
+    original_wait = work.__dict__["wait"]
+
+    def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original_wait(self, *args, **kwargs)
+        try:
+            registry.on_wait(self)
+        except Exception:
+            _log.debug("tempotrace.torch: wait hook failed", exc_info=True)
+        return result
+
+    setattr(wait, ORIGINAL_ATTR, original_wait)
+    _replace(work, "wait", wait)
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def _gpu_timer() -> Any:
+    from .gpu import GpuTimer
+
+    return GpuTimer.for_cuda()

@@ -1,0 +1,89 @@
+"""Spans for ops whose end is known later (async work, DDP buckets): start now, end from any thread.
+
+Built on the public OpenTelemetry API and the two hooks the span processor
+exports for this (``pending_start``: the processor stamps the start with the
+very clock reading whose UTC form became the span's start time;
+``stamp_end``: the end stamp written before ``end()``), exactly as
+``@traced`` / ``span()`` do for spans that end where they started.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from opentelemetry import context as context_api
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from ..clocks.base import Timestamp
+from ..clocks.leapseconds import tai_to_utc_ns
+from ..otel.context import TempoTraceState, get_state
+from ..otel.processor import pending_start, stamp_end
+
+__all__ = ["end_span", "now", "start_span", "tracer"]
+
+_log = logging.getLogger(__name__)
+
+INSTRUMENTATION = "tempotrace_sdk.torch"
+_tracer_cache: tuple[object, trace.Tracer] | None = None
+
+
+def tracer() -> trace.Tracer:
+    global _tracer_cache
+    provider = trace.get_tracer_provider()
+    cached = _tracer_cache
+    if cached is not None and cached[0] is provider:
+        return cached[1]
+    made = provider.get_tracer(INSTRUMENTATION)
+    _tracer_cache = (provider, made)
+    return made
+
+
+def now(state: TempoTraceState | None = None) -> Timestamp | None:
+    """A clock reading, or None (counted) when the clock fails: tracing never fails the op."""
+    st = state if state is not None else get_state()
+    try:
+        return st.clock.now()
+    except Exception:
+        st.count_error("torch_clock")
+        _log.debug("tempotrace.torch: clock read failed", exc_info=True)
+        return None
+
+
+def start_span(name: str, attributes: dict[str, Any], context: context_api.Context | None = None) -> Span:
+    """A span started now by our clock (parent: ``context``, default the current one)."""
+    ts = now()
+    if ts is None:
+        return tracer().start_span(name, context=context, kind=SpanKind.INTERNAL, attributes=attributes)
+    start_utc = tai_to_utc_ns(ts.ptp_ns)
+    token = pending_start.set((start_utc, ts))
+    try:
+        return tracer().start_span(
+            name, context=context, kind=SpanKind.INTERNAL, attributes=attributes, start_time=start_utc
+        )
+    finally:
+        pending_start.reset(token)
+
+
+def end_span(
+    sp: Span, attributes: dict[str, Any] | None = None, error: BaseException | None = None, ts: Timestamp | None = None
+) -> None:
+    """Set ``attributes``, stamp the end (``ts``, default now) and end the span. Never raises."""
+    state = get_state()
+    try:
+        if ts is None:
+            ts = now(state)
+        if sp.is_recording():
+            if attributes:
+                sp.set_attributes(attributes)
+            if error is not None:
+                sp.record_exception(error)
+                sp.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+            span_id = sp.get_span_context().span_id
+            if ts is not None and span_id in state.live:
+                stamp_end(state, sp, span_id, ts)  # type: ignore[arg-type]  # an SDK span: it is in live
+        sp.end(end_time=None if ts is None else tai_to_utc_ns(ts.ptp_ns))
+    except Exception:
+        state.count_error("torch_span_end")
+        _log.debug("tempotrace.torch: ending a span failed", exc_info=True)
