@@ -51,6 +51,17 @@ def _completed(work: Any) -> bool:
         return True
 
 
+def _exchange_done(exchange: Exchange) -> bool:
+    """The future says it first: a backend may flag the work complete only after running callbacks."""
+    fut = _future(exchange.work)
+    if fut is not None:
+        try:
+            return bool(fut.done())
+        except Exception:
+            pass
+    return _completed(exchange.work)
+
+
 def settle(work: Any, blocking_wait: bool) -> bool:
     """Wait (gloo: ``wait()``; otherwise poll) until ``work`` completed; False if it failed."""
     try:
@@ -206,7 +217,7 @@ class Registry:
 
     def _finish_when_ready(self, op: PendingOp) -> None:
         carried = op.carried
-        if op.done and (not isinstance(carried, Exchange) or _completed(carried.work)):
+        if op.done and (not isinstance(carried, Exchange) or _exchange_done(carried)):
             self._finish(op)
 
     def _finish(self, op: PendingOp, *, unfinished_carriage: bool = False) -> None:
@@ -219,7 +230,7 @@ class Registry:
         attrs[TORCH_COMPLETION] = op.completion
         carried = op.carried
         if carried is not None:
-            arrived = isinstance(carried, Exchange) and _completed(carried.work)
+            arrived = isinstance(carried, Exchange) and _exchange_done(carried)
             if unfinished_carriage and not arrived:  # uninstrument() with the record still on its way
                 count("missing")
                 attrs[TORCH_RECV_COUNT] = 0
@@ -237,6 +248,11 @@ class Registry:
                     self.data_completed(op, "sweep")
                 elif final:
                     self.data_completed(op, "unfinished")
+            carried = op.carried
+            if op.done and not op.finished and isinstance(carried, Exchange):
+                # An op-mode exchange every rank posted right behind the op: in flight, so this is brief.
+                settle(carried.work, carried.info.tags)
+                self._finish_when_ready(op)
         self.receiver.flush()
         if final:
             with self._lock:

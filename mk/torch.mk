@@ -1,0 +1,30 @@
+# torch.distributed tracing (issue 10): torch's CPU build in the venv, for the
+# tests (tests/torch: 4 gloo ranks) and the benchmark.
+#
+# Only `pip install torch==2.13.0`: on this project's machines that pin takes
+# the CPU wheel (2.13.0+cpu); a looser spec can resolve to a CUDA build that
+# pulls gigabytes of nvidia-* packages, so the step refuses to finish if any
+# appears. torch is deliberately not in EXTRAS: the [torch] extra's range
+# (pyproject) is for users, and resolving it here could pick another build.
+
+TORCH_PIN ?= torch==2.13.0
+TORCH_STAMP := $(VENV)/.torch-installed
+
+TEST_STEPS += torch-install
+BENCH_STEPS += bench-torch
+
+.PHONY: torch-install
+
+$(TORCH_STAMP): $(STAMP) mk/torch.mk
+	$(PY) -m pip install -q --disable-pip-version-check '$(TORCH_PIN)'
+	@if $(PY) -m pip list --disable-pip-version-check 2>/dev/null | grep -i '^nvidia-'; then \
+	  echo "torch: CUDA packages were installed (above); only the CPU build belongs here" >&2; exit 1; fi
+	touch $@
+
+torch-install: $(TORCH_STAMP)
+
+# mypy reads torch's types, and pytest runs tests/torch: both need it first.
+typecheck pytest: $(TORCH_STAMP)
+
+bench-torch: $(TORCH_STAMP)
+	$(PY) benchmarks/bench_torch.py $(BENCH_TORCH_ARGS)

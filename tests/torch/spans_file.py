@@ -1,0 +1,47 @@
+"""Reading the OTLP JSON-lines span files the rank workers write (shared by the torch tests)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def _value(v: dict[str, Any]) -> Any:
+    if "intValue" in v:
+        return int(v["intValue"])
+    if "arrayValue" in v:
+        return [_value(x) for x in v["arrayValue"].get("values", [])]
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in v:
+            return v[key]
+    return None
+
+
+@dataclass
+class Span:
+    name: str
+    trace_id: str
+    span_id: str
+    parent_id: str
+    attrs: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.attrs["tempotrace." + key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.attrs.get("tempotrace." + key, default)
+
+
+def read_spans(path: Path) -> list[Span]:
+    spans: list[Span] = []
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        for rs in json.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for s in ss["spans"]:
+                    attrs = {kv["key"]: _value(kv["value"]) for kv in s.get("attributes", [])}
+                    spans.append(Span(s["name"], s["traceId"], s["spanId"], s.get("parentSpanId", ""), attrs))
+    return spans
