@@ -179,6 +179,10 @@ def _bytes(t: torch.Tensor) -> bytes:
     return bytes(t.cpu().numpy().tobytes())
 
 
+#: torch 2.13 renamed all_gather_into_tensor (now deprecated, with a warning) to all_gather_single.
+_all_gather = getattr(c10d, "all_gather_single", None) or c10d.all_gather_into_tensor
+
+
 class Exchange:
     """One all_gather of every rank's record in a group; ``finish()`` once it completed."""
 
@@ -189,7 +193,7 @@ class Exchange:
         self.seq = seq
         self._in = _tensor(record, info.device)
         self._out = torch.empty(RECORD_LEN * info.size, dtype=torch.uint8, device=info.device)
-        self.work = c10d.all_gather_into_tensor(self._out, self._in, group=info.pg, async_op=async_op)
+        self.work = _all_gather(self._out, self._in, group=info.pg, async_op=async_op)
 
     def finish(self) -> dict[str, Any]:
         try:

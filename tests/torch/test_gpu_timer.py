@@ -1,0 +1,143 @@
+"""GPU event timing on a fake event source (spec/torch.md §6). NOT a GPU test: none has run on a GPU."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+
+from tempotrace_sdk.clocks.base import Timestamp  # noqa: E402
+from tempotrace_sdk.torch.gpu import GpuTimer  # noqa: E402
+from tempotrace_sdk.torch.ops import SPECS, Reader  # noqa: E402
+from tempotrace_sdk.wire._layout import ClockQuality, TsSource  # noqa: E402
+
+
+class World:
+    """GPU time and TAI both in ns; the GPU timer reads TAI + 5 ms (a GPU timer has its own epoch)."""
+
+    def __init__(self) -> None:
+        self.tai = 1_000_000_000_000
+        self.gpu_epoch = 5_000_000
+
+
+class FakeEvent:
+    def __init__(self, world: World, completes_at_tai: int | None) -> None:
+        self.world = world
+        self.at = completes_at_tai  # None: never (still queued on the stream)
+
+    def query(self) -> bool:
+        return self.at is not None and self.world.tai >= self.at
+
+    def elapsed_ms(self, later: Any) -> float:
+        assert self.query() and later.query()
+        return (later.at - self.at) / 1e6
+
+
+class FakeSource:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.next_times: list[int | None] = []
+        self.released: list[FakeEvent] = []
+
+    def record(self) -> FakeEvent:
+        return FakeEvent(self.world, self.next_times.pop(0))
+
+    def record_quiet(self) -> FakeEvent:
+        return FakeEvent(self.world, self.world.tai + 3_000)  # completes 3 µs after being recorded
+
+    def release(self, event: Any) -> None:
+        self.released.append(event)
+
+
+class FakeClock:
+    """Advances 1 µs per read (a poll loop costs time); claims ±100 ns, OK."""
+
+    name = "fake"
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def now(self) -> Timestamp:
+        self.world.tai += 1_000
+        return Timestamp(self.world.tai, TsSource.GTE, ClockQuality.OK, 100)
+
+    def describe(self) -> dict[str, Any]:
+        return {}
+
+
+class CudaTensor:
+    class device:  # noqa: N801 - mimics tensor.device
+        type = "cuda"
+
+
+@pytest.fixture
+def setup() -> tuple[World, FakeSource, GpuTimer, InMemorySpanExporter, Any]:
+    world = World()
+    source = FakeSource(world)
+    timer = GpuTimer(source, FakeClock(world))  # type: ignore[arg-type]
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return world, source, timer, exporter, provider.get_tracer("t")
+
+
+ALL_REDUCE = next(s for s in SPECS if s.name == "all_reduce")
+
+
+def _all_reduce(tensor: Any) -> None:  # the signature the reader needs
+    pass
+
+
+def test_cpu_tensors_are_not_bracketed(setup: Any) -> None:
+    _, _, timer, _, _ = setup
+    assert timer.begin(Reader(_all_reduce), ALL_REDUCE, (object(),), {}) is None
+
+
+def test_a_finished_op_ends_with_its_gpu_interval_mapped_to_tai(setup: Any) -> None:
+    """TAI = calibration + elapsed; bound = calibration bound + 1 µs resolution + 50 ppm of the distance."""
+    world, source, timer, exporter, tracer = setup
+    timer.calibrate()  # the previous harvest's calibration
+    cal = timer.calibrations[-1]
+    start_at, end_at = world.tai + 200_000, world.tai + 700_000
+    source.next_times = [start_at, end_at]
+    mark = timer.begin(Reader(_all_reduce), ALL_REDUCE, (CudaTensor(),), {})
+    span = tracer.start_span("torch.all_reduce")
+    timer.end(mark, span)
+    assert timer.harvest() == 0 and span.is_recording()  # still on the stream: nothing waits for it
+    world.tai = end_at + 1
+    assert timer.harvest() == 1
+    (done,) = exporter.get_finished_spans()
+    a = done.attributes or {}
+    assert a["tempotrace.torch.gpu.ts_source"] == "SW_GCC" and a["tempotrace.torch.completion"] == "gpu"
+    # the fake calibration event completed 3 µs after recording, somewhere inside the poll window
+    assert abs(a["tempotrace.torch.gpu.ptp_ns"] - start_at) <= cal.bound_ns
+    assert abs(a["tempotrace.torch.gpu.end.ptp_ns"] - end_at) <= cal.bound_ns
+    assert a["tempotrace.torch.gpu.end.ptp_ns"] - a["tempotrace.torch.gpu.ptp_ns"] == 500_000
+    assert a["tempotrace.torch.gpu.uncertainty_ns"] >= cal.bound_ns + 1_000
+    assert len(source.released) == 2
+
+
+def test_the_bound_grows_with_distance_from_the_calibration(setup: Any) -> None:
+    world, _, timer, _, _ = setup
+    cal = timer.calibrate()
+    assert cal is not None
+    near, far = FakeEvent(world, cal.event.at + 1_000), FakeEvent(world, cal.event.at + 100_000_000)
+    world.tai = far.at + 1  # type: ignore[operator]
+    (_, near_bound, _), (_, far_bound, _) = timer.to_tai(near, 99), timer.to_tai(far, 100)  # type: ignore[misc]
+    assert far_bound - near_bound == pytest.approx(50 * 100, abs=2)  # 50 ppm of 0.1 s = 5 µs
+
+
+def test_uninstrument_ends_what_never_finished(setup: Any) -> None:
+    _, source, timer, exporter, tracer = setup
+    source.next_times = [None, None]
+    mark = timer.begin(Reader(_all_reduce), ALL_REDUCE, (CudaTensor(),), {})
+    timer.end(mark, tracer.start_span("torch.all_reduce"))
+    assert timer.harvest(final=True) == 1
+    (done,) = exporter.get_finished_spans()
+    assert (done.attributes or {})["tempotrace.torch.completion"] == "unfinished"

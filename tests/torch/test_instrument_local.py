@@ -1,0 +1,108 @@
+"""instrument()/uninstrument() in one process (a gloo group of one): what is replaced, what comes back,
+re-entrancy, P2POp identity (spec/torch.md §1). The 4-rank behaviour is in test_distributed.py."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.distributed as dist  # noqa: E402
+import torch.distributed.distributed_c10d as c10d  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+
+from tempotrace_sdk import torch as tt  # noqa: E402
+from tempotrace_sdk.errors import TempoTraceError  # noqa: E402
+from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
+from tempotrace_sdk.torch.ops import SPECS  # noqa: E402
+
+NAMES = [s.name for s in SPECS] + ["batch_isend_irecv"]
+
+
+@pytest.fixture(scope="module")
+def group() -> Iterator[None]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+@pytest.fixture
+def exporter(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    exp = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exp))
+    monkeypatch.setattr(torch_spans, "tracer", lambda: provider.get_tracer("test"))
+    yield exp
+    tt.uninstrument()
+
+
+def _snapshot() -> dict[str, Any]:
+    snap: dict[str, Any] = {name: getattr(dist, name) for name in NAMES}
+    snap["P2POp.__new__"] = c10d.P2POp.__dict__["__new__"]
+    snap["P2POp.__init__"] = c10d.P2POp.__dict__["__init__"]
+    snap["Work.wait"] = c10d.Work.__dict__["wait"]
+    return snap
+
+
+def test_uninstrument_restores_exactly_what_was_there(group: None, exporter: InMemorySpanExporter) -> None:
+    before = _snapshot()
+    tt.instrument(carriage="none")
+    during = _snapshot()
+    assert all(during[k] is not before[k] for k in before), [k for k in before if during[k] is before[k]]
+    tt.instrument(carriage="step")  # again: the mode changes, nothing is wrapped twice
+    assert _snapshot() == during and tt.carriage_mode() == "step"
+    tt.uninstrument()
+    after = _snapshot()
+    assert all(after[k] is before[k] for k in before)
+    tt.uninstrument()  # idempotent
+
+
+def test_an_unknown_carriage_mode_is_refused(group: None) -> None:
+    with pytest.raises(TempoTraceError, match="carriage"):
+        tt.instrument(carriage="sometimes")
+    assert not tt.is_instrumented()
+
+
+def test_p2pop_keeps_torchs_own_function_whenever_it_was_built(group: None, exporter: InMemorySpanExporter) -> None:
+    """torch checks P2POp.op by identity: an op built with our dist.isend stores c10d.isend."""
+    before = dist.P2POp(dist.isend, torch.ones(2), 0)
+    tt.instrument(carriage="none")
+    during = dist.P2POp(dist.isend, torch.ones(2), 0)
+    by_keyword = dist.P2POp(op=dist.irecv, tensor=torch.ones(2), peer=0)
+    tt.uninstrument()
+    assert before.op is during.op is c10d.isend and by_keyword.op is c10d.irecv
+
+
+def test_no_op_is_traced_twice(group: None, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A traced op whose implementation reaches another wrapped function records one span, not two."""
+    tt.instrument(carriage="none")
+    monkeypatch.setattr(c10d, "all_gather", dist.all_gather)  # all_gather_object now calls our wrapper
+    out: list[Any] = [None]
+    dist.all_gather_object(out, {"x": 1})
+    assert out == [{"x": 1}]
+    assert [s.name for s in exporter.get_finished_spans()] == ["torch.all_gather_object"]
+
+
+def test_ops_run_untraced_when_not_instrumented_and_errors_propagate(group: None,
+                                                                      exporter: InMemorySpanExporter) -> None:
+    t = torch.ones(3)
+    dist.all_reduce(t)
+    assert exporter.get_finished_spans() == ()
+    tt.instrument(carriage="op")
+    with pytest.raises(ValueError):
+        dist.broadcast(t, src=0, group_src=0)  # torch refuses both: the error is the program's
+    dist.all_reduce(t)  # a group of one: the op-mode exchange has no one else to merge
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans] == ["torch.broadcast", "torch.all_reduce"]
+    assert not spans[0].status.is_ok
+    a = spans[1].attributes or {}
+    assert a["tempotrace.torch.recv.count"] == 0 and a["tempotrace.torch.carriage"] == "op"
