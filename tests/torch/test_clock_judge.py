@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from tempotrace_sdk.torch.clockcheck import RankClock, judge  # noqa: E402
-from tempotrace_sdk.wire._layout import ClockQuality  # noqa: E402
+from tempotrace_sdk.torch.clockcheck import RankClock, judge
+from tempotrace_sdk.wire._layout import ClockQuality
 
 OK, UNKNOWN = ClockQuality.OK, ClockQuality.UNKNOWN
 

@@ -22,9 +22,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from tempotrace_sdk.torch.keys import step_ids  # noqa: E402
+from spans_file import Span, read_spans  # tests/torch is on sys.path (a package here would be named torch)
 
-from spans_file import Span, read_spans  # noqa: E402  (tests/torch is on sys.path: no package named torch here)
+from tempotrace_sdk.torch.keys import step_ids
 
 WORLD = 4
 LIAR = 3

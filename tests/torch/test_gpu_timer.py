@@ -8,14 +8,14 @@ import pytest
 
 pytest.importorskip("torch")
 
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tempotrace_sdk.clocks.base import Timestamp  # noqa: E402
-from tempotrace_sdk.torch.gpu import GpuTimer  # noqa: E402
-from tempotrace_sdk.torch.ops import SPECS, Reader  # noqa: E402
-from tempotrace_sdk.wire._layout import ClockQuality, TsSource  # noqa: E402
+from tempotrace_sdk.clocks.base import Timestamp
+from tempotrace_sdk.torch.gpu import GpuTimer
+from tempotrace_sdk.torch.ops import SPECS, Reader
+from tempotrace_sdk.wire._layout import ClockQuality, TsSource
 
 
 class World:
@@ -72,7 +72,7 @@ class FakeClock:
 
 
 class CudaTensor:
-    class device:  # noqa: N801 - mimics tensor.device
+    class device:
         type = "cuda"
 
 
