@@ -73,8 +73,9 @@ TORCH_BACKEND = "tempotrace.torch.backend"  #: str: the group's backend, e.g. "g
 TORCH_ROOT = "tempotrace.torch.root"  #: int: global rank of the root (broadcast, reduce, gather, scatter)
 TORCH_BYTES = "tempotrace.torch.bytes"  #: int, bytes: tensor bytes this rank passed to the op (§8.3)
 TORCH_SEQ = "tempotrace.torch.seq"  #: int: SDK-kept collective sequence number within the group, from 0
-TORCH_ASYNC = "tempotrace.torch.async"  #: bool: async_op=True / isend / irecv / batch_isend_irecv
-#: str: how the end was observed: "return" | "future" | "wait" | "sweep" (§8.4)
+#: str: how the end was observed: "return" (a blocking call) | "future" | "wait" | "sweep" | "gpu" |
+#: "unfinished" | "error" (spec/torch.md §1.3); every value but "return" and "error" means an async op
+
 TORCH_COMPLETION = "tempotrace.torch.completion"
 TORCH_PEER = "tempotrace.torch.peer"  #: int: p2p: global rank of the other side (-1: any source, not yet known)
 TORCH_SRC = "tempotrace.torch.src"  #: int: p2p: global rank of the sender
@@ -84,7 +85,7 @@ TORCH_P2P_SEQ = "tempotrace.torch.p2p_seq"  #: int: p2p: sequence number per (gr
 TORCH_BATCHED = "tempotrace.torch.batched"  #: bool: p2p op issued through batch_isend_irecv
 TORCH_BUCKET = "tempotrace.torch.ddp.bucket"  #: int: DDP gradient bucket index (comm_hook spans)
 TORCH_STEP = "tempotrace.torch.step"  #: int: the training step (step() spans and everything inside)
-TORCH_CARRIAGE = "tempotrace.torch.carriage"  #: str: "none" | "step" | "op": how tt-ext records travelled
+TORCH_CARRIAGE = "tempotrace.torch.carriage"  #: str, step spans: "none" | "step" | "op" during the step
 
 # Records received (spec/torch.md §3): the merge of every valid record, on the
 # span that received them (op span in "op" mode, step span in "step" mode, p2p recv span).

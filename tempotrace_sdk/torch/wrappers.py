@@ -20,10 +20,8 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from ..semconv import (
-    TORCH_ASYNC,
     TORCH_BATCHED,
     TORCH_BYTES,
-    TORCH_CARRIAGE,
     TORCH_COMPLETION,
     TORCH_DST,
     TORCH_OP,
@@ -101,10 +99,6 @@ def _root(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: dict
 def _attributes(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     attrs = dict(info.attributes)
     attrs[TORCH_OP] = spec.name
-    attrs[TORCH_CARRIAGE] = settings.carriage
-    attrs[TORCH_ASYNC] = spec.asynchronous == "always" or (
-        spec.asynchronous == "async_op" and bool(reader.get(args, kwargs, "async_op"))
-    )
     root = _root(spec, reader, info, args, kwargs) if spec.root else None
     if spec.data is not None and not (spec.root_data_only and root != info.rank):
         nbytes = tensor_bytes(reader.get(args, kwargs, spec.data), spec.data_list)
@@ -128,6 +122,12 @@ def _attributes(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs
             attrs[TORCH_SRC] = root
             attrs[TORCH_P2P_SEQ] = info.next_p2p(root, info.rank, tag)
     return attrs
+
+
+def _is_async(spec: OpSpec, reader: Reader, args: Any, kwargs: dict[str, Any]) -> bool:
+    return spec.asynchronous == "always" or (
+        spec.asynchronous == "async_op" and bool(reader.get(args, kwargs, "async_op"))
+    )
 
 
 def _call(original: Callable[..., Any], sp: Any, args: Any, kwargs: dict[str, Any]) -> Any:
@@ -155,16 +155,17 @@ def _collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info
     gpu = settings.gpu
     mark = gpu.begin(reader, spec, args, kwargs) if gpu is not None else None
     result = _call(original, sp, args, kwargs)
+    asynchronous = _is_async(spec, reader, args, kwargs)
     exchange = None
     if record is not None:
         try:
-            exchange = Exchange(info, record, seq, async_op=bool(attrs[TORCH_ASYNC]))
+            exchange = Exchange(info, record, seq, async_op=asynchronous)
         except Exception:
             count("exchange_failed")
             _log.debug("tempotrace.torch: exchange failed", exc_info=True)
     if mark is not None:
         gpu.end(mark, sp, exchange)
-    elif attrs[TORCH_ASYNC] and result is not None:
+    elif asynchronous and result is not None:
         registry.watch(PendingOp(sp, [result], carried=exchange))
     else:
         end_span(sp, {TORCH_COMPLETION: "return", **(exchange.finish() if exchange is not None else {})})
@@ -312,8 +313,8 @@ def _batch_plan(user_ops: list[Any]) -> tuple[list[Any], list[tuple[Any, int, An
         src, dst = (info.rank, peer) if is_send else (peer, info.rank)
         attrs = dict(info.attributes)
         attrs.update({
-            TORCH_OP: "isend" if is_send else "irecv", TORCH_BATCHED: True, TORCH_ASYNC: True,
-            TORCH_CARRIAGE: settings.carriage, TORCH_PEER: peer, TORCH_SRC: src, TORCH_DST: dst, TORCH_TAG: tag,
+            TORCH_OP: "isend" if is_send else "irecv", TORCH_BATCHED: True,
+            TORCH_PEER: peer, TORCH_SRC: src, TORCH_DST: dst, TORCH_TAG: tag,
             TORCH_P2P_SEQ: info.next_p2p(src, dst, tag),
         })
         nbytes = tensor_bytes(op.tensor, False)

@@ -105,4 +105,4 @@ def test_ops_run_untraced_when_not_instrumented_and_errors_propagate(group: None
     assert [s.name for s in spans] == ["torch.broadcast", "torch.all_reduce"]
     assert not spans[0].status.is_ok
     a = spans[1].attributes or {}
-    assert a["tempotrace.torch.recv.count"] == 0 and a["tempotrace.torch.carriage"] == "op"
+    assert a["tempotrace.torch.recv.count"] == 0 and a["tempotrace.torch.completion"] == "return"

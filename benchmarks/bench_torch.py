@@ -1,0 +1,158 @@
+"""What tracing torch.distributed costs: 4 gloo ranks, traced against plain in the same run.
+
+    python benchmarks/bench_torch.py [--json] [--quick] [--ranks 4]
+
+Every rank times the same op through torch's own function (plain:
+``torch.distributed.distributed_c10d.X``, never wrapped) and through the
+instrumented ``torch.distributed.X`` in alternating rounds, with a barrier
+before each timed block so the ranks start together. A round is one
+``step()`` of K ops (carriage "step": the step's exchange is inside the
+traced time, amortised over the K ops, as in training). For each (carriage,
+op) the table shows the per-op median over rounds on the slowest rank, plain
+and traced, and their ratio. Issue 10's targets: 1 MiB all_reduce <= 1.05x
+with carriage "step", barrier <= 1.15x with carriage "none". Spans are
+exported to a JSON-lines file in a temporary folder, as a user's would be.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+#: (case, bytes, ops per round, rounds); --quick divides rounds.
+CASES = (
+    ("all_reduce 1 MiB", 1 << 20, 10, 9),
+    ("all_reduce 64 MiB", 64 << 20, 1, 5),
+    ("barrier", 0, 40, 9),
+    ("send/recv 64 KiB", 64 << 10, 20, 9),
+)
+MODES = ("none", "step", "op")
+TARGETS = {("step", "all_reduce 1 MiB"): 1.05, ("none", "barrier"): 1.15}
+
+
+def _rank_main() -> None:
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    from tempotrace_sdk import torch as tt
+    from tempotrace_sdk.otel import configure
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    quick = os.environ.get("BENCH_QUICK") == "1"
+    out = Path(os.environ["BENCH_OUT"])
+    handle = configure(service_name="bench-torch", export_path=out / f"spans-{rank}.jsonl")
+    dist.init_process_group("gloo")
+    nxt, prv = (rank + 1) % world, (rank - 1) % world
+
+    def ops(name: str, nbytes: int, api: Any) -> Any:
+        if name.startswith("all_reduce"):
+            t = torch.ones(nbytes // 4)
+            return lambda: api.all_reduce(t)
+        if name == "barrier":
+            return lambda: api.barrier()
+        t, buf = torch.ones(nbytes // 4), torch.zeros(nbytes // 4)
+
+        def ring() -> None:  # even ranks send first: a blocking ring without deadlock
+            if rank % 2 == 0:
+                api.send(t, nxt)
+                api.recv(buf, prv)
+            else:
+                api.recv(buf, prv)
+                api.send(t, nxt)
+
+        return ring
+
+    results: dict[str, Any] = {}
+    step_no = 0
+    for mode in MODES:
+        tt.instrument(carriage=mode)
+        for name, nbytes, k, rounds in CASES:
+            rounds = max(3, rounds // 3) if quick else rounds
+            plain, traced = ops(name, nbytes, c10d), ops(name, nbytes, dist)
+            plain()
+            traced()  # warm up both paths (first use of a group, buffers)
+            times: dict[str, list[float]] = {"plain": [], "traced": []}
+            for r in range(rounds):
+                for side in (("plain", "traced") if r % 2 == 0 else ("traced", "plain")):
+                    c10d.barrier()
+                    fn = plain if side == "plain" else traced
+                    t0 = time.perf_counter_ns()
+                    if side == "traced":
+                        with tt.step(step_no):
+                            for _ in range(k):
+                                fn()
+                        step_no += 1
+                    else:
+                        for _ in range(k):
+                            fn()
+                    times[side].append((time.perf_counter_ns() - t0) / k)
+            results[f"{mode}|{name}"] = {s: statistics.median(v) for s, v in times.items()}
+        tt.uninstrument()
+    results["counts"] = tt.carriage_counts()
+    dist.destroy_process_group()
+    handle.shutdown()
+    (out / f"result-{rank}.json").write_text(json.dumps(results))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
+    parser.add_argument("--ranks", type=int, default=4)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-torch-") as tmp:
+        port = str(_free_port())
+        procs = []
+        for rank in range(args.ranks):
+            env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(args.ranks),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port, BENCH_OUT=tmp, BENCH_QUICK="1" if args.quick else "0",
+                       TEMPOTRACE_JOB_ID="bench", OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+            procs.append(subprocess.Popen([sys.executable, __file__, "--rank-main"], env=env))
+        codes = [p.wait() for p in procs]
+        if any(codes):
+            print(f"bench_torch: a rank failed: exit codes {codes}", file=sys.stderr)
+            return 1
+        per_rank = [json.loads((Path(tmp) / f"result-{r}.json").read_text()) for r in range(args.ranks)]
+    rows = []
+    for mode in MODES:
+        for name, *_ in CASES:
+            key = f"{mode}|{name}"
+            plain = max(r[key]["plain"] for r in per_rank)
+            traced = max(r[key]["traced"] for r in per_rank)
+            target = TARGETS.get((mode, name))
+            rows.append({"carriage": mode, "op": name, "plain_us": plain / 1e3, "traced_us": traced / 1e3,
+                         "ratio": traced / plain, "target": target})
+    if args.json:
+        print(json.dumps({"ranks": args.ranks, "rows": rows, "counts": per_rank[0]["counts"]}, indent=2))
+        return 0
+    print(f"torch.distributed on {args.ranks} gloo ranks: per-op median, slowest rank (µs)")
+    print(f"  {'carriage':<9}{'op':<20}{'plain':>11}{'traced':>11}{'ratio':>8}  target")
+    for row in rows:
+        target = f"<= {row['target']:.2f}x {'ok' if row['ratio'] <= row['target'] else 'MISSED'}" if row[
+            "target"] else ""
+        print(f"  {row['carriage']:<9}{row['op']:<20}{row['plain_us']:>11,.1f}{row['traced_us']:>11,.1f}"
+              f"{row['ratio']:>7.3f}x  {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--rank-main"]:
+        _rank_main()
+    else:
+        sys.exit(main())
