@@ -55,7 +55,7 @@ POLICY_RETENTION_DAYS = "tempotrace.policy.retention_days"  #: int, days: how lo
 CLOCK_PROFILE = "tempotrace.clock.profile"  #: str: simulated clock profile name (demo only)
 RANK = "tempotrace.rank"  #: int: worker rank in a distributed job, when known
 
-# -- torch.distributed (tempotrace_sdk.torch; spec/semantic-conventions.md §8) -----
+# -- torch.distributed (tempotrace_sdk.torch; spec/semantic-conventions.md §9) -----
 # The launch: set on every span by configure() when the process was started by
 # torchrun (or any launcher that sets RANK / WORLD_SIZE); tempotrace.rank above too.
 LOCAL_RANK = "tempotrace.local_rank"  #: int: rank within the node (LOCAL_RANK)
@@ -71,7 +71,7 @@ TORCH_GROUP_RANK = "tempotrace.torch.group_rank"  #: int: this rank's rank withi
 TORCH_GROUP_SIZE = "tempotrace.torch.group_size"  #: int: ranks in the group
 TORCH_BACKEND = "tempotrace.torch.backend"  #: str: the group's backend, e.g. "gloo", "nccl"
 TORCH_ROOT = "tempotrace.torch.root"  #: int: global rank of the root (broadcast, reduce, gather, scatter)
-TORCH_BYTES = "tempotrace.torch.bytes"  #: int, bytes: tensor bytes this rank passed to the op (§8.3)
+TORCH_BYTES = "tempotrace.torch.bytes"  #: int, bytes: tensor bytes this rank passed to the op (§9.3)
 TORCH_SEQ = "tempotrace.torch.seq"  #: int: SDK-kept collective sequence number within the group, from 0
 #: str: how the end was observed: "return" (a blocking call) | "future" | "wait" | "sweep" | "gpu" |
 #: "unfinished" | "error" (spec/torch.md §1.3); every value but "return" and "error" means an async op

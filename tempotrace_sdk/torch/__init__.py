@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_attributes
 
 _LAZY = {
-    "instrument": ".instrument",
-    "uninstrument": ".instrument",
-    "is_instrumented": ".instrument",
-    "carriage_mode": ".instrument",
-    "sweep": ".instrument",
-    "step": ".step",
-    "current_step": ".step",
+    "instrument": ".install",
+    "uninstrument": ".install",
+    "is_instrumented": ".install",
+    "carriage_mode": ".install",
+    "sweep": ".install",
+    "step": ".steps",
+    "current_step": ".steps",
     "comm_hook": ".ddp",
     "check_clocks": ".clockcheck",
     "ClockCheck": ".clockcheck",
@@ -54,11 +54,11 @@ if TYPE_CHECKING:
     from .carriage import carriage_counts
     from .clockcheck import ClockCheck, RankClock, check_clocks
     from .ddp import comm_hook
-    from .instrument import carriage_mode, instrument, is_instrumented, sweep, uninstrument
+    from .install import carriage_mode, instrument, is_instrumented, sweep, uninstrument
     from .keys import group_key, step_ids
     from .launch import LaunchFacts, launch_facts
     from .record import RECORD_LEN, RecordError, RecordKind, TorchRecord, decode_record, encode_record
-    from .step import current_step, step
+    from .steps import current_step, step
 
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 

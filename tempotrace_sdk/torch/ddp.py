@@ -23,7 +23,7 @@ from torch._C._distributed_c10d import GradBucket
 from ..semconv import TORCH_BUCKET, TORCH_BYTES, TORCH_COMPLETION, TORCH_OP
 from .groups import group_info
 from .spans import end_span, start_span
-from .step import current_step
+from .steps import current_step
 
 __all__ = ["comm_hook"]
 

@@ -3,7 +3,7 @@
 ``configure()`` calls ``install_launch_facts(provider)``: when the process was
 started by a launcher that sets RANK and WORLD_SIZE, every span started on
 that provider carries ``tempotrace.rank`` and the other launch facts
-(spec/semantic-conventions.md §8.1), so reports can show one row per rank even
+(spec/semantic-conventions.md §9.1), so reports can show one row per rank even
 when eight ranks share a host. Imports neither torch nor anything that does.
 
 ==============================  ==============================================

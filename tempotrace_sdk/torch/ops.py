@@ -3,7 +3,7 @@
 One ``OpSpec`` per function: which argument is the group, the root (global or
 group rank), the peer and tag of a point-to-point op, whether it can be
 async, and which tensors count as the bytes this rank passes
-(spec/semantic-conventions.md §8.3). Argument positions come from the
+(spec/semantic-conventions.md §9.3). Argument positions come from the
 installed function's own signature, so positional and keyword calls read alike.
 """
 

@@ -127,3 +127,13 @@ def test_importing_the_sdk_and_the_torch_package_does_not_import_torch() -> None
             "tempotrace_sdk.torch.record, tempotrace_sdk.torch.keys; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_public_names_stay_functions_whatever_was_imported_first() -> None:
+    """A submodule named like a public function would replace it on the package once imported."""
+    code = ("from tempotrace_sdk import torch as tt\n"
+            "tt.comm_hook; tt.check_clocks\n"  # these import the other modules first
+            "import inspect\n"
+            "print(all(not inspect.ismodule(getattr(tt, n)) for n in tt.__all__))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "True"

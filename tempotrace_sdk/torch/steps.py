@@ -27,7 +27,7 @@ from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, TraceFlags
 from ..semconv import TORCH_CARRIAGE, TORCH_STEP
 from .carriage import Exchange, count, make_record
 from .groups import group_info
-from .instrument import sweep
+from .install import sweep
 from .keys import step_ids
 from .launch import job_id_from_env, launch_facts
 from .record import RecordKind
