@@ -48,6 +48,13 @@ def _duration_ns(text: str) -> float:
     raise argparse.ArgumentTypeError(f"{text!r}: a duration such as 3ms, 500us or 50000ns")
 
 
+def liar_claim_ns() -> float:
+    """The bound the demo's liar claims in every tt-ext (its profile's); an offset within it is no lie."""
+    from ..clocks.simulated import PROFILES
+
+    return PROFILES["liar"].bound_ns
+
+
 def _file_in_the_way(out: Path) -> Path | None:
     """The existing non-folder at ``out`` or above it that would stop the demo making its folder."""
     for path in (out, *out.parents):
@@ -65,6 +72,14 @@ def run_demo_command(args: argparse.Namespace) -> int:
 
     if args.ranks < 2:
         return fail("demo", "--ranks: the demo needs at least 2 honest ranks", EXIT_USAGE)
+    claim = liar_claim_ns()
+    if not args.no_liar and args.liar_offset is not None and abs(args.liar_offset) <= claim:
+        return fail(
+            "demo",
+            f"--liar-offset {args.liar_offset:g} ns: within the {claim:g} ns the liar claims, so it would keep "
+            f"its promise and be no liar; give more than {claim:g} ns (e.g. 10ms)",
+            EXIT_USAGE,
+        )
     occupied = _file_in_the_way(args.out)
     if occupied is not None:
         where = "" if occupied == args.out else f"{occupied} "
@@ -109,7 +124,8 @@ def add_demo_command(subparsers: Any) -> None:
         "--liar-offset",
         type=_duration_ns,
         metavar="DURATION",
-        help="how far off the liar is (default 10ms; below a localhost hop's latency nobody can catch it)",
+        help="how far off the liar is (default 10ms); more than the 220 ns it claims, and below a localhost "
+        "hop's latency nobody can catch it",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed for the simulated clocks' noise (default 1)")
     parser.set_defaults(func=run_demo_command)

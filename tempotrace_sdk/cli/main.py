@@ -19,7 +19,7 @@ EPILOG = f"""examples:
   tempotrace clock                         # every clock source, the one 'auto' picks, a span's fields now
   tempotrace clock --require OK --max-uncertainty 1000   # pre-flight gate for a training job
   tempotrace decode <71-char tt-ext value> # inspect a header
-  tempotrace demo                          # 4 processes, skewed clocks, traced and analysed
+  tempotrace demo                          # 5 processes (4 honest ranks + a liar), skewed clocks, analysed
   tempotrace analyze trace.jsonl --html out.html
 
 {EXIT_CODES_HELP}"""
