@@ -139,8 +139,8 @@ def _measure(info: Any, clock: ClockSource, ref: int, rounds: int) -> RankClock:
     """Run the ping-pong with the reference; every rank serves or waits its turn."""
     me = info.group_rank
     pg = info.pg
-    out = torch.zeros(1, dtype=torch.int64)
-    back = torch.zeros(2, dtype=torch.int64)
+    out = torch.zeros(1, dtype=torch.int64, device=info.device)  # NCCL only moves CUDA tensors
+    back = torch.zeros(2, dtype=torch.int64, device=info.device)
     best: tuple[int, int, int, int] | None = None
     claim, quality = 0, ClockQuality.OK
 
@@ -158,8 +158,8 @@ def _measure(info: Any, clock: ClockSource, ref: int, rounds: int) -> RankClock:
                 out[0] = t1 = note(clock.now())
                 c10d.send(out, group=pg, group_dst=ref)
                 c10d.recv(back, group=pg, group_src=ref)
+                t2, t3 = (int(v) for v in back.tolist())  # on a GPU: the copy back is part of the round
                 t4 = note(clock.now())
-                t2, t3 = int(back[0]), int(back[1])
                 if best is None or (t4 - t1) - (t3 - t2) < (best[3] - best[0]) - (best[2] - best[1]):
                     best = (t1, t2, t3, t4)
             elif me == ref:
