@@ -1,7 +1,7 @@
 """One rank of the 4-rank gloo job that tests/torch/test_distributed.py starts (as torchrun would: env vars).
 
 Runs every wrapped entry point once in step 0 (carriage "step"), a DDP model
-with the comm hook in step 1, a 2-stage pipeline in step 2, per-op carriage
+and an FSDP1 model with the comm hook in step 1, a 2-stage pipeline in step 2, per-op carriage
 with one corrupt record in step 3, then uninstruments and checks the
 originals are back. Spans go to ``$OUT/spans-<rank>.jsonl``; facts the test
 asserts on go to ``$OUT/result-<rank>.json``.
@@ -108,6 +108,18 @@ def ddp_step() -> None:
     opt.step()
 
 
+def fsdp_step() -> None:
+    """FSDP1, fully sharded, on CPU: its reduce-scatter hook wrapped by comm_hook()."""
+    from torch.distributed.algorithms._comm_hooks import default_hooks
+    from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
+
+    torch.manual_seed(0)
+    model = FullyShardedDataParallel(torch.nn.Linear(8, 4), device_id=torch.device("cpu"),
+                                     sharding_strategy=ShardingStrategy.FULL_SHARD)
+    model.register_comm_hook(default_hooks.DefaultState(dist.group.WORLD), tt.comm_hook())
+    model(torch.randn(16, 8)).pow(2).mean().backward()
+
+
 def pipeline() -> None:
     """Two stages: 0 -> 1 and 2 -> 3 forward an activation, the gradient comes back."""
     stage, partner = RANK % 2, RANK ^ 1
@@ -138,6 +150,7 @@ def main() -> None:
         batch_with(None)
     with tt.step(1):
         ddp_step()
+        fsdp_step()
     with tt.step(2):
         pipeline()
     tt.instrument(carriage="op")

@@ -198,6 +198,15 @@ def test_ddp_bucket_spans_have_end_stamps_and_the_right_parent(job: Job) -> None
         assert reduce.parent_id == bucket.span_id
 
 
+def test_fsdp_gradient_spans_parent_their_reduce_scatter(job: Job) -> None:
+    for rank in range(WORLD):
+        step = job.step_span(rank, 1)
+        (grad,) = job.named(rank, "torch.fsdp.grad")
+        assert grad.parent_id == step.span_id and grad["torch.op"] == "fsdp_grad" and grad.get("end.ptp_ns")
+        (scatter,) = [s for s in job.in_step(rank, 1) if s.get("torch.op") == "reduce_scatter_single"]
+        assert scatter.parent_id == grad.span_id
+
+
 def test_two_stage_pipeline_pairs_forward_and_backward(job: Job) -> None:
     for first, second in ((0, 1), (2, 3)):
         fwd_send = [s for s in job.in_step(first, 2) if s.name == "torch.send"]
