@@ -145,6 +145,9 @@ def _collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info
                 attrs: dict[str, Any], args: Any, kwargs: dict[str, Any]) -> Any:
     seq = int(next(info.coll_seq))
     attrs[TORCH_SEQ] = seq
+    asynchronous = _is_async(spec, reader, args, kwargs)
+    if not asynchronous:  # known now: one attribute call fewer at the end (an error or GPU timing overwrites it)
+        attrs[TORCH_COMPLETION] = "return"
     sp = start_span("torch." + spec.name, attrs)
     record = None
     if settings.carriage == "op":
@@ -155,7 +158,6 @@ def _collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info
     gpu = settings.gpu
     mark = gpu.begin(reader, spec, args, kwargs) if gpu is not None else None
     result = _call(original, sp, args, kwargs)
-    asynchronous = _is_async(spec, reader, args, kwargs)
     exchange = None
     if record is not None:
         try:
@@ -167,8 +169,10 @@ def _collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info
         gpu.end(mark, sp, exchange)
     elif asynchronous and result is not None:
         registry.watch(PendingOp(sp, [result], carried=exchange))
+    elif asynchronous:  # async_op=True, yet no work came back
+        end_span(sp, {TORCH_COMPLETION: "return"})
     else:
-        end_span(sp, {TORCH_COMPLETION: "return", **(exchange.finish() if exchange is not None else {})})
+        end_span(sp, exchange.finish() if exchange is not None else None)
     return result
 
 
@@ -183,6 +187,8 @@ def _coalescing(info: GroupInfo) -> bool:
 def _send(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo,
           attrs: dict[str, Any], args: Any, kwargs: dict[str, Any]) -> Any:
     dst, tag = attrs[TORCH_DST], attrs[TORCH_TAG]
+    if spec.asynchronous != "always":
+        attrs[TORCH_COMPLETION] = "return"
     sp = start_span("torch." + spec.name, attrs)
     stag = side_tag(info, tag) if settings.carriage != "none" and dst >= 0 else None
     record = make_record(RecordKind.P2P, info.rank, attrs[TORCH_P2P_SEQ], sp) if stag is not None else None
@@ -192,7 +198,7 @@ def _send(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Grou
     if spec.asynchronous == "always" and result is not None:
         registry.watch(PendingOp(sp, [result]))
     else:
-        end_span(sp, {TORCH_COMPLETION: "return"})
+        end_span(sp, None if spec.asynchronous != "always" else {TORCH_COMPLETION: "return"})
     return result
 
 
