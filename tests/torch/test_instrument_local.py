@@ -106,3 +106,26 @@ def test_ops_run_untraced_when_not_instrumented_and_errors_propagate(group: None
     assert not spans[0].status.is_ok
     a = spans[1].attributes or {}
     assert a["tempotrace.torch.recv.count"] == 0 and a["tempotrace.torch.completion"] == "return"
+
+
+def test_check_clocks_is_a_gate_on_quality(group: None, exporter: InMemorySpanExporter,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """spec/torch.md §5.3: require=Q exits 1 (every rank) when a clock reports worse than Q; else a result."""
+    from tempotrace_sdk.clocks.simulated import from_spec
+    from tempotrace_sdk.otel.context import get_state
+
+    state = get_state()
+    saved = state.clock
+    try:
+        state.clock = from_spec("ntp,quality=UNKNOWN")
+        with pytest.raises(SystemExit) as info:
+            tt.check_clocks(rounds=2, require="OK")
+        assert info.value.code == 1
+        assert "below the required quality OK" in capsys.readouterr().err
+        state.clock = from_spec("ptp")
+        result = tt.check_clocks(rounds=2, require="OK")
+        assert result.ok and [r.verdict for r in result.ranks] == ["ref"]
+    finally:
+        state.clock = saved
+    names = [s.name for s in exporter.get_finished_spans()]
+    assert names == ["torch.check_clocks", "torch.check_clocks"]
