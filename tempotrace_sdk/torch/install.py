@@ -59,7 +59,12 @@ def instrument(*, carriage: str = "step", gpu: bool | None = None) -> None:
         settings.carriage = carriage
         if gpu is None:
             gpu = _cuda_available()
-        settings.gpu = _gpu_timer() if gpu else None
+        if not gpu:
+            if settings.gpu is not None:
+                settings.gpu.harvest(final=True)
+            settings.gpu = None
+        elif settings.gpu is None:  # kept across calls: its queue holds spans still open
+            settings.gpu = _gpu_timer()
         if settings.active:
             return
         _patch_functions()
