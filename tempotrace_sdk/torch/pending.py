@@ -42,6 +42,8 @@ _log = logging.getLogger(__name__)
 
 #: A courier polls a work that has no blocking wait of its own (NCCL: is_completed() reads CUDA events).
 POLL_S = 50e-6
+#: How long a sweep waits for side messages in flight (normally microseconds: they follow their data).
+FLUSH_TIMEOUT_S = 10.0
 
 
 def _completed(work: Any) -> bool:
@@ -118,10 +120,26 @@ class Courier:
                 self._thread.start()
         self._queue.put(item)
 
-    def flush(self) -> None:
-        """Return once everything submitted so far has been handled."""
-        if self._thread is not None:
-            self._queue.join()
+    def flush(self, timeout_s: float = FLUSH_TIMEOUT_S) -> bool:
+        """Wait until everything submitted so far has been handled; False (counted) after ``timeout_s``.
+
+        Bounded: a side message that never comes (a peer not instrumented alike) must not
+        hang the program at a step's end; its span then ends whenever the message does.
+        """
+        if self._thread is None:
+            return True
+        deadline = time.monotonic() + timeout_s
+        q = self._queue
+        with q.all_tasks_done:
+            while q.unfinished_tasks:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    count("flush_timeout")
+                    _log.warning("tempotrace.torch: %s still waiting after %.0f s (are all ranks instrumented "
+                                 "with the same carriage?)", self._name, timeout_s)
+                    return False
+                q.all_tasks_done.wait(left)
+        return True
 
     def _run(self) -> None:
         while True:

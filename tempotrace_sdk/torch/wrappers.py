@@ -158,22 +158,30 @@ def _collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info
     gpu = settings.gpu
     mark = gpu.begin(reader, spec, args, kwargs) if gpu is not None else None
     result = _call(original, sp, args, kwargs)
-    exchange = None
-    if record is not None:
-        try:
-            exchange = Exchange(info, record, seq, async_op=asynchronous)
-        except Exception:
-            count("exchange_failed")
-            _log.debug("tempotrace.torch: exchange failed", exc_info=True)
-    if mark is not None:
-        gpu.end(mark, sp, exchange)
-    elif asynchronous and result is not None:
-        registry.watch(PendingOp(sp, [result], carried=exchange))
-    elif asynchronous:  # async_op=True, yet no work came back
-        end_span(sp, {TORCH_COMPLETION: "return"})
-    else:
-        end_span(sp, exchange.finish() if exchange is not None else None)
+    try:  # the op succeeded: nothing after this may fail the program
+        exchange = None
+        if record is not None:
+            try:
+                exchange = Exchange(info, record, seq, async_op=asynchronous)
+            except Exception:
+                count("exchange_failed")
+                _log.debug("tempotrace.torch: exchange failed", exc_info=True)
+        if mark is not None:
+            gpu.end(mark, sp, exchange)
+        elif asynchronous and result is not None:
+            registry.watch(PendingOp(sp, [result], carried=exchange))
+        elif asynchronous:  # async_op=True, yet no work came back
+            end_span(sp, {TORCH_COMPLETION: "return"})
+        else:
+            end_span(sp, exchange.finish() if exchange is not None else None)
+    except Exception:
+        _failed(spec.name)
     return result
+
+
+def _failed(name: str) -> None:
+    count("trace_failed")
+    _log.debug("tempotrace.torch: tracing %s failed after the op", name, exc_info=True)
 
 
 def _coalescing(info: GroupInfo) -> bool:
@@ -193,12 +201,15 @@ def _send(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Grou
     stag = side_tag(info, tag) if settings.carriage != "none" and dst >= 0 else None
     record = make_record(RecordKind.P2P, info.rank, attrs[TORCH_P2P_SEQ], sp) if stag is not None else None
     result = _call(original, sp, args, kwargs)
-    if record is not None:
-        _post_side_send(info, record, dst, stag)  # type: ignore[arg-type]
-    if spec.asynchronous == "always" and result is not None:
-        registry.watch(PendingOp(sp, [result]))
-    else:
-        end_span(sp, None if spec.asynchronous != "always" else {TORCH_COMPLETION: "return"})
+    try:
+        if record is not None:
+            _post_side_send(info, record, dst, stag)  # type: ignore[arg-type]
+        if spec.asynchronous == "always" and result is not None:
+            registry.watch(PendingOp(sp, [result]))
+        else:
+            end_span(sp, None if spec.asynchronous != "always" else {TORCH_COMPLETION: "return"})
+    except Exception:
+        _failed(spec.name)
     return result
 
 
@@ -221,23 +232,32 @@ def _recv(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Grou
     if stag is not None and src >= 0 and info.tags:  # own tag: post it first, so a blocking recv finds it ready
         side = _post_side_recv(info, src, stag, attrs[TORCH_P2P_SEQ])
     result = _call(original, sp, args, kwargs)
+    try:
+        _recv_done(spec, info, sp, (src, tag, attrs.get(TORCH_P2P_SEQ, -1)), stag, side, result)
+    except Exception:
+        _failed(spec.name)
+    return result
+
+
+def _recv_done(spec: OpSpec, info: GroupInfo, sp: Any, message: tuple[int, int, int], stag: int | None,
+               side: SideRecv | None, result: Any) -> None:
+    """After the data receive returned: post (NCCL) or await the side message, then let the span end."""
+    src, tag, seq = message
     if stag is not None and src >= 0 and not info.tags:  # one stream per peer (NCCL): right behind the data
-        side = _post_side_recv(info, src, stag, attrs[TORCH_P2P_SEQ])
+        side = _post_side_recv(info, src, stag, seq)
     if spec.asynchronous == "always":
         if result is not None:
             op = PendingOp(sp, [result], carried=side)
             if src < 0:
                 op.on_done = functools.partial(_any_source_done, info, tag, stag)
             registry.watch(op)
-        return result
+        return
     extra: dict[str, Any] = {}
     if src < 0 and isinstance(result, int) and result >= 0:  # any source: now we know who sent it
         extra = _any_source_known(info, result, tag)
         if stag is not None:
             side = _post_side_recv(info, result, stag, extra[TORCH_P2P_SEQ])
-    op = PendingOp(sp, [], carried=side, attrs=extra)
-    registry.watch(op)
-    return result
+    registry.watch(PendingOp(sp, [], carried=side, attrs=extra))
 
 
 def _any_source_known(info: GroupInfo, src: int, tag: int) -> dict[str, Any]:
@@ -285,21 +305,30 @@ def traced_batch(original: Callable[..., Any]) -> Callable[..., Any]:
             raise
         finally:
             inside.reset(token)
-        per_op = len(works) == len(ops)  # gloo: one work per op; a coalescing backend (NCCL): one for all
-        for sp, index, side in spans:
-            data = [works[index]] if per_op else list(works)
-            carried = None
-            side_work = works[index + 1] if per_op and side is not None else None
-            if isinstance(side, tuple):  # a receive's side message: the span ends once it is in
-                buffer, src, seq = side
-                carried = SideRecv(buffer, src, seq, side_work, info.tags)
-            elif side is not None:  # a send's side message: keep its tensor until it is out
-                registry.keep_send(side, side_work, info.tags)
-            registry.watch(PendingOp(sp, data, carried=carried))
-        return [works[index] for _, index, _ in spans] if per_op else works
+        try:
+            return _batch_done(ops, spans, info, works)
+        except Exception:  # the ops were issued: hand the program its works whatever happened here
+            _failed("batch_isend_irecv")
+            n = len(p2p_op_list)
+            return [works[i] for _, i, _ in spans] if len(works) == len(ops) and len(spans) == n else works
 
     setattr(batch_isend_irecv, ORIGINAL_ATTR, original)
     return batch_isend_irecv
+
+
+def _batch_done(ops: list[Any], spans: list[tuple[Any, int, Any]], info: GroupInfo, works: list[Any]) -> list[Any]:
+    per_op = len(works) == len(ops)  # gloo: one work per op; a coalescing backend (NCCL): one for all
+    for sp, index, side in spans:
+        data = [works[index]] if per_op else list(works)
+        carried = None
+        side_work = works[index + 1] if per_op and side is not None else None
+        if isinstance(side, tuple):  # a receive's side message: the span ends once it is in
+            buffer, src, seq = side
+            carried = SideRecv(buffer, src, seq, side_work, info.tags)
+        elif side is not None:  # a send's side message: keep its tensor until it is out
+            registry.keep_send(side, side_work, info.tags)
+        registry.watch(PendingOp(sp, data, carried=carried))
+    return [works[index] for _, index, _ in spans] if per_op else works
 
 
 def _batch_plan(user_ops: list[Any]) -> tuple[list[Any], list[tuple[Any, int, Any]], GroupInfo]:

@@ -129,3 +129,36 @@ def test_check_clocks_is_a_gate_on_quality(group: None, exporter: InMemorySpanEx
         state.clock = saved
     names = [s.name for s in exporter.get_finished_spans()]
     assert names == ["torch.check_clocks", "torch.check_clocks"]
+
+
+def test_a_tracing_failure_after_the_op_never_reaches_the_program(group: None, exporter: InMemorySpanExporter,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from tempotrace_sdk.torch import pending
+
+    def broken(op: Any) -> None:
+        raise RuntimeError("bookkeeping failed")
+
+    tt.instrument(carriage="none")
+    before = tt.carriage_counts().get("trace_failed", 0)
+    monkeypatch.setattr(pending.registry, "watch", broken)
+    t = torch.ones(2)
+    work = dist.all_reduce(t, async_op=True)
+    assert work is not None
+    work.wait()
+    assert float(t[0]) == 1.0 and tt.carriage_counts()["trace_failed"] == before + 1
+
+
+def test_a_side_message_that_never_comes_does_not_hang_the_step() -> None:
+    """A courier flush gives up after its timeout (counted), so a step's end cannot hang on a mismatched peer."""
+    import threading
+
+    from tempotrace_sdk.torch.pending import Courier
+
+    release = threading.Event()
+    courier = Courier("test-courier", lambda item: release.wait(30))
+    courier.submit("never-comes")
+    before = tt.carriage_counts().get("flush_timeout", 0)
+    assert courier.flush(timeout_s=0.2) is False
+    assert tt.carriage_counts()["flush_timeout"] == before + 1
+    release.set()
+    assert courier.flush(timeout_s=10) is True
