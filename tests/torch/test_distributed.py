@@ -3,7 +3,7 @@
 One job runs for the whole module (tests/torch/rank_worker.py says what each
 step does); each test reads the spans and results it left. Rank 3's clock is
 the simulated liar (10 ms off, claiming 220 ns); the others are PTP-class.
-Spec: spec/torch.md, spec/semantic-conventions.md §8.
+Spec: spec/torch.md, spec/semantic-conventions.md §9.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Job:
 
 
 def test_every_collective_is_traced_once_per_rank_with_the_same_sequence_numbers(job: Job) -> None:
-    """§8.2: one span per op per rank; the per-group seq names the same collective on every rank."""
+    """§9.2: one span per op per rank; the per-group seq names the same collective on every rank."""
     by_rank = {}
     for rank in range(WORLD):
         spans = [s for s in job.in_step(rank, 0) if s.get("torch.seq") is not None]
@@ -139,7 +139,7 @@ def _p2p(job: Job, kind: str) -> dict[tuple[int, int, int, int], list[Span]]:
 
 
 def test_every_send_meets_exactly_one_receive_by_sequence_number(job: Job) -> None:
-    """§8.2: the k-th send of (group, src, dst, tag) is the k-th receive, with uneven traffic (3 vs 1)."""
+    """§9.2: the k-th send of (group, src, dst, tag) is the k-th receive, with uneven traffic (3 vs 1)."""
     sends, recvs = _p2p(job, "send"), _p2p(job, "recv")
     assert set(sends) == set(recvs)
     assert all(len(v) == 1 for v in (*sends.values(), *recvs.values()))

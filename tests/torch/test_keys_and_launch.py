@@ -1,5 +1,5 @@
 """Group keys and step ids every rank computes alike (spec/torch.md §2, §4), and the launch environment
-(spec/semantic-conventions.md §8.1)."""
+(spec/semantic-conventions.md §9.1)."""
 
 from __future__ import annotations
 
