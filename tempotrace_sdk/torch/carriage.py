@@ -86,6 +86,9 @@ def make_record(kind: RecordKind, rank: int, seq: int, sp: Span | None) -> bytes
     try:
         context = trace.set_span_in_context(sp) if sp is not None else None
         header = send_event(state, context)
+        if header is None:  # no valid trace context: no send event, nothing to carry (semantic-conventions §8)
+            count("no_context")
+            return absent_record()
         sc = sp.get_span_context() if sp is not None else None
         trace_id, span_id = (sc.trace_id, sc.span_id) if sc is not None and sc.is_valid else (0, 0)
         record = pack_record(kind, rank, seq, trace_id, span_id, header)

@@ -109,15 +109,15 @@ class LaunchFactsProcessor(SpanProcessor):
 
     def __init__(self, facts: LaunchFacts) -> None:
         self.facts = facts
-        self._attributes = facts.attributes()
+        self._fact_values = facts.attributes()
 
     def update(self, facts: LaunchFacts) -> None:
         self.facts = facts
-        self._attributes = facts.attributes()
+        self._fact_values = facts.attributes()
 
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
         try:
-            span.set_attributes(self._attributes)
+            span.set_attributes(self._fact_values)
         except Exception:  # a span of another SDK, or one already ended
             _log.debug("tempotrace: launch facts not set on a span", exc_info=True)
 
