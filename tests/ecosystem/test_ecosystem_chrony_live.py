@@ -120,13 +120,18 @@ def test_clock_command_shows_the_figures_as_chronyc_tracking_does(pair: ChronyPa
     pair.start_server()
     pair.start_client()
     pair.wait_for(lambda: _verdict(health).status == "synchronised", 60, "synchronisation")
-    ours = subprocess.run(
-        [sys.executable, "-m", "tempotrace_sdk", "clock", "--clock", "cpu"],
-        env=clean_env(TEMPOTRACE_CHRONY=pair.client_sock),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    # A fresh process asks chronyd once, within 0.25 s an exchange: on a loaded machine that
+    # answer can come late, and the CLI then rightly says chrony was not used. Ask again then.
+    for _attempt in range(5):
+        ours = subprocess.run(
+            [sys.executable, "-m", "tempotrace_sdk", "clock", "--clock", "cpu"],
+            env=clean_env(TEMPOTRACE_CHRONY=pair.client_sock),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if ours.returncode != 0 or "not used" not in ours.stdout:
+            break
     assert CHRONYC is not None, "chronyc ships with chronyd"
     theirs = subprocess.run([CHRONYC, "-h", pair.client_sock, "tracking"], capture_output=True, text=True, timeout=30)
     assert ours.returncode == 0, ours.stderr
