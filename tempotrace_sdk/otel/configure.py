@@ -10,13 +10,19 @@ TEMPOTRACE_POLICY               path of a confidence policy TOML file
 TEMPOTRACE_EXPORT_PATH          OTLP JSON-lines file, shared safely by processes
 TEMPOTRACE_EXPORT_DIR           a directory: one ``spans-<pid>.jsonl`` per process
 TEMPOTRACE_EXPORT_SYNC          ``1``: export each span as it ends (no batching)
+TEMPOTRACE_EXPORT_BLOCK_MS      longest wait for room in a full export queue (2000)
 TEMPOTRACE_TRACESTATE_FALLBACK  ``1``: also carry the header in tracestate ``tt=``
 RANK, WORLD_SIZE, LOCAL_RANK,   set by torchrun: spans carry ``tempotrace.rank`` and the
 TEMPOTRACE_JOB_ID, ...          other launch facts (``tempotrace_sdk.torch.launch``)
 ==============================  ==================================================
 
 plus the standard OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_PROPAGATORS,
-OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_* variables.
+OTEL_TRACES_EXPORTER, OTEL_BSP_* and OTEL_EXPORTER_OTLP_* variables.
+
+Export is built to lose nothing silently (spec/reliability.md): a full
+queue waits briefly for the exporter, every dropped span is counted in
+``handle.errors()``, SIGTERM and exit flush, and an export file that cannot
+be opened is a warning, not a crash.
 """
 
 from __future__ import annotations
@@ -32,12 +38,13 @@ from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ..clocks.base import ClockSource
 from .context import TempoTraceState, default_clock, env_host, env_tenant, get_state
-from .export import select_exporter
+from .export import export_processor, select_exporter
+from .lifecycle import install_exit_flush
 from .policy import Policy
 from .processor import TempoTraceSpanProcessor
 from .propagator import TempoTracePropagator
@@ -66,6 +73,12 @@ class TempoTraceHandle:
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Export every ended span now; False if an exporter did not finish in time."""
         return all(p.force_flush(timeout_millis) for p in self.export_processors)
+
+    def errors(self) -> dict[str, int]:
+        """Failures counted instead of raised, by kind: hook errors, and export loss
+        (``export_dropped`` spans in all, ``export_dropped_<reason>``, ``export_write_failed``,
+        ``export_open_failed``; spec/reliability.md §Where loss is counted)."""
+        return self.state.errors()
 
     def shutdown(self) -> None:
         """Flush and stop our processors (idempotent). Spans started later carry no stamps."""
@@ -105,7 +118,11 @@ def configure(
     Calling it again replaces the previous TempoTrace pipeline.
 
     Raises ValueError/PolicyError/ClockError for bad arguments or variables:
-    configuration mistakes are loud; only the network path is silent.
+    configuration mistakes are loud; only the network path is silent. An
+    export destination that cannot be used (a read-only or full file system)
+    is not a mistake in the configuration: it is a warning and an
+    ``errors()`` count, and the application runs on (spec/reliability.md).
+    SIGTERM flushes ended spans first when this is called on the main thread.
     """
     global _current
     resolved_clock = clock if clock is not None and not isinstance(clock, str) else default_clock(clock)
@@ -135,11 +152,10 @@ def configure(
     from ..torch.launch import install_launch_facts
 
     install_launch_facts(provider)
-    export_processors: list[SpanProcessor] = []
-    for exp in exporters:
-        export_processor = BatchSpanProcessor(exp) if batch else SimpleSpanProcessor(exp)
-        provider.add_span_processor(export_processor)
-        export_processors.append(export_processor)
+    export_processors = [export_processor(exp, batch=batch, resource=provider.resource) for exp in exporters]
+    for export in export_processors:
+        provider.add_span_processor(export)
+    install_exit_flush()
 
     if set_propagator:
         _install_propagator(tracestate_fallback)

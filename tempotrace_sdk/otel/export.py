@@ -1,30 +1,35 @@
 """Where spans go: OTLP JSON lines in a local file by default, a collector when asked.
 
-The file exporter is ``opentelemetry-exporter-otlp-json-file``'s
-``FileSpanExporter`` writing into an ``AppendStream``: each export batch is
-one JSON line, written with a single ``write(2)`` on an ``O_APPEND`` file
-descriptor, so several processes (a multi-worker job, a forked child) may
-share one file without ever interleaving lines. With a directory instead of
-a file, every process writes its own ``spans-<pid>.jsonl`` (re-chosen after
-fork).
+The file exporter (``file_export.JsonLinesSpanExporter``) appends each export
+batch as one JSON line with a single ``write(2)`` on an ``O_APPEND`` file
+descriptor (``appender.AppendStream``), so several processes (a multi-worker
+job, a forked child) may share one file without ever interleaving lines.
+With a directory instead of a file, every process writes its own
+``spans-<pid>.jsonl`` (re-chosen after fork). What is guaranteed about loss,
+torn lines, rotation, fork and SIGTERM: spec/reliability.md.
 """
 
 from __future__ import annotations
 
 import importlib
-import io
 import os
-from collections.abc import Callable
-from pathlib import Path
-from typing import IO, cast
 
-from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
+
+from . import lifecycle
+from .appender import AppendStream
+from .batching import TempoTraceBatchProcessor
+from .file_export import JsonLinesSpanExporter
 
 __all__ = [
     "DEFAULT_EXPORT_PATH",
     "EXPORT_DIR_ENV",
     "EXPORT_PATH_ENV",
     "AppendStream",
+    "JsonLinesSpanExporter",
+    "export_processor",
     "file_exporter",
     "select_exporter",
 ]
@@ -35,69 +40,14 @@ EXPORT_DIR_ENV = "TEMPOTRACE_EXPORT_DIR"
 DEFAULT_EXPORT_PATH = "tempotrace-spans.jsonl"
 
 
-class AppendStream(io.TextIOBase):
-    """A text stream whose ``flush()`` is one ``write(2)`` on an ``O_APPEND`` fd.
-
-    ``path_for_pid`` names the file for a process id; it is called again in
-    a forked child, so per-process files stay per process.
-    """
-
-    def __init__(self, path_for_pid: Callable[[int], str]) -> None:
-        super().__init__()
-        self._path_for_pid = path_for_pid
-        self._pid = -1
-        self._fd = -1
-        self._path = ""
-        self._buffer: list[str] = []
-        self._open()
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    def _open(self) -> None:
-        pid = os.getpid()
-        path = self._path_for_pid(pid)
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        self._pid, self._path = pid, path
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self._buffer.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        if self.closed or not self._buffer:
-            return
-        if os.getpid() != self._pid:  # forked: the child gets its own file (when per-process)
-            if self._path_for_pid(os.getpid()) != self._path:
-                os.close(self._fd)
-                self._open()
-        data = "".join(self._buffer).encode("utf-8")
-        self._buffer.clear()
-        view = memoryview(data)
-        while view:  # a short write happens only on a full disk or a signal
-            view = view[os.write(self._fd, view) :]
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        try:
-            self.flush()
-        finally:
-            os.close(self._fd)
-            super().close()
-
-
 def file_exporter(
     path: str | os.PathLike[str] | None = None, directory: str | os.PathLike[str] | None = None
 ) -> tuple[SpanExporter, str]:
-    """An OTLP JSON-lines file exporter and the path it writes (for this process)."""
-    from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+    """An OTLP JSON-lines file exporter and the path it writes (for this process).
 
+    A path that cannot be opened (read-only, missing permission) does not
+    raise: the exporter warns, counts it in ``errors()`` and keeps trying.
+    """
     if directory is not None:
         base = os.fspath(directory)
 
@@ -108,7 +58,18 @@ def file_exporter(
     else:
         fixed = os.fspath(path) if path is not None else DEFAULT_EXPORT_PATH
         stream = AppendStream(lambda _pid: fixed)
-    return FileSpanExporter(stream=cast(IO[str], stream)), stream.path
+    return JsonLinesSpanExporter(stream), stream.path
+
+
+def export_processor(exporter: SpanExporter, *, batch: bool, resource: Resource | None = None) -> SpanProcessor:
+    """The processor that feeds ``exporter`` (batched, or each span as it ends), flushed on SIGTERM and exit."""
+    if isinstance(exporter, JsonLinesSpanExporter) and resource is not None:
+        exporter.resource = resource
+    processor: SpanProcessor = TempoTraceBatchProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
+    lifecycle.flush_on_exit(processor)
+    if isinstance(exporter, JsonLinesSpanExporter):
+        lifecycle.flush_on_exit(exporter)  # lines kept after a failed write, in the unbatched mode too
+    return processor
 
 
 def _otlp_exporter() -> SpanExporter:

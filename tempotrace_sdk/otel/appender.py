@@ -1,0 +1,211 @@
+"""``AppendStream``: whole lines appended to a file that other processes, logrotate and full disks share.
+
+Guarantees (spec/reliability.md §Export file):
+
+- One record is one ``write(2)`` on an ``O_APPEND`` descriptor, so processes
+  sharing a file never interleave inside a line.
+- A line never merges with the next one. A write can still end early (a full
+  disk, a file size limit, SIGKILL in the middle of a large write); the
+  fragment it leaves has no newline. Before each write the last byte of the
+  file is checked, and a missing newline is supplied first, so whatever comes
+  next starts a line of its own; the fragment stays an invalid line that
+  readers skip (and count).
+- A short write is a failure (``TornWriteError``): the caller keeps the record
+  and retries it whole. Only the missing newline is never retried, so a
+  record whose bytes all arrived is not written twice.
+- The file deleted or rotated away (its path now names another inode or
+  nothing) is reopened at the path before the next write.
+- ``path_for_pid`` names the file for a process id; a forked child asks again,
+  so per-process files stay per process.
+
+Opening is retried on each write (at most every ``REOPEN_INTERVAL_S``) when it
+failed: a read-only or missing directory at start-up is an error the exporter
+reports, not a crash, and it heals when the path becomes writable.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import stat
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["REOPEN_INTERVAL_S", "AppendStream", "TornWriteError"]
+
+#: After a failed open, the next attempt waits at least this long (a
+#: read-only path must not cost an open() per span).
+REOPEN_INTERVAL_S = 1.0
+
+
+class TornWriteError(OSError):
+    """A write ended early: ``written`` of the record's bytes are in the file as a terminated fragment."""
+
+    def __init__(self, code: int, message: str, path: str, written: int) -> None:
+        super().__init__(code, message, path)
+        self.written = written
+
+
+class AppendStream(io.TextIOBase):
+    """Appends whole lines to ``path_for_pid(os.getpid())``; ``append()`` is the record API.
+
+    The text-stream methods (``write`` buffers, ``flush`` appends the buffer
+    as one record) remain for code that treats it as a stream.
+    """
+
+    def __init__(self, path_for_pid: Callable[[int], str]) -> None:
+        super().__init__()
+        self._path_for_pid = path_for_pid
+        self._pid = os.getpid()
+        self._path = path_for_pid(self._pid)
+        self._fd = -1
+        self._regular = False
+        self._readable = False
+        self._identity: tuple[int, int] | None = None
+        self._open_error: OSError | None = None
+        self._open_failed_at = -float("inf")
+        self._buffer: list[str] = []
+        self.reopened = 0  # times the file was found deleted/rotated and reopened
+        try:
+            self._open()
+        except OSError as err:
+            self._open_error = err
+            self._open_failed_at = time.monotonic()
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def open_error(self) -> OSError | None:
+        """Why the file is not open (None when it is)."""
+        return self._open_error
+
+    # -- opening --------------------------------------------------------------
+    def _open(self) -> None:
+        path = self._path
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        try:  # read access lets us check the file's last byte before appending
+            fd = os.open(path, flags | os.O_RDWR, 0o644)
+            readable = True
+        except OSError as err:
+            if err.errno not in (errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENXIO):
+                raise
+            fd = os.open(path, flags | os.O_WRONLY, 0o644)
+            readable = False
+        st = os.fstat(fd)
+        self._fd, self._readable = fd, readable
+        self._regular = stat.S_ISREG(st.st_mode)
+        self._identity = (st.st_dev, st.st_ino)
+        self._open_error = None
+
+    def _close_fd(self) -> None:
+        if self._fd >= 0:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+        self._fd = -1
+
+    def _ensure_open(self) -> int:
+        pid = os.getpid()
+        if pid != self._pid:  # forked: a per-process path names another file now
+            self._pid = pid
+            path = self._path_for_pid(pid)
+            if path != self._path:
+                self._close_fd()
+                self._path = path
+        if self._fd >= 0 and self._regular and self._rotated():
+            self._close_fd()
+            self.reopened += 1
+        if self._fd < 0:
+            if self._open_error is not None and time.monotonic() - self._open_failed_at < REOPEN_INTERVAL_S:
+                raise self._open_error
+            try:
+                self._open()
+            except OSError as err:
+                self._open_error = err
+                self._open_failed_at = time.monotonic()
+                raise
+        return self._fd
+
+    def _rotated(self) -> bool:
+        """True when the path no longer names the file we hold open (deleted, renamed, replaced)."""
+        try:
+            st = os.stat(self._path)
+        except OSError:
+            return True
+        return (st.st_dev, st.st_ino) != self._identity
+
+    def _needs_newline(self, fd: int) -> bool:
+        """True when the file ends in a fragment: its last byte is not a newline."""
+        if not (self._regular and self._readable):
+            return False
+        try:
+            size = os.fstat(fd).st_size
+            return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+        except OSError:
+            return False
+
+    # -- the record API ---------------------------------------------------------
+    def append(self, record: bytes) -> None:
+        """Append ``record`` (one or more whole lines, ending in a newline) with one write.
+
+        Raises OSError when nothing usable was written, ``TornWriteError`` when
+        a prefix was written (then terminated as a fragment where possible).
+        """
+        if self.closed:
+            raise ValueError("append to a closed AppendStream")
+        fd = self._ensure_open()
+        prefix = b"\n" if self._needs_newline(fd) else b""
+        data = prefix + record
+        written = os.write(fd, data)
+        if written == len(data):
+            return
+        # A short write: the disk or a limit is full. The record's bytes that
+        # made it are a fragment; give it its newline (may fail too: the next
+        # append checks again) and let the caller retry the record whole,
+        # unless only the newline was missing.
+        body_written = max(0, written - len(prefix))
+        try:
+            os.write(fd, b"\n")
+        except OSError:
+            pass
+        if body_written >= len(record) - 1:
+            return
+        raise TornWriteError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes)", self._path, body_written)
+
+    # -- the text-stream API ----------------------------------------------------
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._buffer.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.closed or not self._buffer:
+            return
+        data = "".join(self._buffer).encode("utf-8")
+        self.append(data)  # raises on failure; the buffer is kept for a retry
+        self._buffer.clear()
+
+    def fileno(self) -> int:
+        return self._ensure_open()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            if self._fd >= 0 or self._buffer:
+                self.flush()
+        finally:
+            self._close_fd()
+            super().close()
+
+    def after_fork_in_child(self) -> None:
+        """Drop text buffered by the parent (the parent writes it)."""
+        self._buffer = []

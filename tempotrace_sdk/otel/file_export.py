@@ -1,0 +1,191 @@
+"""``JsonLinesSpanExporter``: OTLP JSON lines in an ``AppendStream``, with every loss counted.
+
+Each export batch becomes one line, encoded by OpenTelemetry's own OTLP JSON
+encoder (``opentelemetry-exporter-otlp-json-common``, what
+``opentelemetry-exporter-otlp-json-file`` writes), appended with one write.
+Unlike that exporter (spec/reliability.md §Export file):
+
+- a failed write keeps the line and retries it whole before the next one
+  (up to ``MAX_PENDING_BYTES``; older lines beyond that are dropped and
+  counted), so a full disk that frees up loses nothing;
+- a failure is a rate-limited warning and a count, not a traceback per span;
+- an export file that cannot be opened (read-only path) is reported the same
+  way, and the application runs on; opening is retried;
+- when spans were dropped (here or in the batch queue sharing the ledger), a
+  drop record line says how many (``loss.drop_record_line``);
+- after fork the child starts with a fresh lock and no pending lines.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from collections.abc import Sequence
+
+from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from . import lifecycle
+from .appender import AppendStream
+from .lifecycle import FlushLock
+from .loss import LossLedger, drop_record_line
+
+__all__ = ["MAX_PENDING_BYTES", "JsonLinesSpanExporter", "encode_batch"]
+
+_log = logging.getLogger(__name__)
+
+#: Lines kept for a retry after failed writes: ~8,000 spans at ~1 KB each,
+#: a queue's worth; beyond it the oldest lines are dropped (and counted).
+MAX_PENDING_BYTES = 8 * 1024 * 1024
+#: How long shutdown waits for an export in progress on another thread.
+_SHUTDOWN_LOCK_TIMEOUT_S = 5.0
+
+
+def encode_batch(spans: Sequence[ReadableSpan]) -> bytes | None:
+    """One OTLP JSON line (ExportTraceServiceRequest) for ``spans``; None when there is nothing to write."""
+    request = encode_spans(spans)
+    if not request.resource_spans:
+        return None
+    return json.dumps(request.to_dict(), separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def _describe(err: OSError) -> str:
+    return f"[Errno {err.errno}] {err.strerror}" if err.strerror else f"{type(err).__name__}: {err}"
+
+
+class JsonLinesSpanExporter(SpanExporter):
+    """Writes batches as OTLP JSON lines into ``stream``; never raises into the export path."""
+
+    #: Tells TempoTraceBatchProcessor that FAILURE means "kept to retry", already accounted for.
+    counts_own_loss = True
+
+    def __init__(
+        self, stream: AppendStream, *, ledger: LossLedger | None = None, resource: Resource | None = None
+    ) -> None:
+        self.stream = stream
+        self.ledger = ledger or LossLedger(name=f"tempotrace export to {stream.path}")
+        #: The resource a drop record carries (configure() sets the provider's);
+        #: otherwise that of the first span exported.
+        self.resource = resource
+        self._lock = FlushLock()
+        self._pending: deque[tuple[bytes, int]] = deque()
+        self._pending_bytes = 0
+        self._shutdown = False
+        lifecycle.renew_after_fork(self)
+        error = stream.open_error
+        if error is not None:
+            self.ledger.failure(
+                "export_open_failed",
+                f"cannot open the export file {stream.path}: {_describe(error)}; the application runs on, "
+                "spans are kept briefly and then dropped (counted) until the file can be opened",
+            )
+
+    @property
+    def path(self) -> str:
+        return self.stream.path
+
+    def after_fork_in_child(self) -> None:
+        self._lock = FlushLock()
+        self._pending.clear()
+        self._pending_bytes = 0
+        self.ledger.after_fork_in_child()
+        self.stream.after_fork_in_child()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self._shutdown:
+            self.ledger.drop(len(spans), "after_shutdown", "spans exported after the exporter shut down")
+            return SpanExportResult.FAILURE
+        try:
+            line = encode_batch(spans)
+        except Exception as err:  # a value the encoder cannot represent: lose this batch, not the process
+            self.ledger.drop(len(spans), "encode_failed", f"cannot encode a batch: {type(err).__name__}: {err}")
+            return SpanExportResult.FAILURE
+        if line is None:
+            return SpanExportResult.SUCCESS
+        if self.resource is None:
+            self.resource = spans[0].resource
+        if not self._lock.acquire():  # re-entered from a signal handler mid-write on this thread
+            self.ledger.drop(len(spans), "write_failed", "export re-entered from a signal handler")
+            return SpanExportResult.FAILURE
+        try:
+            self._keep(line, len(spans))
+            ok = self._write_pending()
+            if ok:
+                self._write_drop_record(force=False)
+        finally:
+            self._lock.release()
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    def _keep(self, line: bytes, spans: int) -> None:
+        self._pending.append((line, spans))
+        self._pending_bytes += len(line)
+        while self._pending_bytes > MAX_PENDING_BYTES and len(self._pending) > 1:
+            old, count = self._pending.popleft()
+            self._pending_bytes -= len(old)
+            self.ledger.drop(count, "write_failed", f"{self.path}: writes keep failing; the oldest kept batch is lost")
+
+    def _write_pending(self) -> bool:
+        """Write the kept lines in order; False (and the rest kept) at the first failure."""
+        pending = self._pending
+        while pending:
+            line, _count = pending[0]
+            try:
+                self.stream.append(line)
+            except (OSError, ValueError) as err:
+                why = _describe(err) if isinstance(err, OSError) else str(err)
+                self.ledger.failure(
+                    "export_write_failed",
+                    f"cannot write to {self.path}: {why}; {sum(n for _, n in pending)} span(s) kept to retry",
+                )
+                return False
+            pending.popleft()
+            self._pending_bytes -= len(line)
+        return True
+
+    def _write_drop_record(self, *, force: bool) -> None:
+        count = self.ledger.record_due(force=force)
+        if count is None:
+            return
+        attributes = dict(self.resource.attributes) if self.resource is not None else {}
+        try:
+            self.stream.append(drop_record_line(attributes, count, self.ledger.writer_id))
+        except (OSError, ValueError):
+            return  # the failure that caused the drops is already counted; the next flush tries again
+        self.ledger.recorded(count)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Retry kept lines and write a due drop record; False when lines are still kept."""
+        if self._shutdown:
+            return not self._pending
+        if not self._lock.acquire(max(0.0, timeout_millis / 1000)):
+            return False
+        try:
+            ok = self._write_pending()
+            self._write_drop_record(force=True)
+            return ok
+        finally:
+            self._lock.release()
+
+    def shutdown(self, timeout_millis: float = 30_000, **_kwargs: object) -> None:
+        if self._shutdown:
+            return
+        acquired = self._lock.acquire(min(_SHUTDOWN_LOCK_TIMEOUT_S, timeout_millis / 1000))
+        try:
+            self._shutdown = True
+            self._write_pending()
+            lost = sum(n for _, n in self._pending)
+            self._pending.clear()
+            self._pending_bytes = 0
+            self.ledger.drop(lost, "write_failed", f"{self.path}: {lost} kept span(s) could not be written by shutdown")
+            self._write_drop_record(force=True)
+            try:
+                self.stream.close()
+            except (OSError, ValueError):
+                _log.debug("tempotrace: closing %s failed", self.path, exc_info=True)
+        finally:
+            if acquired:
+                self._lock.release()
+

@@ -1,0 +1,200 @@
+"""Export pipelines across a process's life: fork, SIGTERM, interpreter exit, multiprocessing exit.
+
+spec/reliability.md §Process lifecycle says what each guarantees:
+
+- fork: every registered object renews its locks, threads and buffers in
+  the child (``renew_after_fork``), so a lock held by another thread at the
+  moment of the fork cannot hang the child;
+- SIGTERM (how Kubernetes, torchrun and systemd stop a process): ended spans
+  are flushed first (bounded), then the user's own Python handler runs, or,
+  when there was none, the default action terminates the process as before;
+  a handler the user set to ignore SIGTERM or installed from C is left alone;
+- interpreter exit: ``atexit`` flushes (also when the provider was created
+  with ``shutdown_on_exit=False``);
+- ``multiprocessing`` workers started by fork end with ``os._exit`` (no
+  atexit): a finalizer registered in each such child flushes first.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import threading
+import time
+import weakref
+from types import FrameType
+from typing import Any, Protocol
+
+__all__ = [
+    "EXIT_FLUSH_TIMEOUT_S",
+    "FlushLock",
+    "flush_all",
+    "flush_on_exit",
+    "install_exit_flush",
+    "renew_after_fork",
+]
+
+_log = logging.getLogger(__name__)
+
+#: The longest a SIGTERM, exit or worker-exit flush may take in all: within
+#: Kubernetes' default 30 s grace period and torchrun's 30 s before SIGKILL.
+EXIT_FLUSH_TIMEOUT_S = 5.0
+#: multiprocessing runs finalizers with higher priority first; ours before the default 0.
+_MP_EXIT_PRIORITY = 100
+
+
+class _Renewable(Protocol):
+    def after_fork_in_child(self) -> None: ...
+
+
+class _Flushable(Protocol):
+    def force_flush(self, timeout_millis: int = ...) -> bool: ...
+
+
+class FlushLock:
+    """A lock that knows its owner, so a flush from a signal handler never waits on its own thread.
+
+    ``acquire`` returns False at once when the calling thread already holds
+    it (the signal arrived while this thread was exporting), and after
+    ``timeout`` seconds otherwise.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+
+    def acquire(self, timeout: float = -1) -> bool:
+        me = threading.get_ident()
+        if self._owner == me:
+            return False
+        if not self._lock.acquire(timeout=timeout if timeout >= 0 else -1):
+            return False
+        self._owner = me
+        return True
+
+    def release(self) -> None:
+        self._owner = None
+        self._lock.release()
+
+
+# -- fork --------------------------------------------------------------------------------------------------------
+_RENEW: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def renew_after_fork(obj: _Renewable) -> None:
+    """Call ``obj.after_fork_in_child()`` in every forked child while ``obj`` lives."""
+    _RENEW.add(obj)
+
+
+def _after_fork_in_child() -> None:
+    for obj in list(_RENEW):
+        try:
+            obj.after_fork_in_child()
+        except Exception:  # a child must come up even if one object cannot renew
+            _log.debug("tempotrace: renewing %r after fork failed", obj, exc_info=True)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# -- flushing at the end of a process ----------------------------------------------------------------------------
+_FLUSH: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def flush_on_exit(obj: _Flushable) -> None:
+    """Flush ``obj`` (a span processor or exporter) on SIGTERM and at (multiprocessing) exit."""
+    _FLUSH.add(obj)
+
+
+def flush_all(timeout_s: float = EXIT_FLUSH_TIMEOUT_S) -> bool:
+    """Flush every registered processor and exporter within ``timeout_s`` in all; never raises."""
+    deadline = time.monotonic() + timeout_s
+    ok = True
+    # Processors first: their force_flush hands queued spans to the exporter.
+    objs = sorted(list(_FLUSH), key=lambda o: not hasattr(o, "on_end"))
+    for obj in objs:
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms <= 0:
+            return False
+        try:
+            ok = bool(obj.force_flush(left_ms)) and ok
+        except Exception:
+            _log.debug("tempotrace: flushing %r failed", obj, exc_info=True)
+            ok = False
+    return ok
+
+
+def _flush_at_exit() -> None:
+    flush_all(EXIT_FLUSH_TIMEOUT_S)
+
+
+class _Anchor:
+    """Lives as long as the module: multiprocessing keys its after-fork callbacks by a live object."""
+
+
+_MP_ANCHOR = _Anchor()
+
+
+def _in_multiprocessing_child(_anchor: object) -> None:
+    # Runs in a multiprocessing child after fork, once multiprocessing has
+    # cleared the finalizers it inherited; the child will end in os._exit.
+    import multiprocessing.util as mp_util
+
+    mp_util.Finalize(None, _flush_at_exit, exitpriority=_MP_EXIT_PRIORITY)
+
+
+def _on_sigterm_then(previous: Any) -> Any:
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        flush_all(EXIT_FLUSH_TIMEOUT_S)
+        if previous is not None:
+            previous(signum, frame)
+            return
+        # There was no handler: terminate exactly as the default action would
+        # (exit status "killed by SIGTERM", what supervisors expect).
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)
+
+    on_sigterm.tempotrace_flush = True  # type: ignore[attr-defined]
+    return on_sigterm
+
+
+_installed = False
+_install_lock = threading.Lock()
+
+
+def install_exit_flush() -> str:
+    """Install the atexit, multiprocessing and SIGTERM flushes (once); returns what was done with SIGTERM.
+
+    SIGTERM: ``"installed"`` (there was no handler), ``"chained"`` (ours runs,
+    then the user's Python handler), ``"kept"`` (ignored, or a handler set
+    from C: not ours to wrap), ``"already"``, or ``"not main thread"``
+    (Python handlers can only be set there; atexit still flushes).
+    """
+    global _installed
+    with _install_lock:
+        if not _installed:
+            _installed = True
+            atexit.register(_flush_at_exit)
+            try:
+                import multiprocessing.util as mp_util
+
+                mp_util.register_after_fork(_MP_ANCHOR, _in_multiprocessing_child)
+            except ImportError:  # a build without multiprocessing
+                pass
+    return _install_sigterm()
+
+
+def _install_sigterm() -> str:
+    if threading.current_thread() is not threading.main_thread():
+        return "not main thread"
+    current = signal.getsignal(signal.SIGTERM)
+    if getattr(current, "tempotrace_flush", False):
+        return "already"
+    if current is None or current == signal.SIG_IGN:
+        return "kept"
+    previous = None if current == signal.SIG_DFL else current
+    signal.signal(signal.SIGTERM, _on_sigterm_then(previous))
+    return "installed" if previous is None else "chained"
