@@ -4,11 +4,11 @@ The SDK's BatchSpanProcessor drops spans when its queue is full, with one
 rate-limited log line and no count a user can read. Here (spec/reliability.md
 §Batching):
 
-- a full queue first makes the ending thread wait for the exporter to take a
-  batch (back-pressure, at most ``block_millis``); only an exporter that makes
-  no progress for that long causes drops, and then without further waiting
-  until it takes a batch again (so a stalled collector costs one wait, not
-  one per span);
+- a full queue makes the ending thread wait while the exporter makes
+  progress (back-pressure: the application runs at the exporter's pace);
+  only an exporter that finishes no batch for ``block_millis`` causes drops,
+  and then without further waiting until it finishes one again (so a
+  stalled collector costs one wait, not one per span);
 - every dropped span is counted in the pipeline's ``LossLedger``
   (``errors()``, a rate-limited warning, the drop record in the file);
 - after fork the child gets fresh locks, an empty queue (the parent exports
@@ -59,9 +59,10 @@ DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
 #: A span waits at most this long in the queue when traffic is light (the
 #: SDK waits 5 s): a SIGKILLed or OOM-killed process loses at most ~1 s.
 DEFAULT_SCHEDULE_DELAY_MS = 1000
-#: How long an ending thread waits for room in a full queue before the span is
-#: dropped (and counted): many times the ~60 ms one 512-span batch takes to
-#: encode and write even on a loaded machine, short next to a stalled collector.
+#: How long the exporter may go without finishing a batch while an ending
+#: thread waits for room before spans are dropped (and counted): many times
+#: the ~60 ms one 512-span batch takes to encode and write, short next to a
+#: collector's 10 s export timeout.
 DEFAULT_BLOCK_MS = 2000
 BLOCK_ENV = "TEMPOTRACE_EXPORT_BLOCK_MS"
 #: How long shutdown waits for the worker and the last export.
@@ -138,6 +139,7 @@ class TempoTraceBatchProcessor(SpanProcessor):
         self._wake = threading.Event()
         self._room = threading.Condition(threading.Lock())
         self._waiters = 0
+        self._progress_at = time.monotonic()  # when the exporter last finished a batch
         self._shedding = False
         self._worker: threading.Thread | None = None
         self._worker_ident: int | None = None
@@ -187,12 +189,14 @@ class TempoTraceBatchProcessor(SpanProcessor):
         if self._shedding or self.block_s <= 0 or threading.get_ident() == self._worker_ident:
             return False
         self._wake.set()
-        deadline = time.monotonic() + self.block_s
+        started = time.monotonic()
         with self._room:
             self._waiters += 1
             try:
                 while len(self._queue) >= self.max_queue_size:
-                    left = deadline - time.monotonic()
+                    # Waiting is fine while batches keep finishing; an exporter
+                    # that finished none for block_s is stalled.
+                    left = max(started, self._progress_at) + self.block_s - time.monotonic()
                     if left <= 0 or self._shutdown:
                         self._shedding = True
                         return False
@@ -233,9 +237,6 @@ class TempoTraceBatchProcessor(SpanProcessor):
                 batch.append(queue.popleft())
             except IndexError:  # cleared by shutdown meanwhile
                 break
-        if self._waiters:
-            with self._room:
-                self._room.notify_all()
         return batch
 
     def _export(self, batch: Sequence[ReadableSpan]) -> None:
@@ -252,7 +253,14 @@ class TempoTraceBatchProcessor(SpanProcessor):
             )
         finally:
             detach(token)
-        self._shedding = False  # the exporter made progress: wait for room again next time
+        # Progress: waiting threads may go on. They are woken only now, not when
+        # the batch left the queue, so that they do not compete for the GIL
+        # with the encoding of the batch that makes their room.
+        self._progress_at = time.monotonic()
+        self._shedding = False
+        if self._waiters:
+            with self._room:
+                self._room.notify_all()
 
     # -- flush and shutdown ---------------------------------------------------------------------------------------
     def force_flush(self, timeout_millis: int = 30_000) -> bool:

@@ -24,6 +24,7 @@ import signal
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from types import FrameType
 from typing import Any, Protocol
 
@@ -58,12 +59,14 @@ class FlushLock:
 
     ``acquire`` returns False at once when the calling thread already holds
     it (the signal arrived while this thread was exporting), and after
-    ``timeout`` seconds otherwise.
+    ``timeout`` seconds otherwise. A SIGTERM that interrupts a thread holding
+    one is acted upon when that thread releases its last one (``_deferred``).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._owner: int | None = None
+        _LOCKS.add(self)
 
     def acquire(self, timeout: float = -1) -> bool:
         me = threading.get_ident()
@@ -77,6 +80,27 @@ class FlushLock:
     def release(self) -> None:
         self._owner = None
         self._lock.release()
+        if _deferred:
+            _run_deferred()
+
+
+_LOCKS: weakref.WeakSet[FlushLock] = weakref.WeakSet()
+#: (thread id, action): signal work waiting for that thread to leave an export.
+_deferred: list[tuple[int, Callable[[], None]]] = []
+
+
+def _holds_flush_lock(thread_id: int) -> bool:
+    return any(lock._owner == thread_id for lock in list(_LOCKS))
+
+
+def _run_deferred() -> None:
+    me = threading.get_ident()
+    if _holds_flush_lock(me):
+        return
+    for entry in list(_deferred):
+        if entry[0] == me:
+            _deferred.remove(entry)
+            entry[1]()
 
 
 # -- fork --------------------------------------------------------------------------------------------------------
@@ -89,6 +113,7 @@ def renew_after_fork(obj: _Renewable) -> None:
 
 
 def _after_fork_in_child() -> None:
+    _deferred.clear()  # the parent's pending signal work is not the child's
     for obj in list(_RENEW):
         try:
             obj.after_fork_in_child()
@@ -147,8 +172,30 @@ def _in_multiprocessing_child(_anchor: object) -> None:
 
 
 def _on_sigterm_then(previous: Any) -> Any:
+    flushing = False
+
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        flush_all(EXIT_FLUSH_TIMEOUT_S)
+        if flushing:
+            # Another SIGTERM while the first one's flush runs (Pool.terminate
+            # may send several): the first one finishes, then terminates.
+            return
+        me = threading.get_ident()
+        if _holds_flush_lock(me):
+            # The signal interrupted this thread inside an export or a flush
+            # (a worker's exit finalizer, handle.shutdown()): flushing now
+            # would find our own locks taken, and terminating would lose that
+            # export. Act when it releases them.
+            _deferred.append((me, lambda: flush_then_terminate(signum, frame)))
+            return
+        flush_then_terminate(signum, frame)
+
+    def flush_then_terminate(signum: int, frame: FrameType | None) -> None:
+        nonlocal flushing
+        flushing = True
+        try:
+            flush_all(EXIT_FLUSH_TIMEOUT_S)
+        finally:
+            flushing = False
         if previous is not None:
             previous(signum, frame)
             return
