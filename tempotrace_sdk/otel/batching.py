@@ -113,9 +113,7 @@ class TempoTraceBatchProcessor(SpanProcessor):
         #: "kept to retry"; any other exporter's FAILURE means the batch is gone.
         self._exporter_counts_loss = getattr(exporter, "counts_own_loss", False) is True
         self.max_queue_size = max_queue_size or _env_int("OTEL_BSP_MAX_QUEUE_SIZE", DEFAULT_MAX_QUEUE_SIZE, 1)
-        batch = max_export_batch_size or _env_int(
-            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", DEFAULT_MAX_EXPORT_BATCH_SIZE, 1
-        )
+        batch = max_export_batch_size or _env_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", DEFAULT_MAX_EXPORT_BATCH_SIZE, 1)
         self.max_export_batch_size = min(batch, self.max_queue_size)
         delay_ms = (
             schedule_delay_millis

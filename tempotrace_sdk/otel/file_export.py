@@ -188,4 +188,3 @@ class JsonLinesSpanExporter(SpanExporter):
         finally:
             if acquired:
                 self._lock.release()
-
