@@ -29,6 +29,7 @@ __all__ = [
     "EXPORT_PATH_ENV",
     "AppendStream",
     "JsonLinesSpanExporter",
+    "SyncSpanProcessor",
     "export_processor",
     "file_exporter",
     "select_exporter",
@@ -61,14 +62,26 @@ def file_exporter(
     return JsonLinesSpanExporter(stream), stream.path
 
 
+class SyncSpanProcessor(SimpleSpanProcessor):
+    """Exports each span as it ends (TEMPOTRACE_EXPORT_SYNC=1).
+
+    Unlike the SDK's, ``force_flush`` asks the exporter too: it may hold lines
+    whose write failed, and then the flush has not finished.
+    """
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        try:
+            return bool(self.span_exporter.force_flush(timeout_millis))
+        except Exception:
+            return False
+
+
 def export_processor(exporter: SpanExporter, *, batch: bool, resource: Resource | None = None) -> SpanProcessor:
     """The processor that feeds ``exporter`` (batched, or each span as it ends), flushed on SIGTERM and exit."""
     if isinstance(exporter, JsonLinesSpanExporter) and resource is not None:
         exporter.resource = resource
-    processor: SpanProcessor = TempoTraceBatchProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
+    processor: SpanProcessor = TempoTraceBatchProcessor(exporter) if batch else SyncSpanProcessor(exporter)
     lifecycle.flush_on_exit(processor)
-    if isinstance(exporter, JsonLinesSpanExporter):
-        lifecycle.flush_on_exit(exporter)  # lines kept after a failed write, in the unbatched mode too
     return processor
 
 
