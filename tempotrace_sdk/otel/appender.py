@@ -86,7 +86,10 @@ class AppendStream(io.TextIOBase):
     # -- opening --------------------------------------------------------------
     def _open(self) -> None:
         path = self._path
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            pass  # a file where a directory should be: os.open says so (ENOTDIR)
         flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
         try:  # read access lets us check the file's last byte before appending
             fd = os.open(path, flags | os.O_RDWR, 0o644)

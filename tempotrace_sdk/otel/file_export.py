@@ -66,7 +66,7 @@ class JsonLinesSpanExporter(SpanExporter):
         self, stream: AppendStream, *, ledger: LossLedger | None = None, resource: Resource | None = None
     ) -> None:
         self.stream = stream
-        self.ledger = ledger or LossLedger(name=f"tempotrace export to {stream.path}")
+        self.ledger = ledger or LossLedger()
         #: The resource a drop record carries (configure() sets the provider's);
         #: otherwise that of the first span exported.
         self.resource = resource
@@ -119,13 +119,21 @@ class JsonLinesSpanExporter(SpanExporter):
             self._lock.release()
         return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
+    def _unavailable(self) -> bool:
+        """True while the file cannot even be opened (the loss reason is then ``unavailable``)."""
+        return self.stream.open_error is not None
+
+    def _loss_reason(self) -> str:
+        return "unavailable" if self._unavailable() else "write_failed"
+
     def _keep(self, line: bytes, spans: int) -> None:
         self._pending.append((line, spans))
         self._pending_bytes += len(line)
         while self._pending_bytes > MAX_PENDING_BYTES and len(self._pending) > 1:
             old, count = self._pending.popleft()
             self._pending_bytes -= len(old)
-            self.ledger.drop(count, "write_failed", f"{self.path}: writes keep failing; the oldest kept batch is lost")
+            why = f"{self.path}: writes keep failing; the oldest kept batch is lost"
+            self.ledger.drop(count, self._loss_reason(), why)
 
     def _write_pending(self) -> bool:
         """Write the kept lines in order; False (and the rest kept) at the first failure."""
@@ -136,9 +144,10 @@ class JsonLinesSpanExporter(SpanExporter):
                 self.stream.append(line)
             except (OSError, ValueError) as err:
                 why = _describe(err) if isinstance(err, OSError) else str(err)
+                verb = "open" if self._unavailable() else "write to"
                 self.ledger.failure(
-                    "export_write_failed",
-                    f"cannot write to {self.path}: {why}; {sum(n for _, n in pending)} span(s) kept to retry",
+                    f"export_{verb.split()[0]}_failed",
+                    f"cannot {verb} {self.path}: {why}; {sum(n for _, n in pending)} span(s) kept to retry",
                 )
                 return False
             pending.popleft()
@@ -179,7 +188,9 @@ class JsonLinesSpanExporter(SpanExporter):
             lost = sum(n for _, n in self._pending)
             self._pending.clear()
             self._pending_bytes = 0
-            self.ledger.drop(lost, "write_failed", f"{self.path}: {lost} kept span(s) could not be written by shutdown")
+            self.ledger.drop(
+                lost, self._loss_reason(), f"{self.path}: {lost} kept span(s) could not be written by shutdown"
+            )
             self._write_drop_record(force=True)
             try:
                 self.stream.close()

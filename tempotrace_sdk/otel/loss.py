@@ -112,13 +112,12 @@ class LossLedger:
             dropped, reasons = self.dropped, dict(self.by_reason)
             failures = dict(self._failures)
         _log.warning(
-            "%s: %s; %d span(s) dropped so far %s, failures %s (counted in errors(); "
-            "this warning repeats at most every %g s)",
+            "%s: %s; %d span(s) dropped so far%s%s (counted in errors(); this warning repeats at most every %g s)",
             self.name,
             detail,
             dropped,
-            reasons or "{}",
-            failures or "{}",
+            f" {reasons}" if reasons else "",
+            f", failures {failures}" if failures else "",
             WARN_INTERVAL_S,
         )
 

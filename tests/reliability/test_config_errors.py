@@ -1,0 +1,114 @@
+"""An export path that cannot be used is reported, and the application runs on (issue 13 item 4).
+
+Decision (spec/reliability.md §Configuration errors): mistakes in the
+configuration itself (a bad tenant, clock, policy or exporter name) still
+raise from ``configure()``; an export destination the process cannot use (a
+read-only or full file system, a missing permission, a path through a file)
+is the environment's fault: one warning, ``errors()["export_open_failed"]``,
+spans kept briefly and then counted as dropped, opening retried, and the
+application's own work is never interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _rel_helpers import FileContents, as_json, describe, run_python
+
+APP = r"""
+import json, os, sys, time
+from tempotrace_sdk.otel import configure, span
+
+handle = configure(service_name="app")
+for i in range(10):
+    with span(f"early-{i}"):
+        pass
+first = handle.force_flush(2000)
+if sys.argv[1] == "heal":  # the operator fixes the path; opening is retried at most every second
+    os.unlink(sys.argv[2])
+    time.sleep(1.2)
+for i in range(10):
+    with span(f"late-{i}"):
+        pass
+second = handle.force_flush(2000)
+handle.shutdown()
+print("app finished its work")
+print(json.dumps({"flushed": [first, second], "errors": handle.errors()}))
+"""
+
+
+def _run_app(path: Path, mode: str = "stay", blocker: Path | None = None) -> tuple[dict[str, object], str]:
+    result = run_python(APP, mode, str(blocker or ""), TEMPOTRACE_EXPORT_PATH=str(path))
+    assert result.returncode == 0, describe(result)
+    assert "app finished its work" in result.stdout
+    assert "Traceback" not in result.stderr
+    return as_json(result), result.stderr
+
+
+def _assert_reported_once(report: dict[str, object], stderr: str, path: Path, reason: str) -> None:
+    errors = report["errors"]
+    assert isinstance(errors, dict)
+    assert errors["export_open_failed"] >= 1
+    assert errors["export_dropped"] == errors["export_dropped_unavailable"] == 20
+    warnings = [line for line in stderr.splitlines() if "tempotrace export" in line]
+    assert len(warnings) == 1, stderr
+    assert str(path) in warnings[0] and reason in warnings[0]
+    assert report["flushed"] == [False, False]
+
+
+def test_a_path_through_a_regular_file_is_a_warning_and_the_application_runs_on(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    path = blocker / "spans.jsonl"
+    report, stderr = _run_app(path)
+    _assert_reported_once(report, stderr, path, "Not a directory")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores permission bits")
+def test_an_unwritable_directory_is_a_warning_and_the_application_runs_on(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    path = locked / "spans.jsonl"
+    report, stderr = _run_app(path)
+    _assert_reported_once(report, stderr, path, "Permission denied")
+
+
+@contextlib.contextmanager
+def _read_only_mount(where: Path) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a read-only tmpfs needs root")
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(where)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_a_read_only_file_system_is_a_warning_and_the_application_runs_on(tmp_path: Path) -> None:
+    """The issue's case: configure() raised OSError at start-up and the program died."""
+    with _read_only_mount(tmp_path / "ro") as ro:
+        path = ro / "spans.jsonl"
+        report, stderr = _run_app(path)
+        _assert_reported_once(report, stderr, path, "Read-only file system")
+
+
+def test_a_path_fixed_while_running_gets_every_kept_span(tmp_path: Path) -> None:
+    """Kept spans are written once the path can be opened: nothing was lost, only delayed."""
+    blocker = tmp_path / "dir"
+    blocker.write_text("")  # a file where the export directory should be
+    path = blocker / "spans.jsonl"
+    report, _ = _run_app(path, "heal", blocker)
+    errors = report["errors"]
+    assert isinstance(errors, dict)
+    assert errors["export_open_failed"] >= 1 and "export_dropped" not in errors
+    assert report["flushed"] == [False, True]
+    expected = [f"early-{i}" for i in range(10)] + [f"late-{i}" for i in range(10)]
+    assert sorted(FileContents(path).names) == sorted(expected)
