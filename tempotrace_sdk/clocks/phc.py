@@ -100,6 +100,13 @@ def resolve(target: str) -> str:
     return f"/dev/ptp{index[0]}"
 
 
+def interface_phc(iface: str) -> str:
+    """The /dev/ptpN of network interface ``iface``; never a path (ptp4l names interfaces, not devices)."""
+    if iface.startswith("/"):
+        raise ClockError(errno.EINVAL, f"{iface!r} is a path, not a network interface name", iface)
+    return resolve(iface)
+
+
 class PhcDevice:
     """An open PHC: capabilities, a probed-once read method, N-sample reads."""
 
@@ -161,7 +168,7 @@ class PhcClock:
         # expect_phc: answers count only from a ptp4l that hardware-timestamps
         # on an interface whose PHC is this device (spec/clocks.md §PHC).
         self.monitor = Ptp4lHealth(self.uds_path, reference_ns=lambda: self.device.read().phc_ns,
-                                   expect_phc=self.device.path, iface_phc=resolve)  # fmt: skip
+                                   expect_phc=self.device.path, iface_phc=interface_phc)  # fmt: skip
         self.read_failures = 0
         self.last_read_error = ""
         self._cpu = CpuClock(background=False)

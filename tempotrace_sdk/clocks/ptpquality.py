@@ -2,8 +2,11 @@
 
 Rules and constants are in spec/clocks.md §PTP quality, with their sources.
 Summary:
-- measured error = |master_offset| + mean_path_delay / 2 (path asymmetry
+- measured error = |master_offset| + |mean_path_delay| / 2 (path asymmetry
   can hide up to half the delay, the ClockBound "root delay / 2" term);
+- UNKNOWN (implausible): an answer from a port hearing a master that breaks
+  a sanity rule of ``ptpsanity`` (negative or huge path delay, offsets that
+  disagree, ...), with that rule as the reason;
 - OK: port SLAVE, grandmaster present, |offset| <= OFFSET_OK_LIMIT_NS, sync
   data fresher than the stale limit; bound = measured + LOCKED_DRIFT × age;
 - DEGRADED (measuring): grandmaster present and fresh sync data, but the
@@ -28,6 +31,7 @@ from typing import Any
 from ..errors import ClockError
 from ..wire._layout import ClockQuality
 from .ptp4l import DEFAULT_UDS, PortProperties, Ptp4lStatus, query
+from .ptpsanity import implausible, interface_name_problem
 
 __all__ = [
     "FUTURE_TOLERANCE_S",
@@ -180,7 +184,7 @@ def evaluate(
     if ts.ingress_time_ns > 0 and reference_now_ns is not None:
         age_s = (reference_now_ns - ts.ingress_time_ns) / 1e9
     offset = abs(ts.master_offset_ns)
-    measured = offset + max(0.0, cur.mean_path_delay_ns) / 2
+    measured = offset + abs(cur.mean_path_delay_ns) / 2
     ev = {
         "port_state": state,
         "gm_present": ts.gm_present,
@@ -191,6 +195,10 @@ def evaluate(
         "stale_after_s": stale_s,
         "gm_clock_class": status.parent.gm_clock_class,
     }
+    if ts.gm_present and state in ("SLAVE", "UNCALIBRATED"):
+        problem = implausible(status)
+        if problem is not None:
+            return _unknown(f"implausible ptp4l answer: {problem}", ev)
     if age_s < -limits.future_tolerance_s:
         # The last Sync "arrived" in the future of the clock we read: ptp4l
         # timestamps on another timescale than the one we compare with, so
@@ -236,6 +244,9 @@ def discipline_problem(props: PortProperties | None, expect_phc: str, iface_phc:
     """
     if props is None:
         return "cannot confirm ptp4l disciplines this PHC (no PORT_PROPERTIES_NP answer)"
+    bad_name = interface_name_problem(props.interface)
+    if bad_name is not None:
+        return bad_name
     if not props.hardware:
         return (f"ptp4l port {props.interface or '?'} uses {props.timestamping} timestamping: "
                 f"it disciplines the system clock, not {expect_phc}")  # fmt: skip
