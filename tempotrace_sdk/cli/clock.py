@@ -122,6 +122,12 @@ def _chrony_block(describe: dict[str, Any]) -> list[str]:
     return chronyc_tracking_lines(chrony)
 
 
+def _shown(spec: str | None, limit: int = 80) -> str:
+    """The spec for a message, cut when hostile input made it long."""
+    text = spec or "auto"
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}...({len(text)} characters)"
+
+
 def _select(spec: str | None) -> ClockSource:
     return select_clock(spec) if spec else select_clock()
 
@@ -133,9 +139,10 @@ def run_clock(args: argparse.Namespace) -> int:
     try:
         clock = _select(spec)
     except ClockError as err:
-        return fail("clock", f"cannot use clock source {spec or 'auto'!r}: {err.strerror or err}", EXIT_USAGE)
+        why = err.strerror or str(err)
+        return fail("clock", f"cannot use clock source {_shown(spec)}: {why[:300]}", EXIT_USAGE)
     except ValueError as err:
-        return fail("clock", f"unknown clock source {spec!r}: {err}", EXIT_USAGE)
+        return fail("clock", f"unknown clock source {_shown(spec)}: {str(err)[:300]}", EXIT_USAGE)
     if args.require is not None:
         return _gate(args, clock)
     try:

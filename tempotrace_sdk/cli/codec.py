@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import re
 import sys
@@ -11,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .._bounded import InputRefused, read_regular_file
 from ..clocks.leapseconds import tai_to_utc_ns, utc_to_tai_ns
 from ..errors import HeaderError
 from ..wire import HEADER_LEN, TEXT_LEN, TRACESTATE_KEY, ClockQuality, Sketch, TsSource, TTExt
@@ -21,6 +23,11 @@ __all__ = ["add_decode_command", "add_encode_command", "read_header", "render_he
 _HEX = re.compile(r"[0-9a-fA-F]+")
 # Characters that never occur in the text or hex forms: a value holding one is a path.
 _PATH_HINTS = ("/", ".", "~", "\\")
+#: The most VALUE, a file or stdin may hold: the largest header line common
+#: HTTP servers accept (nginx and Apache default to 8 KiB), far above any form
+#: of a header (71 text characters, 106 hex digits, 53 bytes) or a tracestate
+#: (512 characters, W3C Trace Context §3.3.1.5).
+MAX_INPUT_BYTES = 8 * 1024
 
 DECODE_EPILOG = f"""VALUE is detected:
   -                 read stdin (53 raw bytes, or text/hex)
@@ -47,7 +54,36 @@ ENCODE_EPILOG = f"""examples:
 
 
 class InputError(Exception):
-    """The VALUE could not be read (missing file, not ASCII): not a header rule."""
+    """The VALUE could not be read (missing file, not ASCII, too large): not a header rule.
+
+    ``exit_code`` is 2 for bad input and 3 when reading failed (an I/O error).
+    """
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _names_a_file(value: str) -> bool:
+    """True when ``value`` looks like a path or names an existing file (never raises)."""
+    if any(hint in value for hint in _PATH_HINTS):
+        return True
+    try:
+        return Path(value).is_file()
+    except (OSError, ValueError):  # too long for a file name, a NUL byte: a value, not a path
+        return False
+
+
+def _read_file(value: str) -> bytes:
+    try:
+        return read_regular_file(Path(value).expanduser(), MAX_INPUT_BYTES)
+    except FileNotFoundError:
+        raise InputError(f"no such file: {value}") from None
+    except InputRefused as err:
+        raise InputError(f"{value}: {err.rule} (a header file is 53 bytes, or a line of text)") from None
+    except OSError as err:
+        usage = err.errno in (errno.EACCES, errno.EPERM, errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP)
+        raise InputError(f"cannot read {value}: {err.strerror or err}", EXIT_USAGE if usage else EXIT_RUNTIME) from None
 
 
 def _detect_string(text: str) -> tuple[str, bytes | str]:
@@ -80,16 +116,17 @@ def read_header(value: str, stdin: Any = None) -> tuple[str, TTExt]:
     raw: bytes | None = None
     if value == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        raw = stream.read()
-        origin = "stdin"
-    elif any(hint in value for hint in _PATH_HINTS) or Path(value).is_file():
-        path = Path(value).expanduser()
         try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise InputError(f"no such file: {value}") from None
+            raw = stream.read(MAX_INPUT_BYTES + 1)
         except OSError as err:
-            raise InputError(f"cannot read {value}: {err.strerror or err}") from None
+            raise InputError(f"cannot read stdin: {err.strerror or err}", EXIT_RUNTIME) from None
+        if len(raw) > MAX_INPUT_BYTES:
+            raise InputError(f"stdin holds more than {MAX_INPUT_BYTES} bytes; a header is at most that")
+        origin = "stdin"
+    elif len(value) > MAX_INPUT_BYTES:
+        raise InputError(f"VALUE is {len(value)} characters; a header is at most {MAX_INPUT_BYTES}")
+    elif _names_a_file(value):
+        raw = _read_file(value)
         origin = "file"
     if raw is not None:
         if len(raw) == HEADER_LEN:
@@ -173,7 +210,7 @@ def run_decode(args: argparse.Namespace) -> int:
     try:
         form, header = read_header(args.value)
     except InputError as err:
-        return fail("decode", str(err), EXIT_USAGE)
+        return fail("decode", str(err), err.exit_code)
     except HeaderError as err:
         msg = f"invalid header: field {err.field}: {err.rule} (error class {err.error_class})"
         return fail("decode", msg, EXIT_USAGE)

@@ -10,14 +10,24 @@ from __future__ import annotations
 
 import bisect
 import functools
+import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from .._bounded import read_regular_file
 
 __all__ = ["SYSTEM_LEAP_FILES", "LeapTable", "leap_table", "tai_to_utc_ns", "utc_to_tai_ns"]
 
 #: Seconds between the NTP epoch (1900-01-01) and the Unix epoch (1970-01-01).
 NTP_TO_UNIX_S = 2_208_988_800
+
+_log = logging.getLogger(__name__)
+
+LEAP_FILE_ENV = "TEMPOTRACE_LEAP_SECONDS_FILE"
+#: The IERS list is ~10 KB (one line per leap second plus comments); a file
+#: much larger is not one, and /dev/zero must not be read until memory runs out.
+MAX_LEAP_FILE_BYTES = 1 << 20
 
 #: Where Debian's tzdata and others put the IERS list.
 SYSTEM_LEAP_FILES = ("/usr/share/zoneinfo/leap-seconds.list", "/etc/leap-seconds.list")
@@ -108,13 +118,20 @@ def parse_leap_seconds_list(text: str, origin: str) -> LeapTable:
 
 @functools.lru_cache(maxsize=1)
 def leap_table() -> LeapTable:
-    """The system table when readable and parseable, else the built-in one."""
-    override = os.environ.get("TEMPOTRACE_LEAP_SECONDS_FILE")
+    """The system table when readable and parseable, else the built-in one.
+
+    Files are read bounded (a regular file of at most ``MAX_LEAP_FILE_BYTES``;
+    a FIFO or device is refused without waiting). A file named by
+    TEMPOTRACE_LEAP_SECONDS_FILE that cannot be used is a warning naming it.
+    """
+    override = os.environ.get(LEAP_FILE_ENV)
     for path in (override,) if override else SYSTEM_LEAP_FILES:
         try:
-            with open(path, encoding="ascii") as handle:
-                return parse_leap_seconds_list(handle.read(), path)
-        except (OSError, ValueError, UnicodeDecodeError):
+            return parse_leap_seconds_list(read_regular_file(path, MAX_LEAP_FILE_BYTES).decode("ascii"), path)
+        except (OSError, ValueError) as err:  # UnicodeDecodeError is a ValueError
+            if override:
+                why = getattr(err, "rule", None) or (err.strerror if isinstance(err, OSError) else None) or err
+                _log.warning("%s=%s cannot be used (%s); using the built-in table", LEAP_FILE_ENV, path, why)
             continue
     return LeapTable.from_entries(_BUILTIN, "built-in", BUILTIN_VALID_UNTIL_UNIX_S)
 

@@ -35,6 +35,7 @@ name (label, letters/digits/-/_), profile. Durations take ns, us, µs, ms or s
 from __future__ import annotations
 
 import errno
+import math
 import random
 import re
 import time
@@ -130,15 +131,33 @@ _KEYS = "offset, noise, bound, drift, source, quality, seed, name, profile"
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 
 
+def _shown(text: str, limit: int = 60) -> str:
+    """``text`` for an error message: a hostile 5,000-digit value is cut, with its length said."""
+    return text if len(text) <= limit else f"{text[:limit]}...({len(text)} characters)"
+
+
 def _bad_spec(spec: str, why: str) -> ClockError:
-    return ClockError(errno.EINVAL, f"clock spec 'sim:{spec}': {why}")
+    return ClockError(errno.EINVAL, f"clock spec 'sim:{_shown(spec)}': {why}")
+
+
+#: Largest |offset|, noise σ and bound: a simulated clock days off is already
+#: absurd, and this keeps true time + error far inside the wire's ptp_ns range.
+MAX_DURATION_NS = 1e15
+#: Largest |drift|: 1e9 ppb is a clock running at twice (or zero) speed.
+MAX_DRIFT_PPB = 1e9
+
+
+def _finite(spec: str, key: str, text: str, value: float, limit: float, unit: str) -> float:
+    if not math.isfinite(value) or abs(value) > limit:
+        raise _bad_spec(spec, f"{key}={_shown(text)!r} is outside ±{limit:g} {unit}")
+    return value
 
 
 def _duration(spec: str, key: str, text: str) -> float:
     match = _DURATION.fullmatch(text.strip())
     if match is None:
         raise _bad_spec(spec, f"{key}={text!r} is not a duration (e.g. 40ns, 650us, 3ms)")
-    return float(match.group(1)) * _UNITS[match.group(2) or "ns"]
+    return _finite(spec, key, text, float(match.group(1)) * _UNITS[match.group(2) or "ns"], MAX_DURATION_NS, "ns")
 
 
 def _enum_value(spec: str, key: str, text: str, enum_type: type[TsSource] | type[ClockQuality]) -> Any:
@@ -177,9 +196,10 @@ def _parse(spec: str) -> SimProfile:
             profile = replace(profile, bound_ns=abs(_duration(spec, key, value)))
         elif key == "drift":
             try:
-                profile = replace(profile, drift_ppb=float(value.removesuffix("ppb")))
+                drift = float(value.removesuffix("ppb"))
             except ValueError:
                 raise _bad_spec(spec, f"drift={value!r} is not a number of ppb") from None
+            profile = replace(profile, drift_ppb=_finite(spec, key, value, drift, MAX_DRIFT_PPB, "ppb"))
         elif key == "source":
             profile = replace(profile, source=_enum_value(spec, key, value, TsSource))
         elif key == "quality":
@@ -188,7 +208,7 @@ def _parse(spec: str) -> SimProfile:
             try:
                 profile = replace(profile, seed=int(value))
             except ValueError:
-                raise _bad_spec(spec, f"seed={value!r} is not an integer") from None
+                raise _bad_spec(spec, f"seed={_shown(value)!r} is not an integer") from None
         elif key == "name":
             if _NAME.fullmatch(value) is None:
                 raise _bad_spec(spec, f"name={value!r}: 1-40 letters, digits, '-' or '_'")

@@ -22,9 +22,9 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from .._bounded import InputRefused, read_regular_file
 from ..clocks.base import Timestamp
 from ..errors import PolicyError
 from ..wire._layout import TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
@@ -35,6 +35,11 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = ["ON_VIOLATION", "Contract", "Policy", "load_policy"]
+
+#: The largest policy file read: 16 tenant tables of a few lines each are
+#: ~2 KB; 1 MiB leaves room for comments and keeps a wrong path (a log file,
+#: /dev/zero) from costing seconds and hundreds of MB (spec/policy.md §2).
+MAX_POLICY_BYTES = 1 << 20
 
 #: What a contract may ask for when a span breaks it.
 ON_VIOLATION = ("flag", "suspend_alerting", "degrade")
@@ -96,16 +101,25 @@ class Policy:
     @classmethod
     def loads(cls, text: str, origin: str = "<policy>") -> Policy:
         """Parse TOML text; PolicyError names the line and the field on any mistake."""
+        if len(text) > MAX_POLICY_BYTES:
+            raise _error(origin, None, "<file>", f"{len(text)} characters, over the limit of {MAX_POLICY_BYTES}")
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as err:
             line = getattr(err, "lineno", None) or _line_from_message(str(err))
             raise _error(origin, line, "<toml>", f"not valid TOML: {err}") from err
+        except RecursionError:  # arrays or inline tables nested hundreds deep
+            raise _error(origin, None, "<toml>", "values nested too deep (a policy nests at most 2 levels)") from None
+        except ValueError as err:  # tomllib's int() on an integer of more than 4,300 digits
+            why = str(err).split(";")[0]  # not the advice to raise Python's digit limit
+            line = next((n for n, t in enumerate(text.splitlines(), 1) if _HUGE_NUMBER.search(t)), None)
+            raise _error(origin, line, "<toml>", f"a value TOML cannot hold: {why}") from None
         unknown = sorted(set(data) - {"tenants", "version"})
         if unknown:
             raise _error(origin, _find_line(text, None, unknown[0]), unknown[0], "unknown top-level key")
-        if data.get("version", 1) != 1:
-            raise _error(origin, _find_line(text, None, "version"), "version", "must be 1")
+        version = data.get("version", 1)
+        if not isinstance(version, int) or isinstance(version, bool) or version != 1:
+            raise _error(origin, _find_line(text, None, "version"), "version", "must be the integer 1")
         tenants = data.get("tenants", {})
         if not isinstance(tenants, dict):
             raise _error(origin, _find_line(text, None, "tenants"), "tenants", "must be a table of [tenants.N]")
@@ -117,10 +131,17 @@ class Policy:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Policy:
+        """Read and parse a policy file: a regular file of at most ``MAX_POLICY_BYTES`` (a FIFO is refused)."""
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise PolicyError(f"{path}: cannot read policy file: {err}") from err
+            raw = read_regular_file(path, MAX_POLICY_BYTES)
+        except InputRefused as err:
+            raise _error(str(path), None, "<file>", f"cannot read policy file: {err.rule}") from None
+        except OSError as err:
+            raise PolicyError(f"{path}: cannot read policy file: {err.strerror or err}") from err
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise _error(str(path), None, "<file>", f"cannot read policy file: not UTF-8 ({err.reason})") from None
         return cls.loads(text, str(path))
 
 
@@ -129,6 +150,7 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     return Policy.load(path)
 
 
+_HUGE_NUMBER = re.compile(r"\d{4300}")
 _TENANT_KEY = re.compile(r"0|[1-9][0-9]?")
 
 
