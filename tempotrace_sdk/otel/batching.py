@@ -172,12 +172,12 @@ class TempoTraceBatchProcessor(SpanProcessor):
             self._start_worker()
         queue = self._queue
         if len(queue) >= self.max_queue_size and not self._wait_for_room():
-            self.ledger.drop(
-                1,
-                "queue_full",
-                f"export queue full ({self.max_queue_size} spans) and the exporter took no batch for "
-                f"{self.block_s:g} s: spans are dropped until it does",
+            why = (
+                f"no batch finished for {self.block_s:g} s: spans are dropped until one does"
+                if self.block_s > 0
+                else f"waiting is off ({BLOCK_ENV}=0)"
             )
+            self.ledger.drop(1, "queue_full", f"export queue full ({self.max_queue_size} spans), {why}")
             return
         queue.append(span)
         if len(queue) >= self.max_export_batch_size and not self._wake.is_set():
