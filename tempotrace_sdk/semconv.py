@@ -117,3 +117,9 @@ TORCH_GPU_PTP_NS = "tempotrace.torch.gpu.ptp_ns"  #: int, ns TAI: the op's start
 TORCH_GPU_END_PTP_NS = "tempotrace.torch.gpu.end.ptp_ns"  #: int, ns TAI: the op's end on the GPU
 TORCH_GPU_UNCERTAINTY_NS = "tempotrace.torch.gpu.uncertainty_ns"  #: int, ns: bound on both
 TORCH_GPU_TS_SOURCE = "tempotrace.torch.gpu.ts_source"  #: str: "SW_GCC"
+
+# -- export loss: RESOURCE attributes of a drop record (a line with no spans) ------
+#: int: spans this exporter instance has dropped so far (cumulative; readers take the max per writer)
+EXPORT_DROPPED_SPANS = "tempotrace.export.dropped_spans"
+#: str: unique per exporter instance (host/pid/random); readers sum the max count over writers
+EXPORT_WRITER_ID = "tempotrace.export.writer_id"

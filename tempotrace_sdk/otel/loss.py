@@ -31,6 +31,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..semconv import EXPORT_DROPPED_SPANS, EXPORT_WRITER_ID
+
 __all__ = [
     "DROPPED_SPANS_KEY",
     "DROP_RECORD_INTERVAL_S",
@@ -42,9 +44,9 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-#: Resource attribute keys of the drop record (spec/semantic-conventions.md §Export loss).
-DROPPED_SPANS_KEY = "tempotrace.export.dropped_spans"
-WRITER_ID_KEY = "tempotrace.export.writer_id"
+#: Resource attribute keys of the drop record (spec/semantic-conventions.md §8).
+DROPPED_SPANS_KEY = EXPORT_DROPPED_SPANS
+WRITER_ID_KEY = EXPORT_WRITER_ID
 
 #: A drop record is written at most this often while spans are being
 #: dropped (and always at flush and shutdown when the count changed): often
