@@ -271,7 +271,8 @@ class TempoTraceBatchProcessor(SpanProcessor):
         ok = self._drain(deadline)
         left_ms = int((deadline - time.monotonic()) * 1000)
         try:
-            ok = bool(self.exporter.force_flush(max(0, left_ms))) and ok
+            # The SDK's base SpanExporter.force_flush returns None: only False is a "no".
+            ok = self.exporter.force_flush(max(0, left_ms)) is not False and ok
         except Exception:
             _log.debug("tempotrace: exporter force_flush failed", exc_info=True)
             ok = False

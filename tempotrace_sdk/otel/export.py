@@ -71,7 +71,7 @@ class SyncSpanProcessor(SimpleSpanProcessor):
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         try:
-            return bool(self.span_exporter.force_flush(timeout_millis))
+            return self.span_exporter.force_flush(timeout_millis) is not False  # the SDK's base returns None
         except Exception:
             return False
 

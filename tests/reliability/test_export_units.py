@@ -1,0 +1,166 @@
+"""The export pipeline's pieces in one process: drop records, failing exporters, shutdown, settings.
+
+spec/reliability.md §1-§3 and semantic-conventions.md §8.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
+
+from tempotrace_sdk.otel.appender import AppendStream
+from tempotrace_sdk.otel.batching import DEFAULT_MAX_QUEUE_SIZE, TempoTraceBatchProcessor
+from tempotrace_sdk.otel.file_export import JsonLinesSpanExporter
+from tempotrace_sdk.otel.loss import LossLedger, drop_record_line, read_drop_records
+
+
+class Counts:
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def __call__(self, where: str, n: int) -> None:
+        self.counts[where] += n
+
+
+class Raising(SpanExporter):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.calls += 1
+        if self.calls == 1:
+            raise ConnectionError("collector went away")
+        return SpanExportResult.FAILURE if self.calls == 2 else SpanExportResult.SUCCESS
+
+
+@pytest.fixture
+def counts() -> Counts:
+    return Counts()
+
+
+def _tracer(processor: TempoTraceBatchProcessor) -> Tracer:
+    provider = TracerProvider(shutdown_on_exit=False, resource=Resource.create({"service.name": "unit"}))
+    provider.add_span_processor(processor)
+    return provider.get_tracer("unit")
+
+
+def _end(tracer: Tracer, n: int, prefix: str = "s") -> None:
+    for i in range(n):
+        with tracer.start_as_current_span(f"{prefix}{i}"):
+            pass
+
+
+def test_the_drop_record_is_the_contract_line(tmp_path: Path) -> None:
+    """One OTLP JSON line: the resource's attributes, then the two loss attributes; no spans."""
+    line = drop_record_line({"service.name": "trainer", "host.name": "n7"}, 812, "n7/4121/9f3a0c11")
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    doc = json.loads(line)
+    (rs,) = doc["resourceSpans"]
+    assert rs["scopeSpans"] == []
+    assert rs["resource"]["attributes"] == [
+        {"key": "service.name", "value": {"stringValue": "trainer"}},
+        {"key": "host.name", "value": {"stringValue": "n7"}},
+        {"key": "tempotrace.export.dropped_spans", "value": {"intValue": "812"}},
+        {"key": "tempotrace.export.writer_id", "value": {"stringValue": "n7/4121/9f3a0c11"}},
+    ]
+    later = drop_record_line({}, 900, "n7/4121/9f3a0c11")
+    other = drop_record_line({}, 5, "n8/1/00000000")
+    assert read_drop_records([line, later, other, b'{"resourceSpans":[{"reso']) == {
+        "n7/4121/9f3a0c11": 900,
+        "n8/1/00000000": 5,
+    }
+
+
+def test_a_ledger_is_a_new_writer_after_fork(counts: Counts) -> None:
+    ledger = LossLedger(counts)
+    ledger.drop(3, "queue_full")
+    parent_id = ledger.writer_id
+    assert parent_id.split("/")[1] == str(os.getpid())
+    ledger.after_fork_in_child()
+    assert ledger.writer_id != parent_id and ledger.dropped == 0
+    assert counts.counts == {"export_dropped": 3, "export_dropped_queue_full": 3}
+
+
+def test_a_failing_collector_exporter_is_counted_and_the_worker_carries_on(counts: Counts) -> None:
+    exporter = Raising()
+    processor = TempoTraceBatchProcessor(exporter, max_export_batch_size=10, ledger=LossLedger(counts))
+    tracer = _tracer(processor)
+    for round_ in range(3):
+        _end(tracer, 10, f"r{round_}-")
+        assert processor.force_flush(10_000)
+    processor.shutdown()
+    assert exporter.calls == 3
+    assert counts.counts["export_dropped_export_failed"] == 20  # raised, then FAILURE
+    assert counts.counts["export_dropped"] == 20
+
+
+def test_spans_ended_after_shutdown_are_counted(counts: Counts) -> None:
+    memory = InMemorySpanExporter()
+    processor = TempoTraceBatchProcessor(memory, ledger=LossLedger(counts))
+    tracer = _tracer(processor)
+    _end(tracer, 5)
+    processor.shutdown()
+    _end(tracer, 2, "late")
+    assert len(memory.get_finished_spans()) == 5
+    assert counts.counts["export_dropped_after_shutdown"] == 2
+    assert processor.force_flush() is False  # honest: nothing can be flushed any more
+
+
+class Gated(JsonLinesSpanExporter):
+    """Holds its first export until ``release`` is set: the queue behind it fills."""
+
+    def __init__(self, stream: AppendStream, ledger: LossLedger) -> None:
+        super().__init__(stream, ledger=ledger)
+        self.release = threading.Event()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.release.wait(30)
+        return super().export(spans)
+
+
+def test_the_file_exporter_writes_a_drop_record_at_flush(tmp_path: Path, counts: Counts) -> None:
+    """A stuck exporter, a 4-span queue, no waiting: 20 spans, at most 8 absorbed, every other one counted."""
+    path = tmp_path / "spans.jsonl"
+    ledger = LossLedger(counts)
+    exporter = Gated(AppendStream(lambda _pid: str(path)), ledger)
+    exporter.resource = Resource.create({"service.name": "unit"})
+    processor = TempoTraceBatchProcessor(exporter, max_queue_size=4, block_millis=0)
+    tracer = _tracer(processor)
+    _end(tracer, 20)
+    exporter.release.set()
+    assert processor.force_flush(10_000)
+    processor.shutdown()
+    lines = path.read_bytes().splitlines()
+    names = [s["name"] for line in lines for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"]
+             for s in ss["spans"]]  # fmt: skip
+    assert ledger.dropped >= 12 and len(names) + ledger.dropped == 20
+    assert read_drop_records(lines) == {ledger.writer_id: ledger.dropped}
+    assert counts.counts["export_dropped_queue_full"] == counts.counts["export_dropped"] == ledger.dropped
+    record = next(json.loads(line) for line in lines if b"dropped_spans" in line)
+    keys = [a["key"] for a in record["resourceSpans"][0]["resource"]["attributes"]]
+    assert "service.name" in keys
+
+
+def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "lots")
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "250")
+    with caplog.at_level(logging.WARNING):
+        processor = TempoTraceBatchProcessor(InMemorySpanExporter())
+    processor.shutdown()
+    assert processor.max_queue_size == DEFAULT_MAX_QUEUE_SIZE and processor.schedule_delay_s == 0.25
+    assert "OTEL_BSP_MAX_QUEUE_SIZE='lots'" in caplog.text
+    monkeypatch.setenv("TEMPOTRACE_EXPORT_BLOCK_MS", "soon")
+    with pytest.raises(ValueError, match="TEMPOTRACE_EXPORT_BLOCK_MS must be an integer"):
+        TempoTraceBatchProcessor(InMemorySpanExporter())
