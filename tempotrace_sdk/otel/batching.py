@@ -6,7 +6,8 @@ rate-limited log line and no count a user can read. Here (spec/reliability.md
 
 - a full queue makes the ending thread wait while the exporter makes
   progress (back-pressure: the application runs at the exporter's pace);
-  only an exporter that finishes no batch for ``block_millis`` causes drops,
+  only an exporter that finishes no batch and uses no CPU for
+  ``block_millis`` (or one span end waiting ``MAX_WAIT_S``) causes drops,
   and then without further waiting until it finishes one again (so a
   stalled collector costs one wait, not one per span);
 - every dropped span is counted in the pipeline's ``LossLedger``
@@ -67,6 +68,12 @@ DEFAULT_SCHEDULE_DELAY_MS = 1000
 #: collector's 10 s export timeout.
 DEFAULT_BLOCK_MS = 2000
 BLOCK_ENV = "TEMPOTRACE_EXPORT_BLOCK_MS"
+#: The worker counts as busy (encoding, writing) when it used this much CPU
+#: during a wait of block_millis: a stalled exporter sleeps in a socket or
+#: a file system call and uses none.
+BUSY_CPU_S = 0.01
+#: The longest one span end waits, even behind a busy exporter.
+MAX_WAIT_S = 30.0
 #: How long shutdown waits for the worker and the last export.
 SHUTDOWN_TIMEOUT_S = 30.0
 
@@ -168,7 +175,9 @@ class TempoTraceBatchProcessor(SpanProcessor):
         if context is None or not context.trace_flags.sampled:
             return
         if self._shutdown:
-            self.ledger.drop(1, "after_shutdown", "a span ended after the export pipeline shut down")
+            # Not a loss: shutdown() was asked for, and a processor cannot be
+            # removed from the provider, so after configure() replaced this
+            # pipeline every span still arrives here too (and is exported there).
             return
         if self._worker is None:  # the first span of a forked child
             self._start_worker()
@@ -190,20 +199,41 @@ class TempoTraceBatchProcessor(SpanProcessor):
             return False
         self._wake.set()
         started = time.monotonic()
+        cpu_seen = self._worker_cpu_s()
         with self._room:
             self._waiters += 1
             try:
                 while len(self._queue) >= self.max_queue_size:
-                    # Waiting is fine while batches keep finishing; an exporter
-                    # that finished none for block_s is stalled.
-                    left = max(started, self._progress_at) + self.block_s - time.monotonic()
-                    if left <= 0 or self._shutdown:
-                        self._shedding = True
+                    if self._shutdown:
                         return False
+                    # Waiting is fine while batches keep finishing, or while the
+                    # worker is computing one (a CPU-starved encoder on a loaded
+                    # machine is slow, not stalled). An exporter that finished no
+                    # batch and used no CPU for block_s is stalled: a collector
+                    # not answering, a hung file system.
+                    now = time.monotonic()
+                    left = max(started, self._progress_at) + self.block_s - now
+                    if left <= 0:
+                        cpu = self._worker_cpu_s()
+                        busy = cpu is not None and cpu_seen is not None and cpu - cpu_seen >= BUSY_CPU_S
+                        if not busy or now - started >= MAX_WAIT_S:
+                            self._shedding = True
+                            return False
+                        cpu_seen, started, left = cpu, now, self.block_s
                     self._room.wait(left)
             finally:
                 self._waiters -= 1
         return True
+
+    def _worker_cpu_s(self) -> float | None:
+        """CPU seconds the worker thread has used (None where the platform cannot say)."""
+        ident = self._worker_ident
+        if ident is None:
+            return None
+        try:
+            return time.clock_gettime(time.pthread_getcpuclockid(ident))
+        except (AttributeError, OSError):  # not Linux/BSD, or the worker has exited
+            return None
 
     # -- the worker ---------------------------------------------------------------------------------------------
     def _run(self) -> None:

@@ -253,3 +253,28 @@ def test_sigterm_flushes_ended_spans_and_keeps_its_effect(
 def test_an_ignored_sigterm_stays_ignored(tmp_path: Path) -> None:
     code, _ = _sigterm(tmp_path / "spans.jsonl", "ignored")
     assert code == -999, "configure() must not replace SIG_IGN with a handler that terminates"
+
+
+RECONFIGURE = r"""
+import json, sys
+from tempotrace_sdk.otel import configure, span
+first = configure(export_path=sys.argv[1])
+with span("first"):
+    pass
+second = configure(export_path=sys.argv[2])  # replaces the pipeline; the old one stays on the provider
+for i in range(20):
+    with span(f"second-{i}"):
+        pass
+second.shutdown()
+print(json.dumps(second.errors()))
+"""
+
+
+def test_configure_again_reports_no_false_loss(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    result = run_python(RECONFIGURE, str(a), str(b))
+    assert result.returncode == 0, describe(result)
+    assert as_json(result) == {}
+    assert "tempotrace" not in result.stderr
+    assert FileContents(a).names == ["first"]
+    assert sorted(FileContents(b).names) == sorted(f"second-{i}" for i in range(20))
