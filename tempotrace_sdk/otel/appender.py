@@ -9,7 +9,10 @@ Guarantees (spec/reliability.md §Export file):
   fragment it leaves has no newline. Before each write the last byte of the
   file is checked, and a missing newline is supplied first, so whatever comes
   next starts a line of its own; the fragment stays an invalid line that
-  readers skip (and count).
+  readers skip (and count). Check and write happen under ``flock`` (taken
+  for at most ``LOCK_WAIT_S``), because a file grows page by page during
+  another process's write: unlocked, the check could see the middle of a
+  line being written and add a needless empty line.
 - A short write is a failure (``TornWriteError``): the caller keeps the record
   and retries it whole. Only the missing newline is never retried, so a
   record whose bytes all arrived is not written twice.
@@ -26,6 +29,7 @@ reports, not a crash, and it heals when the path becomes writable.
 from __future__ import annotations
 
 import errno
+import fcntl
 import io
 import os
 import stat
@@ -33,11 +37,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["REOPEN_INTERVAL_S", "AppendStream", "TornWriteError"]
+__all__ = ["LOCK_WAIT_S", "REOPEN_INTERVAL_S", "AppendStream", "TornWriteError"]
 
 #: After a failed open, the next attempt waits at least this long (a
 #: read-only path must not cost an open() per span).
 REOPEN_INTERVAL_S = 1.0
+#: The longest an append waits for another writer's flock: a writer holding it
+#: longer is stopped (SIGSTOP, a debugger) and must not stop us; then we write
+#: unlocked, risking at worst one needless empty line.
+LOCK_WAIT_S = 1.0
 
 
 class TornWriteError(OSError):
@@ -115,12 +123,13 @@ class AppendStream(io.TextIOBase):
 
     def _ensure_open(self) -> int:
         pid = os.getpid()
-        if pid != self._pid:  # forked: a per-process path names another file now
+        if pid != self._pid:
+            # Forked: a per-process path names another file now, and even the
+            # same file needs its own open file description, or flock would
+            # not keep parent and child apart (they would share the lock).
             self._pid = pid
-            path = self._path_for_pid(pid)
-            if path != self._path:
-                self._close_fd()
-                self._path = path
+            self._path = self._path_for_pid(pid)
+            self._close_fd()
         if self._fd >= 0 and self._regular and self._rotated():
             self._close_fd()
             self.reopened += 1
@@ -163,6 +172,32 @@ class AppendStream(io.TextIOBase):
         if self.closed:
             raise ValueError("append to a closed AppendStream")
         fd = self._ensure_open()
+        locked = self._lock(fd)
+        try:
+            self._append_locked(fd, record)
+        finally:
+            if locked:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _lock(self, fd: int) -> bool:
+        """flock the file for one check-and-write; False when not possible in LOCK_WAIT_S (write anyway)."""
+        if not self._regular:
+            return False
+        deadline = time.monotonic() + LOCK_WAIT_S
+        pause = 0.0002
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+            except OSError:  # ENOLCK (some network file systems): no locking there
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.01)
+
+    def _append_locked(self, fd: int, record: bytes) -> None:
         prefix = b"\n" if self._needs_newline(fd) else b""
         data = prefix + record
         written = os.write(fd, data)

@@ -168,3 +168,28 @@ def test_a_fragment_left_by_a_dead_writer_is_terminated_before_the_next_line(tmp
     contents = FileContents(path)
     assert contents.fragments == ['{"resourceSpans":[{"resource":{"attrib']
     assert sorted(contents.names) == [f"next-{i}" for i in range(5)]
+
+
+BUSY_WRITER = r"""
+import sys
+from tempotrace_sdk.otel import configure, span
+h = configure()
+for i in range(int(sys.argv[2])):
+    with span(f"{sys.argv[1]}-{i}", attributes={"pad": "z" * 200_000}):
+        pass
+h.shutdown()
+"""
+
+
+def test_concurrent_writers_leave_neither_empty_nor_merged_lines(tmp_path: Path) -> None:
+    """Six processes appending 200 KB lines at once: the tail check must not see another's line half-written."""
+    path = tmp_path / "spans.jsonl"
+    env = subprocess_env(TEMPOTRACE_EXPORT_PATH=str(path), TEMPOTRACE_EXPORT_SYNC="1")
+    procs = [subprocess.Popen([sys.executable, "-c", BUSY_WRITER, f"p{n}", "80"], env=env) for n in range(6)]
+    for proc in procs:
+        assert proc.wait(timeout=CHILD_TIMEOUT_S * 4) == 0
+    data = path.read_bytes()
+    assert data.endswith(b"\n") and b"\n\n" not in data and not data.startswith(b"\n"), "an empty line"
+    contents = FileContents(path)
+    assert not contents.fragments and not contents.merged_lines()
+    assert len(contents.names) == 6 * 80
