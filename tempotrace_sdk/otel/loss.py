@@ -44,7 +44,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-#: Resource attribute keys of the drop record (spec/semantic-conventions.md §8).
+#: Resource attribute keys of the drop record (spec/semantic-conventions.md §10).
 DROPPED_SPANS_KEY = EXPORT_DROPPED_SPANS
 WRITER_ID_KEY = EXPORT_WRITER_ID
 

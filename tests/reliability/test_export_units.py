@@ -1,6 +1,6 @@
 """The export pipeline's pieces in one process: drop records, failing exporters, shutdown, settings.
 
-spec/reliability.md §1-§3 and semantic-conventions.md §8.
+spec/reliability.md §1-§3 and semantic-conventions.md §10.
 """
 
 from __future__ import annotations
