@@ -51,11 +51,12 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 #: Spans queued per process before an ending thread waits. bench_export.py
-#: (2-core development machine, shared): a process ends and exports at most
-#: S ~ 3,000-6,000 spans/s on its one GIL, one thread alone ends 7,000-15,000/s,
-#: and a queued span holds ~3.7 KB. 8,192 spans (~29 MiB, 4x the SDK's 2,048)
-#: absorb ~1.7 s of ending at full speed before back-pressure starts; any
-#: queue only delays drops for a rate above S, by queue / (rate - S) seconds.
+#: (a shared 2-core machine; figures move with its load): a process ends and
+#: exports at most S ~ 3,000-11,000 spans/s on its one GIL, one thread alone
+#: ends 7,000-33,000/s, a queued span holds ~3.7 KB. 8,192 spans (~29 MiB,
+#: 4x the SDK's 2,048) absorb 0.4-1.7 s of one thread ending at full speed
+#: before back-pressure starts; for a rate above S any queue only delays the
+#: first drop, by queue / (rate - S) seconds, which is why a full queue waits.
 DEFAULT_MAX_QUEUE_SIZE = 8192
 #: The SDK's batch size: one line of ~0.5 MB per write at ~1 KB per span.
 DEFAULT_MAX_EXPORT_BATCH_SIZE = 512

@@ -225,7 +225,7 @@ def _sigterm(path: Path, how: str) -> tuple[int, str]:
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(signal.SIGTERM)
     try:
-        out, _ = proc.communicate(timeout=5 if how == "ignored" else CHILD_TIMEOUT_S)
+        out, _ = proc.communicate(timeout=2 if how == "ignored" else CHILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
