@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Generate the tt-ext v3 conformance vectors (conformance/vectors/*.json).
+"""Generate the conformance vectors (conformance/vectors/*.json): tt-ext v3 and the torch record.
 
 Deterministic: the same script writes the same bytes. Expected values come
-from reference.py (first principles, see its docstring), never from the
-codec under test. MurmurHash3 is cross-checked against the mmh3 package for
-every span id used.
+from reference.py and reference_record.py (first principles, see their
+docstrings), never from the codec under test. MurmurHash3 is cross-checked
+against the mmh3 package for every span id used, the record's CRC-32 against
+zlib for every record written.
 
     python conformance/tools/generate.py           # (re)write the files
     python conformance/tools/generate.py --check   # exit 1 if they differ
@@ -27,6 +28,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import cases_header
 import cases_lamport
+import cases_record
+import cases_record_sides
 import cases_sketch
 import cases_text
 
@@ -96,10 +99,54 @@ NOTES: dict[str, tuple[str, str]] = {
     "LamportStart": ("BASIC", "A start outside 0..2^63-1 refuses the whole sequence: LTS_RANGE (spec 10)."),
     "LamportSaturation": ("POISONING", "The counter stops at 2^63-1 and never wraps (spec 10)."),
     "LamportRefused": ("POISONING", "A remote lts outside 0..2^63-1 is refused, counter unchanged (spec 10)."),
+    # -- the carried record (spec/torch.md section 3) --------------------------------
+    "Record": ("BASIC", "An ordinary record as a rank sends it (torch 3.1)."),
+    "RecordKindValue": ("BASIC", "Each defined kind: 0 exchange, 1 p2p side message (torch 3.1)."),
+    "RankSeqLimit": (
+        "EDGE_CASE",
+        "rank (uint32) and seq (uint64) at the ends of their ranges: no value is refused, 2^31 and 2^63 are not "
+        "negative, and an encoder refuses values beyond them instead of wrapping (torch 3.1).",
+    ),
+    "ByteOrder": ("EDGE_CASE", "Multi-octet integers, the CRC included, are big-endian (torch 3.1)."),
+    "ZeroIds": ("EDGE_CASE", "Trace and span ids are not checked; all zero means sent outside any span (torch 3.1)."),
+    "EmbeddedHeader": ("BASIC", "The embedded 53-octet tt-ext header is reported as tt-ext decodes it (torch 3.2)."),
+    "HeaderNormalised": (
+        "NORMALISATION",
+        "An embedded header with quality UNKNOWN is reported with uncertainty 65535 and (re-)encoded with 0xFFFF, "
+        "under a CRC computed over those octets (torch 3.1, tt-ext 3.5).",
+    ),
+    "RecordLength": ("BASIC", "A record is exactly 95 octets (torch 3.2 check 1)."),
+    "AbsentRecord": (
+        "BASIC",
+        "95 zero octets, CRC field included, are the absent record: the sender had none; counted as missing, not "
+        "as invalid (torch 3.1, 3.2 check 2).",
+    ),
+    "RecordVersion": ("BASIC", "Octet 0 must be 1 (torch 3.2 check 3)."),
+    "Checksum": ("BASIC", "Octets 91..94 must be the CRC-32 of octets 0..90 (torch 3.2 check 4)."),
+    "CrcVariant": (
+        "EDGE_CASE",
+        "A CRC computed the wrong way: little-endian, preset 0, no final XOR, MSB first, CRC-32C, over the wrong "
+        "octets (torch 3.1).",
+    ),
+    "BadKind": ("BASIC", "Octet 1 must be 0 or 1 (torch 3.2 check 5)."),
+    "HeaderError": (
+        "BASIC",
+        "The embedded header breaks a tt-ext binary rule: RECORD_HEADER, and headerErrorClass names the rule "
+        "(torch 3.2 check 6, tt-ext 9.1).",
+    ),
+    "RecordPrecedence": ("PRECEDENCE", "Several rules broken: the first in torch 3.2 order names the class."),
+    "Expectation": (
+        "BASIC",
+        "The receiver's checks: kind, rank and seq against what it expects, after the codec's (torch 3.2 checks 7-9).",
+    ),
+    "RecordEncode": ("BASIC", "Building a record from field values (torch 3.1)."),
+    "RecordField": ("BASIC", "A record encoder refuses a field outside its rule: RECORD_FIELD (torch 3.2)."),
 }
 
-FILES: dict[str, tuple[str, list[str]]] = {
+TT_EXT = "tt-ext-v3"
+FILES: dict[str, tuple[str, str, list[str]]] = {
     "tt_ext_v3_header_test.json": (
+        TT_EXT,
         "tt_ext_v3_header_test_schema.json",
         [
             "Decoding the binary and text forms of tt-ext v3 and encoding field values (spec/tt-ext-v3.md).",
@@ -108,14 +155,27 @@ FILES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     "tt_ext_v3_sketch_test.json": (
+        TT_EXT,
         "tt_ext_v3_sketch_test_schema.json",
         ["The 256-bit SVC Bloom sketch: span id hashing, merging and membership (spec/tt-ext-v3.md section 8)."],
     ),
     "tt_ext_v3_lamport_test.json": (
+        TT_EXT,
         "tt_ext_v3_lamport_test_schema.json",
         [
             "The per-process Lamport counter: ticks, merges, the merge bound, refusal and saturation "
             "(spec/tt-ext-v3.md section 10)."
+        ],
+    ),
+    "tt_torch_record_test.json": (
+        "tt-torch-record-v1",
+        "tt_torch_record_test_schema.json",
+        [
+            "The 95-octet record ranks carry in torch.distributed exchanges and p2p side messages: layout, CRC-32, "
+            "the absent record, the reading checks in order and building a record (spec/torch.md section 3).",
+            "64-bit integers are decimal strings; byte strings are lower-case hex; the embedded header's fields are "
+            "reported as in tt_ext_v3_header_test.json.",
+            "For an invalid input errorClass (and, for RECORD_HEADER, headerErrorClass) is normative.",
         ],
     ),
 }
@@ -127,7 +187,7 @@ def canonical(obj: Any) -> str:
 
 
 def _file(name: str, groups: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
-    schema, header = FILES[name]
+    algorithm, schema, header = FILES[name]
     test_groups = []
     used: set[str] = set()
     count = 0
@@ -144,7 +204,7 @@ def _file(name: str, groups: list[tuple[str, list[dict[str, Any]]]]) -> dict[str
     if unknown:
         raise SystemExit(f"{name}: flags without notes: {sorted(unknown)}")
     return {
-        "algorithm": "tt-ext-v3",
+        "algorithm": algorithm,
         "schema": schema,
         "generatorVersion": GENERATOR_VERSION,
         "numberOfTests": count,
@@ -175,6 +235,14 @@ def build() -> dict[str, str]:
         ),
         "tt_ext_v3_lamport_test.json": _file(
             "tt_ext_v3_lamport_test.json", [("LamportSequence", cases_lamport.lamport())]
+        ),
+        "tt_torch_record_test.json": _file(
+            "tt_torch_record_test.json",
+            [
+                ("TorchRecordDecode", cases_record.decode()),
+                ("TorchRecordReceive", cases_record_sides.receive()),
+                ("TorchRecordEncode", cases_record_sides.encode()),
+            ],
         ),
     }
     return {name: canonical(obj) for name, obj in files.items()}

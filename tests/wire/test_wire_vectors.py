@@ -180,4 +180,8 @@ def test_every_vector_file_and_group_type_is_exercised() -> None:
         "SvcSketchMerge",
         "SvcSketchMembership",
         "LamportSequence",
+        # the torch record's (spec/torch.md §3): exercised by tests/torch/test_record.py
+        "TorchRecordDecode",
+        "TorchRecordReceive",
+        "TorchRecordEncode",
     }
