@@ -1,8 +1,11 @@
-"""Conformance adapter for the pure-Python codec (tempotrace_sdk.wire).
+"""Conformance adapter for the pure-Python codecs (tempotrace_sdk.wire, tempotrace_sdk.torch.record).
 
 Speaks conformance/PROTOCOL.md on stdin/stdout: one flat JSON request per
 line in, one JSON response per line out, until EOF. It only translates between
-the protocol's strings and the SDK's API; every decision is the SDK's.
+the protocol's strings and the SDK's API; every decision is the SDK's, but for
+the receiver's three comparisons of a record (spec/torch.md §3.2 checks 7-9),
+which the SDK makes in tempotrace_sdk.torch.carriage, a module that needs
+torch: tests/torch/test_record.py runs the same vectors through that one.
 
 Run directly (``python conformance/adapters/python_adapter.py``) with
 tempotrace_sdk importable; without it, it says so on stderr and exits 3.
@@ -19,6 +22,7 @@ try:
     import mmh3
 
     from tempotrace_sdk.errors import HeaderError
+    from tempotrace_sdk.torch.record import RecordError, RecordKind, TorchRecord, decode_record, encode_record
     from tempotrace_sdk.wire import LamportClock, Sketch, TTExt, decode_text, sketch_indices
 except ImportError as err:  # the runner reports this and stops, instead of restarting us for every vector
     sys.stderr.write(
@@ -160,6 +164,56 @@ def lamport(req: dict[str, Any]) -> Response:
     return {"values": values, "final": str(clock.value), "saturated": "true" if clock.saturated else "false"}
 
 
+def _record(record: TorchRecord) -> Response:
+    header = _header(record.header)
+    del header["reencoded"], header["text"]  # the record's own re-encoding is what a record answer carries
+    return {
+        "kind": str(int(record.kind)),
+        "rank": str(record.rank),
+        "seq": str(record.seq),
+        "traceId": f"{record.trace_id:032x}",
+        "spanId": f"{record.span_id:016x}",
+        **header,
+        "reencoded": encode_record(record).hex(),
+    }
+
+
+def decode_record_op(req: dict[str, Any]) -> Response:
+    return _record(decode_record(_hex(_str(req, "record"))))
+
+
+def receive_record(req: dict[str, Any]) -> Response:
+    """The codec's checks, then the receiver's (spec/torch.md §3.2 checks 7-9), as carriage._check makes them."""
+    record = decode_record(_hex(_str(req, "record")))
+    if int(record.kind) != _int(_str(req, "expectKind")):
+        raise RecordError("kind", "not the kind expected", error_class="RECORD_KIND", remote=True)
+    if record.rank != _int(_str(req, "expectRank")):
+        raise RecordError("rank", "not the rank expected", error_class="RECORD_RANK", remote=True)
+    if record.seq != _int(_str(req, "expectSeq")):
+        raise RecordError("seq", "not the sequence number expected", error_class="RECORD_SEQ", remote=True)
+    return _record(record)
+
+
+def encode_record_op(req: dict[str, Any]) -> Response:
+    kind = _int(_str(req, "kind"))
+    ids = _hex(_str(req, "traceId")), _hex(_str(req, "spanId"))
+    if (len(ids[0]), len(ids[1])) != (16, 8):
+        raise ProtocolProblem("traceId must be 16 octets and spanId 8")
+    try:  # a TorchRecord holds a TTExt: bytes that are not a valid header are a bad field of the caller's
+        header = TTExt.decode(_hex(_str(req, "header")))
+    except HeaderError as err:
+        raise RecordError("header", f"not a valid tt-ext header: {err}", error_class="RECORD_FIELD") from err
+    record = TorchRecord(
+        kind=RecordKind(kind) if kind in (0, 1) else kind,  # type: ignore[arg-type]  # TorchRecord refuses it
+        rank=_int(_str(req, "rank")),
+        seq=_int(_str(req, "seq")),
+        trace_id=int.from_bytes(ids[0], "big"),
+        span_id=int.from_bytes(ids[1], "big"),
+        header=header,
+    )
+    return {"record": encode_record(record).hex()}
+
+
 OPS: dict[str, Callable[[dict[str, Any]], Response]] = {
     "decode_bytes": decode_bytes,
     "decode_text": decode_text_op,
@@ -168,6 +222,9 @@ OPS: dict[str, Callable[[dict[str, Any]], Response]] = {
     "sketch_merge": sketch_merge,
     "sketch_contains": sketch_contains,
     "lamport": lamport,
+    "decode_record": decode_record_op,
+    "receive_record": receive_record,
+    "encode_record": encode_record_op,
 }
 
 
@@ -191,6 +248,8 @@ def handle(line: str) -> Response:
         out.update(fn(req))
     except HeaderError as err:
         out["errorClass"] = err.error_class
+        if err.error_class == "RECORD_HEADER" and isinstance(err.__cause__, HeaderError):
+            out["headerErrorClass"] = err.__cause__.error_class  # the embedded header's own rule
     except ProtocolProblem as err:
         out["adapterError"] = str(err)
     except Exception as err:  # any other exception is a codec bug the runner must see, not a crash

@@ -1,4 +1,4 @@
-"""Conformance runner for tt-ext v3: drives any implementation through conformance/PROTOCOL.md."""
+"""Conformance runner for tt-ext v3 and the torch record: drives any implementation through conformance/PROTOCOL.md."""
 
 from .adapter import Adapter, AdapterStartError
 from .cli import main, run

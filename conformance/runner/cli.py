@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         "--write-corpus",
         type=Path,
         metavar="FILE",
-        help="write every wire/text input as a fuzz seed corpus (lines 'b HEX' / 't HEX') and exit",
+        help="write every wire/text/record input as a fuzz seed corpus (lines 'b HEX' / 't HEX' / 'r HEX') and exit",
     )
     args = parser.parse_args(argv)
 
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write_corpus(cases: list[Case], path: Path) -> None:
-    """Seeds for native/ttext/fuzz.c: binary inputs as hex, text inputs as hex of their UTF-8."""
+    """Seeds for native/ttext/fuzz.c: binary inputs as hex, text inputs as hex of their UTF-8, records as hex."""
     lines = []
     for case in cases:
         req = case.request
@@ -285,4 +285,8 @@ def write_corpus(cases: list[Case], path: Path) -> None:
             lines.append(f"t {req['text'].encode('utf-8', 'surrogatepass').hex()}")
         elif req["op"] == "encode" and "wire" in case.expect:
             lines.append(f"b {case.expect['wire']}")
+        elif req["op"] in ("decode_record", "receive_record"):
+            lines.append(f"r {req['record']}")
+        elif req["op"] == "encode_record" and "record" in case.expect:
+            lines.append(f"r {case.expect['record']}")
     path.write_text("\n".join(lines) + "\n", encoding="ascii")

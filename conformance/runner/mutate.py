@@ -1,14 +1,17 @@
-"""Differential inputs: seeded mutations of the vectors' wire and text inputs.
+"""Differential inputs: seeded mutations of the vectors' wire, text and record inputs.
 
 The vectors pin down expected answers for chosen inputs; between them, two
 implementations can still differ. `conformance/run --differential N` sends N
 mutated inputs (bit flips, truncations, extensions, hostile characters,
-duplication) to every implementation and fails on any disagreement. There is
-no expected answer here: only "all implementations say the same".
+duplication; for records also chosen field octets with the CRC made right
+again, so the checks behind the CRC are reached) to every implementation and
+fails on any disagreement. There is no expected answer here: only "all
+implementations say the same".
 """
 
 from __future__ import annotations
 
+import binascii
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -52,13 +55,62 @@ def _mutate_text(rng: random.Random, text: str) -> str:
     return "".join(t)
 
 
+RECORD_LEN = 95  # spec/torch.md 3.1: octets 0..90, then their CRC-32 (big-endian)
+# First and last octets of the record's fields and of the embedded header's (from octet 38).
+RECORD_SPOTS = (0, 1, 2, 5, 6, 13, 14, 29, 30, 37, 38, 39, 46, 47, 48, 49, 50, 51, 58, 90)
+RECORD_VALUES = (0x00, 0x01, 0x02, 0x03, 0x04, 0x13, 0x30, 0x7F, 0x80, 0xFF)
+
+
+def _mutate_record(rng: random.Random, data: bytes) -> bytes:
+    if len(data) != RECORD_LEN or rng.random() < 0.35:
+        return _mutate_bytes(rng, data)  # mostly RECORD_LENGTH / RECORD_CHECKSUM
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 3)):
+        b[rng.choice(RECORD_SPOTS)] = rng.choice(RECORD_VALUES) if rng.random() < 0.7 else rng.randrange(256)
+    if rng.random() < 0.9:  # a right CRC, so the version, kind and header checks decide
+        b[91:] = binascii.crc32(bytes(b[:91])).to_bytes(4, "big")
+    return bytes(b)
+
+
+def _expectations(rng: random.Random, request: dict[str, Any]) -> dict[str, str]:
+    """A receive_record request's expectations, sometimes changed (kind, rank, seq off by one or by 2^32)."""
+    kind, rank, seq = request["expectKind"], int(request["expectRank"]), int(request["expectSeq"])
+    r = rng.random()
+    if r < 0.15:
+        kind = "1" if kind == "0" else "0"
+    elif r < 0.3:
+        rank = (rank + rng.choice((1, -1, 1 << 24))) % (1 << 32)
+    elif r < 0.45:
+        seq = (seq + rng.choice((1, -1, 1 << 32))) % (1 << 64)
+    return {"expectKind": kind, "expectRank": str(rank), "expectSeq": str(seq)}
+
+
+def _record_request(rng: random.Random, bases: list[dict[str, Any]]) -> dict[str, Any]:
+    base = rng.choice(bases)
+    record = _mutate_record(rng, bytes.fromhex(base["record"])).hex()
+    if base["op"] == "receive_record":
+        return {"op": "receive_record", "record": record, **_expectations(rng, base)}
+    return {"op": "decode_record", "record": record}
+
+
 def differential_requests(cases: list[Case], count: int, seed: int) -> Iterator[dict[str, Any]]:
-    """count requests derived from the vectors' decode inputs, reproducible from seed."""
+    """count requests derived from the vectors' decode inputs, reproducible from seed.
+
+    They take turns among the input families the vectors have: binary headers,
+    text headers, records (decoded, or received with expectations).
+    """
     rng = random.Random(seed)
     wires = [bytes.fromhex(c.request["wire"]) for c in cases if c.request["op"] == "decode_bytes"]
     texts = [c.request["text"] for c in cases if c.request["op"] == "decode_text"]
-    for i in range(count):
-        if wires and (i % 2 == 0 or not texts):
+    records = [c.request for c in cases if c.request["op"] in ("decode_record", "receive_record")]
+    # An encoded record is a valid record to start from: received as the encoder's own rank and seq.
+    records += [{"op": "decode_record", "record": c.expect["record"]} for c in cases if "record" in c.expect]
+    families = [f for f, inputs in (("bytes", wires), ("text", texts), ("record", records)) if inputs]
+    for i in range(count if families else 0):
+        family = families[i % len(families)]
+        if family == "bytes":
             yield {"op": "decode_bytes", "wire": _mutate_bytes(rng, rng.choice(wires)).hex()}
-        elif texts:
+        elif family == "text":
             yield {"op": "decode_text", "text": _mutate_text(rng, rng.choice(texts))}
+        else:
+            yield _record_request(rng, records)

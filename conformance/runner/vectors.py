@@ -17,8 +17,10 @@ from typing import Any, List, Union  # noqa: UP035 (Python 3.8, see Value below)
 # Enumerations as numbers on the protocol (vectors may use the spec's names).
 TS_SOURCE = {"GTE": "0", "SW_GCC": "1", "CPU": "2"}
 CLK_QUALITY = {"OK": "0", "DEGRADED": "1", "UNKNOWN": "2"}
-ENUMS = {"tsSource": TS_SOURCE, "clkQuality": CLK_QUALITY}
+RECORD_KIND = {"EXCHANGE": "0", "P2P": "1"}
+ENUMS = {"tsSource": TS_SOURCE, "clkQuality": CLK_QUALITY, "kind": RECORD_KIND, "expectKind": RECORD_KIND}
 HEADER_FIELDS = ("tenantId", "ptpNs", "tsSource", "clkQuality", "uncertaintyNs", "lts", "svcSketch")
+RECORD_FIELDS = ("kind", "rank", "seq", "traceId", "spanId")
 FLOAT_KEYS = frozenset({"falsePositiveEstimate"})
 
 # typing.Union, not "|": the runner runs on a stock Python 3.8 or later (conformance/README.md).
@@ -141,6 +143,39 @@ def _lamport(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
     return request, expect
 
 
+def _record_answer(t: dict[str, Any]) -> dict[str, Value]:
+    """A decoded record: its fields and the embedded header's, flat, and its re-encoding; or the error class(es)."""
+    if t.get("result") == "invalid":
+        expect: dict[str, Value] = {"errorClass": str(_need(t, "errorClass"))}
+        if "headerErrorClass" in t:  # RECORD_HEADER also names the embedded header's own class
+            expect["headerErrorClass"] = str(t["headerErrorClass"])
+        return expect
+    fields = _need(t, "fields")
+    header = _need(fields, "header")
+    expect = {k: norm(k, _need(fields, k)) for k in RECORD_FIELDS}
+    expect.update({k: norm(k, _need(header, k)) for k in HEADER_FIELDS})
+    expect["reencoded"] = norm("reencoded", _need(t, "reencoded"))
+    return expect
+
+
+def _record_decode(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
+    return {"op": "decode_record", "record": _need(t, "record")}, _record_answer(t)
+
+
+def _record_receive(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
+    req = {"op": "receive_record", "record": _need(t, "record")}
+    req.update({k: norm(k, _need(t, k)) for k in ("expectKind", "expectRank", "expectSeq")})
+    return req, _record_answer(t)
+
+
+def _record_encode(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
+    fields = _need(t, "fields")
+    req: dict[str, Any] = {"op": "encode_record"}
+    for k in (*RECORD_FIELDS, "header"):
+        req[k] = norm(k, _need(fields, k))
+    return req, _error_or(t, ("record",))
+
+
 GROUPS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Value]]]] = {
     "TtExtBinaryDecode": _binary_decode,
     "TtExtTextDecode": _text_decode,
@@ -149,6 +184,9 @@ GROUPS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Val
     "SvcSketchMerge": _sketch_merge,
     "SvcSketchMembership": _sketch_membership,
     "LamportSequence": _lamport,
+    "TorchRecordDecode": _record_decode,
+    "TorchRecordReceive": _record_receive,
+    "TorchRecordEncode": _record_encode,
 }
 
 

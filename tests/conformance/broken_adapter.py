@@ -114,6 +114,43 @@ def unbounded_lamport(req: Response, resp: Response) -> Response:
     return {**resp, "values": values, "final": str(value), "saturated": "true" if saturated else "false"}
 
 
+def _record(req: Response) -> bytes | None:
+    if req.get("op") in ("decode_record", "receive_record"):
+        return bytes.fromhex(req["record"])
+    return None
+
+
+def record_kind_before_crc(req: Response, resp: Response) -> Response:
+    # A reader that looks at the kind before the CRC (spec/torch.md 3.2 has CRC, check 4, first).
+    raw = _record(req)
+    if raw is not None and len(raw) == 95 and raw[0] == 1 and raw[1] > 1:
+        return {"id": resp.get("id"), "errorClass": "RECORD_KIND"}
+    return resp
+
+
+def record_receiver_first(req: Response, resp: Response) -> Response:
+    # A receiver that compares the kind before the codec has checked the header.
+    raw = _record(req)
+    if req.get("op") == "receive_record" and raw is not None and resp.get("errorClass") == "RECORD_HEADER":
+        if str(raw[1]) != req["expectKind"]:
+            return {"id": resp.get("id"), "errorClass": "RECORD_KIND"}
+    return resp
+
+
+def record_no_header_class(req: Response, resp: Response) -> Response:
+    resp.pop("headerErrorClass", None)
+    return resp
+
+
+def record_seq_32_bits(req: Response, resp: Response) -> Response:
+    # A receiver that keeps the sequence number in 32 bits.
+    raw = _record(req)
+    if req.get("op") == "receive_record" and raw is not None and resp.get("errorClass") == "RECORD_SEQ":
+        if int.from_bytes(raw[10:14], "big") == int(req["expectSeq"]) % 2**32:
+            return python_adapter.handle(json.dumps({**req, "expectSeq": str(int.from_bytes(raw[6:14], "big"))}))
+    return resp
+
+
 BUGS: dict[str, Callable[[Response, Response], Response]] = {
     "wrong-text-class": wrong_text_class,
     "index-off-by-one": index_off_by_one,
@@ -130,6 +167,10 @@ BUGS: dict[str, Callable[[Response, Response], Response]] = {
         lambda t: len(t.encode("utf-8", "surrogatepass")) - 2 * _lone_surrogates(t)
     ),
     "unbounded-lamport": unbounded_lamport,
+    "record-kind-before-crc": record_kind_before_crc,
+    "record-receiver-first": record_receiver_first,
+    "record-no-header-class": record_no_header_class,
+    "record-seq-32-bits": record_seq_32_bits,
 }
 
 

@@ -28,18 +28,40 @@ VECTOR_FILES = sorted((KIT / "vectors").glob("*.json"))
 SCHEMAS = sorted((KIT / "schemas").glob("*.json"))
 
 
-def _readme_error_classes() -> set[str]:
-    section = README[README.index("## Error classes") :]
-    section = section[: section.index("These")]
+def _readme_error_classes(start: str, end: str) -> set[str]:
+    section = " ".join(README[README.index("## Error classes") :].split())  # line breaks do not matter
+    section = section[section.index(start) : section.index(end)]
     return set(re.findall(r"[A-Z][A-Z_]+[A-Z]", section))
 
 
+def _schema_enum(path: Path, name: str = "errorClass") -> set[str]:
+    return set(json.loads(path.read_text(encoding="utf-8"))["$defs"][name]["enum"])
+
+
 def test_readme_error_classes_are_exactly_each_schemas_enumeration() -> None:
-    listed = _readme_error_classes()
-    assert len(listed) == 14 and "fourteen" in README
+    tt_ext = _readme_error_classes("**The tt-ext files**", "These fourteen")
+    assert len(tt_ext) == 14
     for path in SCHEMAS:
-        enum = set(json.loads(path.read_text(encoding="utf-8"))["$defs"]["errorClass"]["enum"])
-        assert enum == listed, path.name
+        if path.name.startswith("tt_ext_v3_"):
+            assert _schema_enum(path) == tt_ext, path.name
+    record = _readme_error_classes("**The record file**", "These nine")
+    assert len(record) == 9
+    assert _schema_enum(KIT / "schemas" / "tt_torch_record_test_schema.json") == record
+    header_classes = _readme_error_classes("With `RECORD_HEADER` comes", "first failure wins")
+    assert _schema_enum(KIT / "schemas" / "tt_torch_record_test_schema.json", "headerErrorClass") == header_classes - {
+        "RECORD_HEADER"
+    }
+    assert {p.name for p in SCHEMAS} == {
+        *(f"tt_ext_v3_{n}_test_schema.json" for n in ("header", "sketch", "lamport")),
+        "tt_torch_record_test_schema.json",
+    }, "a new schema needs its error classes in README.md"
+
+
+def test_readme_lists_every_vector_file_and_group() -> None:
+    for path in VECTOR_FILES:
+        assert f"`vectors/{path.name}`" in README, path.name
+        for group in json.loads(path.read_text(encoding="utf-8"))["testGroups"]:
+            assert f"**`{group['type']}`**" in README, group["type"]
 
 
 def test_every_invalid_vector_has_an_error_class_and_no_valid_one_does() -> None:
@@ -66,8 +88,9 @@ def test_protocol_names_every_key_the_runner_compares(path: Path) -> None:
     """A key the runner expects but PROTOCOL.md does not list in the op's answer would fail a correct adapter."""
     for case in load_cases([path]):
         op = case.request["op"]
-        # decode_text answers "the same keys" as decode_bytes, plus its own.
-        row = _protocol_row(op) + (_protocol_row("decode_bytes") if op == "decode_text" else "")
+        # decode_text answers "the same keys" as decode_bytes, plus its own; receive_record as decode_record.
+        same = {"decode_text": "decode_bytes", "receive_record": "decode_record"}.get(op)
+        row = _protocol_row(op) + (_protocol_row(same) if same else "")
         for key in case.expect:
             if key != "errorClass":
                 assert f"`{key}`" in row, (case.label, key)

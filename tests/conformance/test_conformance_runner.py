@@ -282,3 +282,19 @@ def test_vectors_catch_a_lamport_merge_without_the_bound() -> None:
     assert res.returncode == 1
     assert "remote 2^44+1 ahead of 0: not merged" in res.stdout
     assert "remote 2^63-1 from a fresh counter: over the bound" in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("bug", "caught_by"),
+    [
+        ("record-kind-before-crc", "kind 2 and a wrong CRC: CRC is checked first"),
+        ("record-receiver-first", "wrong kind and an invalid header: the codec's checks come first"),
+        ("record-no-header-class", 'headerErrorClass: expected "TS_SOURCE", got "<missing>"'),
+        ("record-seq-32-bits", "seq 2^32+7 where 7 is expected: all 8 octets count"),
+    ],
+)
+def test_record_vectors_catch_each_misreading_of_the_checks(bug: str, caught_by: str) -> None:
+    """spec/torch.md §3.2: the order of the checks, the header's own class, a 64-bit seq are all pinned."""
+    res = run("--impl", broken(bug), str(ROOT / "conformance" / "vectors" / "tt_torch_record_test.json"))
+    assert res.returncode == 1
+    assert caught_by in res.stdout
