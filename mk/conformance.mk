@@ -1,6 +1,7 @@
-# Cross-language conformance (issue 7): the C99 reference codec in native/ttext,
-# checked under AddressSanitizer/UBSan against every vector, fuzzed, and compared
-# with the Python codec through conformance/run (protocol: conformance/PROTOCOL.md).
+# Cross-language conformance (issue 7): the C99 reference codecs in native/ttext (the
+# tt-ext header and the torch record), checked under AddressSanitizer/UBSan against
+# every vector, fuzzed, and compared with the Python codecs through conformance/run
+# (protocol: conformance/PROTOCOL.md).
 #
 #   conformance-c-build  warnings-as-errors build of libttext.a + adapter; C unit tests
 #   conformance-c-asan   the same sources under ASan+UBSan: unit tests, the FULL
@@ -16,7 +17,7 @@ TEST_STEPS += conformance-c-build conformance-c-asan conformance-fuzz conformanc
 TTEXT_CC ?= gcc
 TTEXT_DIR := native/ttext
 TTEXT_OUT := native/build/ttext
-TTEXT_LIB_SRC := $(TTEXT_DIR)/ttext.c $(TTEXT_DIR)/murmur3.c
+TTEXT_LIB_SRC := $(TTEXT_DIR)/ttext.c $(TTEXT_DIR)/murmur3.c $(TTEXT_DIR)/record.c
 TTEXT_ADAPTER_SRC := $(TTEXT_DIR)/adapter.c $(TTEXT_DIR)/jsonline.c $(TTEXT_LIB_SRC)
 TTEXT_HDRS := $(wildcard $(TTEXT_DIR)/*.h)
 TTEXT_CFLAGS := -std=c99 -O2 -Wall -Wextra -Werror -pedantic
@@ -28,7 +29,8 @@ TTEXT_SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86 \
 # Fixed seeds and counts: the same inputs every run, a few seconds each.
 TTEXT_FUZZ_SEED ?= 20261129
 TTEXT_FUZZ_ITERATIONS ?= 500000
-TTEXT_DIFFERENTIAL ?= 20000
+# Shared in turn by binary headers, text headers and records: 10,000 of each.
+TTEXT_DIFFERENTIAL ?= 30000
 
 .PHONY: conformance-cc-check
 
@@ -44,7 +46,7 @@ $(TTEXT_OUT)/%.o: $(TTEXT_DIR)/%.c $(TTEXT_HDRS) | conformance-cc-check
 	@mkdir -p $(@D)
 	$(TTEXT_CC) $(TTEXT_CFLAGS) -c -o $@ $<
 
-$(TTEXT_OUT)/libttext.a: $(TTEXT_OUT)/ttext.o $(TTEXT_OUT)/murmur3.o
+$(TTEXT_OUT)/libttext.a: $(TTEXT_OUT)/ttext.o $(TTEXT_OUT)/murmur3.o $(TTEXT_OUT)/record.o
 	ar rcs $@ $^
 
 $(TTEXT_OUT)/ttext-adapter: $(TTEXT_ADAPTER_SRC) $(TTEXT_HDRS) | conformance-cc-check
@@ -55,6 +57,14 @@ $(TTEXT_OUT)/test_ttext: $(TTEXT_DIR)/test_ttext.c $(TTEXT_LIB_SRC) $(TTEXT_HDRS
 	@mkdir -p $(@D)
 	$(TTEXT_CC) $(TTEXT_CFLAGS) -o $@ $(TTEXT_DIR)/test_ttext.c $(TTEXT_LIB_SRC)
 
+$(TTEXT_OUT)/test_record: $(TTEXT_DIR)/test_record.c $(TTEXT_LIB_SRC) $(TTEXT_HDRS) | conformance-cc-check
+	@mkdir -p $(@D)
+	$(TTEXT_CC) $(TTEXT_CFLAGS) -o $@ $(TTEXT_DIR)/test_record.c $(TTEXT_LIB_SRC)
+
+$(TTEXT_OUT)/test_record-asan: $(TTEXT_DIR)/test_record.c $(TTEXT_LIB_SRC) $(TTEXT_HDRS) | conformance-cc-check
+	@mkdir -p $(@D)
+	$(TTEXT_CC) $(TTEXT_ASAN_CFLAGS) -o $@ $(TTEXT_DIR)/test_record.c $(TTEXT_LIB_SRC)
+
 $(TTEXT_OUT)/ttext-adapter-asan: $(TTEXT_ADAPTER_SRC) $(TTEXT_HDRS) | conformance-cc-check
 	@mkdir -p $(@D)
 	$(TTEXT_CC) $(TTEXT_ASAN_CFLAGS) -o $@ $(TTEXT_ADAPTER_SRC)
@@ -63,17 +73,19 @@ $(TTEXT_OUT)/test_ttext-asan: $(TTEXT_DIR)/test_ttext.c $(TTEXT_LIB_SRC) $(TTEXT
 	@mkdir -p $(@D)
 	$(TTEXT_CC) $(TTEXT_ASAN_CFLAGS) -o $@ $(TTEXT_DIR)/test_ttext.c $(TTEXT_LIB_SRC)
 
-$(TTEXT_OUT)/fuzz-asan: $(TTEXT_DIR)/fuzz.c $(TTEXT_DIR)/jsonline.c $(TTEXT_LIB_SRC) $(TTEXT_HDRS) | conformance-cc-check
+$(TTEXT_OUT)/fuzz-asan: $(TTEXT_DIR)/fuzz.c $(TTEXT_DIR)/fuzz_record.c $(TTEXT_DIR)/jsonline.c $(TTEXT_LIB_SRC) $(TTEXT_HDRS) | conformance-cc-check
 	@mkdir -p $(@D)
-	$(TTEXT_CC) $(TTEXT_ASAN_CFLAGS) -o $@ $(TTEXT_DIR)/fuzz.c $(TTEXT_DIR)/jsonline.c $(TTEXT_LIB_SRC)
+	$(TTEXT_CC) $(TTEXT_ASAN_CFLAGS) -o $@ $(TTEXT_DIR)/fuzz.c $(TTEXT_DIR)/fuzz_record.c $(TTEXT_DIR)/jsonline.c $(TTEXT_LIB_SRC)
 
-conformance-c-build: $(TTEXT_OUT)/libttext.a $(TTEXT_OUT)/ttext-adapter $(TTEXT_OUT)/test_ttext
+conformance-c-build: $(TTEXT_OUT)/libttext.a $(TTEXT_OUT)/ttext-adapter $(TTEXT_OUT)/test_ttext $(TTEXT_OUT)/test_record
 	$(TTEXT_OUT)/test_ttext
+	$(TTEXT_OUT)/test_record
 
-conformance-c-asan: venv $(TTEXT_OUT)/ttext-adapter-asan $(TTEXT_OUT)/test_ttext-asan
+conformance-c-asan: venv $(TTEXT_OUT)/ttext-adapter-asan $(TTEXT_OUT)/test_ttext-asan $(TTEXT_OUT)/test_record-asan
 	$(TTEXT_SAN_ENV) $(TTEXT_OUT)/test_ttext-asan
+	$(TTEXT_SAN_ENV) $(TTEXT_OUT)/test_record-asan
 	$(TTEXT_SAN_ENV) PYTHON=$(PY) conformance/run --impl python --impl c-asan=$(TTEXT_OUT)/ttext-adapter-asan \
-	  --differential 2000 --seed $(TTEXT_FUZZ_SEED)
+	  --differential 3000 --seed $(TTEXT_FUZZ_SEED)
 	@if command -v valgrind >/dev/null 2>&1; then \
 	  PYTHON=$(PY) conformance/run --timeout 60 \
 	    --impl "c-valgrind=valgrind -q --error-exitcode=99 --leak-check=full $(TTEXT_OUT)/ttext-adapter"; \

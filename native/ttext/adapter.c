@@ -6,7 +6,8 @@
  * vector's outcome lives in ttext.c; this file only converts between the
  * protocol's strings and the C API.  Every wire or text input is copied into
  * a heap buffer of exactly its length, so an AddressSanitizer build catches
- * any read past the end.
+ * any read past the end.  The record ops (spec/torch.md section 3) answer
+ * through record.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "jsonline.h"
 #include "murmur3.h"
+#include "record.h"
 #include "ttext.h"
 
 #define MAX_LINE (16u * 1024u * 1024u) /* refuse absurd requests instead of growing forever */
@@ -508,6 +510,115 @@ static void op_lamport(const jl_object *req)
     free(results);
 }
 
+/* ---- the torch carried record (record.h) ----------------------------------- */
+
+static void reply_record_error(const jl_object *req, ttrec_status st, ttext_status header_status)
+{
+    begin(req);
+    put_str("errorClass", ttrec_status_name(st));
+    if (st == TTREC_E_HEADER)
+        put_str("headerErrorClass", ttext_status_name(header_status));
+    end();
+}
+
+/* A decoded record: its fields, the embedded header's, and the record encoded again. */
+static void reply_record(const jl_object *req, const ttrec_record *r)
+{
+    uint8_t raw[TTREC_LEN];
+    char buf[32];
+
+    if (ttrec_encode(r, raw) != TTREC_OK) {
+        problem = "decoded record does not re-encode"; /* cannot happen: decode checked it */
+        return;
+    }
+    begin(req);
+    put_u64("kind", r->kind);
+    put_u64("rank", r->rank);
+    put_u64("seq", r->seq);
+    put_hex("traceId", r->trace_id, TTREC_TRACE_ID_LEN);
+    put_hex("spanId", r->span_id, TTREC_SPAN_ID_LEN);
+    put_u64("tenantId", r->header.tenant_id);
+    sprintf(buf, "%lld", (long long)r->header.ptp_ns);
+    put_str("ptpNs", buf);
+    put_u64("tsSource", r->header.ts_source);
+    put_u64("clkQuality", r->header.clk_quality);
+    put_u64("uncertaintyNs", r->header.uncertainty_ns);
+    put_u64("lts", r->header.lts);
+    put_hex("svcSketch", r->header.svc_sketch, TTEXT_SKETCH_BYTES);
+    put_hex("reencoded", raw, sizeof raw);
+    end();
+}
+
+/* decode_record, or receive_record when expect is non-zero (the expectations are then read from req). */
+static void record_op(const jl_object *req, int expect)
+{
+    const jl_str *s = get_str(req, "record");
+    uint32_t kind = 0;
+    uint64_t rank = 0, seq = 0;
+    ttext_status hs;
+    ttrec_status st;
+    ttrec_record r;
+    uint8_t *raw;
+    size_t n;
+
+    if (s == NULL)
+        return;
+    if (expect && (get_u32(req, "expectKind", &kind) || get_u64(req, "expectRank", &rank) ||
+                   get_u64(req, "expectSeq", &seq)))
+        return;
+    if ((raw = from_hex(s, &n)) == NULL)
+        return;
+    st = expect ? ttrec_receive(raw, n, kind, rank, seq, &r, &hs) : ttrec_decode(raw, n, &r, &hs);
+    free(raw);
+    if (st != TTREC_OK)
+        reply_record_error(req, st, hs);
+    else
+        reply_record(req, &r);
+}
+
+static void op_decode_record(const jl_object *req)
+{
+    record_op(req, 0);
+}
+
+static void op_receive_record(const jl_object *req)
+{
+    record_op(req, 1);
+}
+
+static void op_encode_record(const jl_object *req)
+{
+    const jl_str *seq_s = get_str(req, "seq"), *tid = get_str(req, "traceId"), *sid = get_str(req, "spanId");
+    const jl_str *hdr = get_str(req, "header");
+    ttrec_record r;
+    uint8_t out[TTREC_LEN], *raw;
+    int neg, ovf;
+    size_t n;
+    ttrec_status st = TTREC_OK;
+
+    memset(&r, 0, sizeof r);
+    if (seq_s == NULL || tid == NULL || sid == NULL || hdr == NULL || get_u32(req, "kind", &r.kind) ||
+        get_u64(req, "rank", &r.rank) || parse_dec(seq_s, &neg, &r.seq, &ovf) != 0 ||
+        fixed_hex(tid, r.trace_id, TTREC_TRACE_ID_LEN) != 0 || fixed_hex(sid, r.span_id, TTREC_SPAN_ID_LEN) != 0 ||
+        (raw = from_hex(hdr, &n)) == NULL)
+        return;
+    /* A uint64 cannot hold a seq outside 0..2^64-1, nor a ttext_header octets that are not a
+     * header: the C types make these caller values unrepresentable, so they are the caller's
+     * bad field (spec/torch.md section 3.2), as ttrec_encode() says of the representable ones. */
+    if ((neg && r.seq != 0) || ovf || ttext_decode(raw, n, &r.header) != TTEXT_OK)
+        st = TTREC_E_FIELD;
+    free(raw);
+    if (st == TTREC_OK)
+        st = ttrec_encode(&r, out);
+    if (st != TTREC_OK) {
+        reply_record_error(req, st, TTEXT_OK);
+        return;
+    }
+    begin(req);
+    put_hex("record", out, sizeof out);
+    end();
+}
+
 static const struct {
     const char *name;
     void (*fn)(const jl_object *);
@@ -515,6 +626,7 @@ static const struct {
     {"decode_bytes", op_decode_bytes},     {"decode_text", op_decode_text},   {"encode", op_encode},
     {"sketch_indices", op_sketch_indices}, {"sketch_merge", op_sketch_merge}, {"sketch_contains", op_sketch_contains},
     {"lamport", op_lamport},
+    {"decode_record", op_decode_record},   {"receive_record", op_receive_record}, {"encode_record", op_encode_record},
 };
 
 static void handle(const char *line, size_t len)

@@ -8,35 +8,29 @@
  *   - the text decoder agrees with text_to_bytes + decode;
  *   - every status is a named class;
  *   - sketch add => contains, merge is a superset, Lamport never goes back
- *     and never passes 2^63-1.
+ *     and never passes 2^63-1;
+ *   - records (record.h): see fuzz_record.c, one iteration in eight.
  *
  * usage: fuzz [-n ITERATIONS] [-s SEED] [CORPUS]
- *   CORPUS lines: "b HEX" (binary input) or "t HEX" (UTF-8 of a text input),
- *   as written by `conformance/run --write-corpus`.
+ *   CORPUS lines: "b HEX" (binary input), "t HEX" (UTF-8 of a text input) or
+ *   "r HEX" (a record), as written by `conformance/run --write-corpus`.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "jsonline.h"
 #include "ttext.h"
-
-#define MAX_SEEDS 4096
-#define MAX_INPUT 2048 /* above the 256-character cap even in 4-octet characters, and every vector seed fits */
-
-typedef struct seed {
-    unsigned char data[MAX_INPUT];
-    size_t len;
-} seed;
 
 static seed seeds[MAX_SEEDS];
 static size_t n_seeds;
 static uint64_t rng_state;
-static unsigned long violations;
+unsigned long violations;
 static unsigned long outcomes[2][TTEXT_E_ARGUMENT + 1]; /* [binary, text][status]: shows what was reached */
 
 /* splitmix64: tiny, seedable, good enough to choose mutations. */
-static uint64_t rnd(void)
+uint64_t rnd(void)
 {
     uint64_t z = (rng_state += UINT64_C(0x9E3779B97F4A7C15));
     z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
@@ -44,25 +38,23 @@ static uint64_t rnd(void)
     return z ^ (z >> 31);
 }
 
-static size_t below(size_t n)
+size_t below(size_t n)
 {
     return n ? (size_t)(rnd() % n) : 0;
 }
 
-#define VIOLATION(...)                                                                                                 \
-    do {                                                                                                               \
-        violations++;                                                                                                  \
-        fprintf(stderr, "fuzz: property violated: " __VA_ARGS__);                                                    \
-        fputc('\n', stderr);                                                                                           \
-    } while (0)
+void add_to(seed *pool, size_t *count, const unsigned char *p, size_t n)
+{
+    if (*count < MAX_SEEDS && n <= MAX_INPUT) {
+        memcpy(pool[*count].data, p, n);
+        pool[*count].len = n;
+        (*count)++;
+    }
+}
 
 static void add_seed(const unsigned char *p, size_t n)
 {
-    if (n_seeds < MAX_SEEDS && n <= MAX_INPUT) {
-        memcpy(seeds[n_seeds].data, p, n);
-        seeds[n_seeds].len = n;
-        n_seeds++;
-    }
+    add_to(seeds, &n_seeds, p, n);
 }
 
 static int hexval(int c)
@@ -88,13 +80,16 @@ static void load_corpus(const char *path)
     }
     while (fgets(line, sizeof line, f) != NULL) {
         size_t n = 0, i = 2;
-        if ((line[0] != 'b' && line[0] != 't') || line[1] != ' ')
+        if ((line[0] != 'b' && line[0] != 't' && line[0] != 'r') || line[1] != ' ')
             continue;
         while (n < sizeof buf && hexval(line[i]) >= 0 && hexval(line[i + 1]) >= 0) {
             buf[n++] = (unsigned char)(hexval(line[i]) << 4 | hexval(line[i + 1]));
             i += 2;
         }
-        add_seed(buf, n);
+        if (line[0] == 'r')
+            fuzz_record_add_seed(buf, n);
+        else
+            add_seed(buf, n);
     }
     fclose(f);
 }
@@ -121,6 +116,7 @@ static void builtin_seeds(void)
             VIOLATION("valid random header refused by the encoder");
         add_seed(raw, sizeof raw);
         add_seed((const unsigned char *)text, strlen(text));
+        fuzz_record_seed_from(&h);
     }
 }
 
@@ -129,7 +125,7 @@ static const char *const tokens[] = {" ", "\t", ",", "=", "+", "/", ".", "\n", "
                                      "\xc3\xa9", "\xef\xbc\xa1", "\xf0\x9f\x98\x80", "\xed\xa0\x80", "\x80",
                                      "\xff", "\xc3", "\xe2\x80\xaf", "\xc2\xa0"};
 
-static size_t mutate(unsigned char *buf, size_t len)
+size_t mutate(unsigned char *buf, size_t len)
 {
     size_t rounds = 1 + below(4), r;
     for (r = 0; r < rounds; r++) {
@@ -373,6 +369,9 @@ int main(int argc, char **argv)
         case 2:
             one_sketch_lamport();
             break;
+        case 3:
+            fuzz_record_one();
+            break;
         default: {
             const seed *s = &seeds[below(n_seeds)];
             memcpy(buf, s->data, s->len);
@@ -390,6 +389,7 @@ int main(int argc, char **argv)
                 printf(" %s=%lu", ttext_status_name((ttext_status)st), outcomes[a][st]);
         putchar('\n');
     }
+    fuzz_record_report();
     printf("fuzz: %lu iterations, seed %llu, %lu seeds, %lu property violations\n", iterations, seed_arg,
            (unsigned long)n_seeds, violations);
     return violations == 0 ? 0 : 1;
