@@ -13,7 +13,9 @@ and the spec alone. Layout, network byte order (big-endian)::
      14    16  trace_id     the sending span's trace id
      30     8  span_id      the sending span's id (0: sent outside any span)
      38    53  header       tt-ext v3, binary form (spec/tt-ext-v3.md §2): the send event
-     91     4  crc32        IEEE CRC-32 (zlib.crc32) of octets 0..90
+     91     4  crc32        IEEE CRC-32 (zlib.crc32) of octets 0..90, big-endian
+
+Conformance vectors: conformance/vectors/tt_torch_record_test.json.
 """
 
 from __future__ import annotations
@@ -62,9 +64,10 @@ class RecordError(HeaderError):
     """A carried record breaks a rule of spec/torch.md §3.
 
     ``error_class`` is one of RECORD_LENGTH, RECORD_ABSENT, RECORD_VERSION,
-    RECORD_KIND, RECORD_CHECKSUM, RECORD_HEADER (the embedded tt-ext header is
-    invalid; the message names its own class), RECORD_FIELD (a value out of
-    range when encoding).
+    RECORD_CHECKSUM, RECORD_KIND, RECORD_HEADER (the embedded tt-ext header is
+    invalid; the message names its own class, and ``__cause__`` is the
+    header's own HeaderError), RECORD_FIELD (a value out of range when
+    encoding); the receiver adds RECORD_KIND, RECORD_RANK and RECORD_SEQ.
     """
 
     error_class = "RECORD"
@@ -105,11 +108,18 @@ def pack_record(kind: int, rank: int, seq: int, trace_id: int, span_id: int, hea
     """The 95-octet form from parts the caller already holds valid (``header``: 53 octets from a send event).
 
     The path the instrumentation takes per exchange: no ``TTExt`` is built
-    and decoded again. Out-of-range numbers raise ``struct.error``/``OverflowError``.
+    and decoded again, so the header is checked for its length only. A kind
+    other than 0 or 1, or a number out of range, is ``RecordError``
+    (RECORD_FIELD), as for ``TorchRecord`` (spec/torch.md §3.2).
     """
     if len(header) != HEADER_LEN:
         raise RecordError("header", f"must be {HEADER_LEN} octets, got {len(header)}", error_class="RECORD_FIELD")
-    body = _HEAD.pack(RECORD_VERSION, kind, rank, seq, trace_id.to_bytes(16, "big"), span_id.to_bytes(8, "big"))
+    if kind not in (0, 1):  # RecordKind values (an IntEnum compares equal to them)
+        raise RecordError("kind", f"must be 0 or 1, got {kind!r}", error_class="RECORD_FIELD")
+    try:
+        body = _HEAD.pack(RECORD_VERSION, kind, rank, seq, trace_id.to_bytes(16, "big"), span_id.to_bytes(8, "big"))
+    except (struct.error, OverflowError) as err:
+        raise RecordError("record", f"rank, seq or an id out of range: {err}", error_class="RECORD_FIELD") from err
     body += header
     return body + _CRC.pack(zlib.crc32(body))
 
