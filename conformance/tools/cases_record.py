@@ -14,7 +14,7 @@ import zlib
 from dataclasses import replace
 from typing import Any
 
-from cases_header import FULL, I63, NOW, TYPICAL
+from cases_header import FULL, I63, NOW, TYPICAL, _random_raws
 from reference import Raw
 from reference_record import (
     BODY_LEN,
@@ -81,6 +81,7 @@ def _crc_where(want: Any, base: Rec, seq: int) -> Rec:
 
 
 def _random_recs(seed: int, n: int) -> list[Rec]:
+    """Deterministic valid records, every field drawn over its whole range (headers as cases_header draws them)."""
     rng = random.Random(seed)
     return [
         Rec(
@@ -89,17 +90,9 @@ def _random_recs(seed: int, n: int) -> list[Rec]:
             seq=rng.randrange(2**64),
             trace_id=rng.getrandbits(128).to_bytes(16, "big"),
             span_id=rng.getrandbits(64).to_bytes(8, "big"),
-            header=Raw(
-                tenant=rng.randrange(16),
-                ptp_ns=rng.randrange(I63),
-                ts_source=rng.randrange(3),
-                clk_quality=rng.randrange(3),
-                uncertainty_ns=rng.randrange(0x10000),
-                lts=rng.randrange(I63),
-                sketch=rng.getrandbits(256).to_bytes(32, "big"),
-            ),
+            header=header,
         )
-        for _ in range(n)
+        for header in _random_raws(seed, n)
     ]
 
 

@@ -9,29 +9,9 @@
 #include <string.h>
 
 #include "record.h"
+#include "test_check.h"
 
-static int failures;
-static int checks;
-
-#define CHECK(cond)                                                                                                    \
-    do {                                                                                                               \
-        checks++;                                                                                                      \
-        if (!(cond)) {                                                                                                 \
-            failures++;                                                                                                \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                               \
-        }                                                                                                              \
-    } while (0)
-
-#define CHECK_ST(expr, want)                                                                                           \
-    do {                                                                                                               \
-        ttrec_status got_ = (expr);                                                                                    \
-        checks++;                                                                                                      \
-        if (got_ != (want)) {                                                                                          \
-            failures++;                                                                                                \
-            fprintf(stderr, "%s:%d: %s gave %s, want %s\n", __FILE__, __LINE__, #expr, ttrec_status_name(got_),   \
-                    ttrec_status_name(want));                                                                          \
-        }                                                                                                              \
-    } while (0)
+#define CHECK_ST(expr, want) CHECK_STATUS(ttrec_status, ttrec_status_name, expr, want)
 
 /* spec/torch.md section 3.1, worked example: rank 3's record of step 7. */
 static const char *EXAMPLE_HEX = "01000000000300000000000000074bf92f3577b34da6a3ce929d0e0e473600f067aa0ba902b7"

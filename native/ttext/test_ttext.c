@@ -9,29 +9,9 @@
 
 #include "murmur3.h"
 #include "ttext.h"
+#include "test_check.h"
 
-static int failures;
-static int checks;
-
-#define CHECK(cond)                                                                                                    \
-    do {                                                                                                               \
-        checks++;                                                                                                      \
-        if (!(cond)) {                                                                                                 \
-            failures++;                                                                                                \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                               \
-        }                                                                                                              \
-    } while (0)
-
-#define CHECK_ST(expr, want)                                                                                           \
-    do {                                                                                                               \
-        ttext_status got_ = (expr);                                                                                    \
-        checks++;                                                                                                      \
-        if (got_ != (want)) {                                                                                          \
-            failures++;                                                                                                \
-            fprintf(stderr, "%s:%d: %s gave %s, want %s\n", __FILE__, __LINE__, #expr, ttext_status_name(got_),   \
-                    ttext_status_name(want));                                                                          \
-        }                                                                                                              \
-    } while (0)
+#define CHECK_ST(expr, want) CHECK_STATUS(ttext_status, ttext_status_name, expr, want)
 
 static const char *B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
