@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from cases_header import FULL, I63, NOW, TYPICAL, _random_raws
-from reference import Raw
+from reference import Raw, normalised
 from reference_record import (
     BODY_LEN,
     HEADER_AT,
@@ -45,12 +45,18 @@ def _checked(rec: Rec) -> bytes:
     return raw
 
 
+def with_normalised(flags: list[str], rec: Rec) -> list[str]:
+    """flags, plus HeaderNormalised when the header is re-encoded differently (UNKNOWN, not 0xFFFF)."""
+    changed = normalised(rec.header) != rec.header
+    return [*flags, "HeaderNormalised"] if changed and "HeaderNormalised" not in flags else flags
+
+
 def _valid(comment: str, flags: list[str], rec: Rec) -> dict[str, Any]:
     raw = _checked(rec)
     assert decode_error(raw) == (None, None), comment
     out = decoded(rec)
     assert zlib.crc32(bytes.fromhex(out["reencoded"])[:BODY_LEN]) == int(out["reencoded"][-8:], 16)
-    return {"comment": comment, "flags": flags, "record": raw.hex(), "result": "valid", **out}
+    return {"comment": comment, "flags": with_normalised(flags, rec), "record": raw.hex(), "result": "valid", **out}
 
 
 def _invalid(

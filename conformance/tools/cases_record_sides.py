@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from cases_header import NOW, SKETCH_AB, TYPICAL
-from cases_record import ONES8, ONES16, P2P, STEP, U32, U64, _checked, _flip, _random_recs
+from cases_record import ONES8, ONES16, P2P, STEP, U32, U64, _checked, _flip, _random_recs, with_normalised
 from reference import HEADER_LEN, Raw, normalised
 from reference_record import KIND_VALUES, KINDS, RECORD_LEN, Rec, decoded, encode_error, receive_error
 
@@ -133,7 +133,11 @@ def _enc(comment: str, flags: list[str], rec: Rec, *, kind: int | None = None, r
         "spanId": rec.span_id.hex(),
         "header": h.hex(),
     }
-    case: dict[str, Any] = {"comment": comment, "flags": ["RecordEncode", *flags], "fields": fields}
+    case: dict[str, Any] = {
+        "comment": comment,
+        "flags": ["RecordEncode", *with_normalised(flags, rec)],
+        "fields": fields,
+    }
     got = encode_error(k, r, q, h)
     assert got == error, (comment, got, error)
     if error:
