@@ -1,4 +1,4 @@
-/* tt_stamp.c - the per-event work in one call (see tt_stamp.h). */
+/* tt_stamp.c - the per-event work of the OpenTelemetry layer (see tt_stamp.h). */
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -43,102 +43,72 @@ int64_t tt_lamport_tick(int64_t *lamport)
 	return old + 1;
 }
 
-/* lts = max(local, remote) + 1, or local + 1 when remote is more than
- * max_ahead (>= 0) ahead of local; *merged says which. -1: saturated. */
-static int64_t receive(int64_t *lamport, int64_t remote, int64_t max_ahead, uint8_t *merged)
+int64_t tt_lamport_receive(int64_t *lamport, int64_t remote, int64_t max_ahead)
 {
 	int64_t old = __atomic_load_n(lamport, __ATOMIC_RELAXED), base;
+	int merged;
 
+	if (remote < 0)
+		remote = 0;
 	do {
-		*merged = !(max_ahead >= 0 && remote > old && remote - old > max_ahead);
-		base = (*merged && remote > old) ? remote : old;
+		/* remote - old cannot overflow: remote > old >= 0 where it is taken. */
+		merged = !(max_ahead >= 0 && remote > old && remote - old > max_ahead);
+		base = (merged && remote > old) ? remote : old;
 		if (base >= TT_LTS_MAX) {
 			__atomic_store_n(lamport, TT_LTS_MAX, __ATOMIC_RELAXED);
 			return -1;
 		}
 	} while (!__atomic_compare_exchange_n(lamport, &old, base + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
-	return base + 1;
+	return merged ? base + 1 : ~(base + 1);
 }
 
-int64_t tt_lamport_merge(int64_t *lamport, int64_t remote, int64_t max_ahead)
-{
-	uint8_t merged;
-
-	return receive(lamport, remote < 0 ? 0 : remote, max_ahead, &merged);
-}
-
-int tt_stamp_map(const struct tt_clock_map *clock, int64_t raw_ns, struct tt_event *out)
+int64_t tt_clock_map_ns(const struct tt_clock_map *clock, int64_t raw_ns)
 {
 	int64_t ptp;
 
-	if (!clock || !out)
+	if (!clock)
 		return -EFAULT;
 	if (__builtin_add_overflow(raw_ns, clock->offset_ns, &ptp) || ptp < 0)
 		return -ERANGE;
-	out->ptp_ns = ptp;
-	out->uncertainty_ns = clock->uncertainty_ns;
-	out->ts_source = clock->ts_source;
-	out->clk_quality = clock->clk_quality;
-	return 0;
+	return ptp;
+}
+
+int64_t tt_clock_mapped_ns(const struct tt_clock_map *clock)
+{
+	struct timespec ts;
+	int64_t raw;
+
+	if (!clock)
+		return -EFAULT;
+	if (clock_gettime((clockid_t)clock->clock_id, &ts))
+		return -errno;
+	raw = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	if (raw < clock->valid_from_ns || raw > clock->valid_until_ns)
+		return -EAGAIN;
+	return tt_clock_map_ns(clock, raw);
 }
 
 int tt_stamp_start(const struct tt_clock_map *clock, int64_t *lamport, const char *sketch_in, uint64_t span_id,
 		   struct tt_event *out)
 {
-	return tt_stamp_event(clock, lamport, 0, -1, sketch_in, span_id, TT_EV_READ_CLOCK | TT_EV_TICK | TT_EV_ADD_SPAN,
-			      out);
-}
+	int64_t lts;
 
-int tt_stamp_tick(const struct tt_clock_map *clock, int64_t *lamport, struct tt_event *out)
-{
-	return tt_stamp_event(clock, lamport, 0, -1, NULL, 0, TT_EV_READ_CLOCK | TT_EV_TICK | TT_EV_KEEP_SKETCH, out);
-}
-
-int tt_stamp_event(const struct tt_clock_map *clock, int64_t *lamport, int64_t remote_lts, int64_t max_ahead,
-		   const char *sketch_in, uint64_t span_id, int flags, struct tt_event *out)
-{
-	int64_t lts = 0;
-
-	if (!out || ((flags & (TT_EV_TICK | TT_EV_MERGE)) && !lamport))
+	if (!lamport || !out)
 		return -EFAULT;
-	if ((flags & TT_EV_TICK) && (flags & TT_EV_MERGE))
-		return -EINVAL;
-	if ((flags & TT_EV_MERGE) && remote_lts < 0)
-		return -EINVAL;
-	if (flags & TT_EV_READ_CLOCK) {
-		struct timespec ts;
-		int64_t raw;
-		int rc;
+	if (clock) {
+		int64_t ptp = tt_clock_mapped_ns(clock);
 
-		if (!clock)
-			return -EFAULT;
-		if (clock_gettime((clockid_t)clock->clock_id, &ts))
-			return -errno;
-		raw = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-		if (raw < clock->valid_from_ns || raw > clock->valid_until_ns)
-			return -EAGAIN;
-		rc = tt_stamp_map(clock, raw, out);
-		if (rc)
-			return rc;
+		if (ptp < 0)
+			return (int)ptp;
+		out->ptp_ns = ptp;
 	}
-	out->merged = 1;
-	out->saturated = 0;
-	if (flags & TT_EV_TICK)
-		lts = tt_lamport_tick(lamport);
-	else if (flags & TT_EV_MERGE)
-		lts = receive(lamport, remote_lts, max_ahead, &out->merged);
-	if (lts < 0) {
-		out->saturated = 1;
-		lts = TT_LTS_MAX;
-	}
-	out->lts = lts;
-	if (flags & TT_EV_KEEP_SKETCH)
-		return 0;
+	lts = tt_lamport_tick(lamport);
+	out->saturated = lts < 0;
+	out->lts = lts < 0 ? TT_LTS_MAX : lts;
 	if (sketch_in)
 		memcpy(out->sketch, sketch_in, TT_SKETCH_BYTES);
 	else
 		memset(out->sketch, 0, TT_SKETCH_BYTES);
-	if (flags & TT_EV_ADD_SPAN)
-		add_span(out->sketch, span_id);
+	add_span(out->sketch, span_id);
 	return 0;
 }

@@ -1,13 +1,17 @@
 /*
- * tt_stamp.h - the per-event work of the OpenTelemetry layer in one call.
+ * tt_stamp.h - the per-event work of the OpenTelemetry layer, in as few
+ * calls from Python as the result allows.
  *
- * One span start, span end, send (inject) or receive (extract) is one call:
- * read the configured clock through its cached mapping, tick or merge the
- * process's Lamport counter atomically, hash a span id into a copy of the
- * parent's SVC sketch, and fill the numbers the processor writes. Nothing is
- * allocated; the caller owns *out. The pure-Python path
- * (tempotrace_sdk/otel/stamp.py) computes exactly the same values
- * (tests/otel/test_otel_stamp.py compares the two on random inputs).
+ * A span start is one call: read the configured clock through its cached
+ * mapping, tick the process's Lamport counter atomically, hash the span id
+ * into a copy of the parent's SVC sketch, and fill struct tt_event. A span
+ * end or a send (inject) needs only two numbers, so it is two calls that
+ * return them as plain integers (the mapped clock read and the tick): from
+ * Python that is cheaper than one call filling a struct it must then unpack.
+ * A receive (extract) is one call, the bounded merge. Nothing is allocated;
+ * the caller owns *out. The pure-Python path (tempotrace_sdk/otel/stamp.py)
+ * computes exactly the same values (tests/otel/test_otel_stamp.py compares
+ * the two on random inputs).
  *
  * Everything between the cdef markers is also the cffi cdef.
  */
@@ -19,10 +23,11 @@
 /* cdef-begin */
 /* A clock source's cached mapping from a raw POSIX clock to TAI, written by
  * the source whenever it refreshes its sync state (at most once a second).
- * The event reads clock_id and adds offset_ns; a raw reading outside
+ * A read takes clock_id and adds offset_ns; a raw reading outside
  * [valid_from_ns, valid_until_ns] means the mapping is stale (or the clock
- * stepped back) and the event refuses with -EAGAIN before touching anything,
- * so the caller can refresh and retry. */
+ * stepped back) and the read refuses with -EAGAIN before anything else
+ * happens, so the caller can refresh and retry. The other fields are the
+ * caller's: they describe every reading the mapping gives. */
 struct tt_clock_map {
 	int clock_id;
 	int64_t offset_ns;
@@ -33,57 +38,50 @@ struct tt_clock_map {
 	uint8_t clk_quality;
 };
 
-/* What one event produced. merged: 1 unless a receive was refused for being
- * more than max_ahead ahead; saturated: 1 when the counter was already at
+/* What a span start produced. saturated: 1 when the counter was already at
  * 2^63-1 and could not advance (the value stays there). */
 struct tt_event {
 	int64_t ptp_ns;
 	int64_t lts;
-	uint16_t uncertainty_ns;
-	uint8_t ts_source;
-	uint8_t clk_quality;
-	uint8_t merged;
 	uint8_t saturated;
 	uint8_t sketch[32];
 };
 
-/* Event parts, combined with |: read the clock, tick the counter or merge
- * remote_lts into it (one of the two), add span_id to the sketch; or leave
- * out->sketch alone (KEEP_SKETCH: the caller reads no sketch). */
-enum { TT_EV_READ_CLOCK = 1, TT_EV_TICK = 2, TT_EV_MERGE = 4, TT_EV_ADD_SPAN = 8, TT_EV_KEEP_SKETCH = 16 };
-
-/* One event (see above). sketch_in: 32 bytes, or NULL for the empty sketch;
- * the result is always written to out->sketch (a copy when no span is added).
- * max_ahead < 0: merge without bound (lts = max(local, remote) + 1).
- * Returns 0; -EAGAIN when the mapping is stale; -ERANGE when the mapped time
- * falls outside 0..2^63-1; -errno when the clock read fails; -EINVAL for a
- * bad flag combination or a negative remote_lts; -EFAULT for NULL pointers.
- * On any error nothing was ticked. */
-int tt_stamp_event(const struct tt_clock_map *clock, int64_t *lamport, int64_t remote_lts, int64_t max_ahead,
-		   const char *sketch_in, uint64_t span_id, int flags, struct tt_event *out);
-
-/* The two common events, with fewer arguments (each costs a conversion per
- * call from Python): a span start (clock through the mapping, tick, span_id
- * added to a copy of sketch_in, 32 bytes or NULL) and a span end or send
- * (clock, tick; out->sketch untouched). Returns as tt_stamp_event. */
+/* A span start: the clock read through clock (NULL: the caller has taken the
+ * reading itself, and out->ptp_ns is left alone), a Lamport tick, and
+ * span_id added to a copy of sketch_in (32 bytes, or NULL for the empty
+ * sketch) in out->sketch. Returns 0, or as tt_clock_mapped_ns for a failed
+ * read (-EAGAIN, -ERANGE, -errno), or -EFAULT for NULL lamport/out. On any
+ * error nothing was ticked. */
 int tt_stamp_start(const struct tt_clock_map *clock, int64_t *lamport, const char *sketch_in, uint64_t span_id,
 		   struct tt_event *out);
-int tt_stamp_tick(const struct tt_clock_map *clock, int64_t *lamport, struct tt_event *out);
+
+/* One reading through clock: clock_gettime(clock_id) + offset_ns, >= 0.
+ * -EAGAIN when the raw reading is outside the validity window; -ERANGE when
+ * the mapped time falls outside 0..2^63-1; -errno when the read fails;
+ * -EFAULT for NULL. */
+int64_t tt_clock_mapped_ns(const struct tt_clock_map *clock);
+
+/* The mapping alone, for a raw reading given by the caller (no read, no
+ * validity window): raw_ns + offset_ns, or -ERANGE outside 0..2^63-1. */
+int64_t tt_clock_map_ns(const struct tt_clock_map *clock, int64_t raw_ns);
 
 /* A local event on the counter: the new value, or -1 when it was already
  * saturated at 2^63-1 (it stays there). Atomic: no tick is ever lost. */
 int64_t tt_lamport_tick(int64_t *lamport);
 
-/* A receive whose caller needs only the value (tt_stamp_event with
- * TT_EV_MERGE also says whether it merged): lts = max(local, remote) + 1, or
- * local + 1 when remote is more than max_ahead (>= 0) ahead; atomically. The
- * new value, or -1 when the counter was saturated at 2^63-1 (it stays
- * there). remote must be 0..2^63-1 (a negative one is treated as 0). */
-int64_t tt_lamport_merge(int64_t *lamport, int64_t remote, int64_t max_ahead);
-
-/* Map a raw reading through clock (no read, no validity window): for the
- * differential test. Returns 0 or -ERANGE. */
-int tt_stamp_map(const struct tt_clock_map *clock, int64_t raw_ns, struct tt_event *out);
+/* A receive of a header carrying remote (0..2^63-1; a negative one is treated
+ * as 0), atomically, by tt-ext v3 §10 and §10.1: lts = max(local, remote) + 1,
+ * except that a remote more than max_ahead (>= 0; < 0: no bound) ahead of
+ * local is not merged and the receive is a plain local tick, lts = local + 1.
+ * Returns, in one value (no output struct, so nothing to allocate, unpack or
+ * share between threads):
+ *   lts (>= 1)       merged;
+ *   -1               the counter was saturated at 2^63-1 (it stays there);
+ *                    a saturated counter is never behind a remote: merged;
+ *   ~lts (<= -2)     not merged; the receive's value is ~result (bitwise not:
+ *                    every lts 1..2^63-1 has one, down to INT64_MIN). */
+int64_t tt_lamport_receive(int64_t *lamport, int64_t remote, int64_t max_ahead);
 /* cdef-end */
 
 #endif

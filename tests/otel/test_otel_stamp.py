@@ -9,6 +9,7 @@ mapping never stamps).
 
 from __future__ import annotations
 
+import errno
 import threading
 import time
 from typing import Any
@@ -24,6 +25,7 @@ from tempotrace_sdk.errors import FieldError
 from tempotrace_sdk.otel.stamp import NativeLamport, NativeStamp, PureStamp
 from tempotrace_sdk.wire import ClockQuality, LamportClock, Sketch, TsSource
 from tempotrace_sdk.wire._layout import LTS_MAX, PTP_NS_MAX
+from tempotrace_sdk.wire.lamport import LAMPORT_MAX_AHEAD
 
 pytestmark = pytest.mark.skipif(native() is None, reason=f"native stamp unavailable: {native_status().reason}")
 
@@ -67,11 +69,42 @@ def test_bounded_receive_matches_the_rule(local: int, remote: int, max_ahead: in
     new_local, lts, merged = _bounded_reference(local, remote, max_ahead)
     assert fast.receive(remote, max_ahead) == (lts, merged)
     assert fast.value == new_local
-    # Without an explicit bound: exactly the wire counter's rule, whatever bound it has.
-    wire = LamportClock(local)
-    expected = wire.receive(remote) if hasattr(wire, "receive") else (wire.merge(remote), True)
-    assert NativeLamport(local).receive(remote) == expected
-    assert PureStamp(LamportClock(local)).receive(remote) == expected
+    # Without an explicit bound: exactly the wire counter's rule (spec §10.1).
+    wire, native_default = LamportClock(local), NativeLamport(local)
+    assert native_default.receive(remote) == wire.receive(remote)
+    assert native_default.value == wire.value and native_default.saturated == wire.saturated
+
+
+M = LAMPORT_MAX_AHEAD
+
+
+@pytest.mark.parametrize(
+    ("local", "remote", "expected", "saturates"),
+    [
+        pytest.param(1000, 1000 + M, (1001 + M, True), False, id="at-the-bound-merged"),
+        pytest.param(1000, 1001 + M, (1001, False), False, id="just-over-not-merged"),
+        pytest.param(1000, LTS_MAX, (1001, False), False, id="far-over-2^63-1-not-merged"),
+        pytest.param(0, LTS_MAX, (1, False), False, id="fresh-process-2^63-1"),
+        pytest.param(LTS_MAX - M, LTS_MAX, (LTS_MAX, True), True, id="at-the-bound-to-the-top-saturates"),
+        pytest.param(LTS_MAX, LTS_MAX, (LTS_MAX, True), True, id="saturated-counter-merges"),
+        pytest.param(5000, 7, (5001, True), False, id="behind-keeps-local"),
+    ],
+)
+@pytest.mark.parametrize("counter", [LamportClock, NativeLamport])
+def test_the_bound_at_just_over_and_far_over(
+    counter: Any, local: int, remote: int, expected: tuple[int, bool], saturates: bool
+) -> None:
+    """tt-ext §10.1 on both counters: R = L + 2^44 is merged, L + 2^44 + 1 and 2^63 - 1 are a plain
+    tick, and only a merge that reaches the top saturates (§10)."""
+    clock = counter(local)
+    assert clock.receive(remote) == expected
+    assert clock.value == expected[0]
+    assert clock.saturated == saturates
+
+
+def test_an_unmerged_receive_can_reach_int64_min_in_the_native_encoding() -> None:
+    """tt_lamport_receive returns ~lts when it does not merge; lts = 2^63-1 is the extreme (~ = -2^63)."""
+    assert NativeLamport(LTS_MAX - 1).receive(LTS_MAX, 0) == (LTS_MAX, False)
 
 
 @pytest.mark.parametrize("remote", [-1, I63, True, 1.0, "1", None])
@@ -150,13 +183,13 @@ def test_a_stale_mapping_falls_back_to_the_sources_own_now() -> None:
 def test_the_c_mapping_matches_the_python_rule(raw: int, offset: int) -> None:
     """ptp = raw + offset when 0..2^63-1, refused otherwise (as Timestamp refuses it)."""
     lib, ffi = native()  # type: ignore[misc]
-    cmap, out = ffi.new("struct tt_clock_map *"), ffi.new("struct tt_event *")
-    cmap.offset_ns, cmap.uncertainty_ns, cmap.ts_source, cmap.clk_quality = offset, 9, 2, 1
-    rc = lib.tt_stamp_map(cmap, raw, out)
+    cmap = ffi.new("struct tt_clock_map *")
+    cmap.offset_ns = offset
+    ptp = lib.tt_clock_map_ns(cmap, raw)
     if 0 <= raw + offset <= PTP_NS_MAX:
-        assert rc == 0 and (out.ptp_ns, out.uncertainty_ns, out.ts_source, out.clk_quality) == (raw + offset, 9, 2, 1)
+        assert ptp == raw + offset
     else:
-        assert rc < 0
+        assert ptp == -errno.ERANGE
 
 
 def test_the_cpu_clock_through_its_mapping_agrees_with_its_now() -> None:
