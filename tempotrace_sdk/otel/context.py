@@ -84,6 +84,7 @@ class RemoteHop(msgspec.Struct, frozen=True, gc=False):
     """
 
     header: TTExt
+    #: The receive event's Lamport value.
     recv_lts: int
     #: The remote parent's span id when the tracecontext propagator ran first
     #: (0 when unknown): a span only takes this hop if its parent is that span.
@@ -92,6 +93,11 @@ class RemoteHop(msgspec.Struct, frozen=True, gc=False):
     #: second extract of one request's headers): the span it parents takes
     #: its sketch but records no receive, so the hop is counted once.
     repeat: bool = False
+    #: False when the header's lts was more than LAMPORT_MAX_AHEAD ahead of
+    #: this process's counter and was not merged (tt-ext §10.1): the receive
+    #: was a plain local tick, the hop carries no Lamport evidence, and the
+    #: span it parents writes no ``tempotrace.recv.lts``.
+    merged: bool = True
 
     def applies_to(self, parent: SpanContext | None) -> bool:
         if self.parent_span_id == 0:
@@ -294,7 +300,8 @@ class TempoTraceState:
             self._errors[where] += n
 
     def rejections(self) -> dict[str, int]:
-        """Headers refused at extract, by error class (e.g. TEXT_LENGTH, VERSION, DUPLICATE)."""
+        """Headers refused at extract, by error class (e.g. TEXT_LENGTH, VERSION, TEXT_MULTIPLE), and
+        LAMPORT_AHEAD: valid headers whose counter was not merged (tt-ext §10.1; the hop is kept)."""
         with self._counts_lock:
             return dict(self._rejections)
 

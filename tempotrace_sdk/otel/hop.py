@@ -7,12 +7,18 @@ of each). Nothing is sent without a valid trace context to go with it: a
 header beside no traceparent means nothing to a receiver (issue 14).
 
 ``receive`` takes a header the caller has already decoded and validated,
-merges its Lamport value and returns the context carrying it. The same
-header received again in this process (a framework's extract and then the
-handler's own, in one request) is not a second receive: no merge, and the
-context carries the first receive's hop marked ``repeat`` so only one span
-records it. A peer's bad bytes never get that far: the caller counts them
-with ``reject`` and leaves the context alone.
+merges its Lamport value and returns the context carrying it. A header whose
+counter is more than ``LAMPORT_MAX_AHEAD`` ahead of this process's is not
+merged (tt-ext §10.1: one forged header must not push every counter
+downstream to 2^63-1): the receive is a plain local tick, counted as
+``LAMPORT_AHEAD`` in ``rejection_counts()`` and logged at debug, and the hop
+is kept -- the span it parents is still parented and still takes the
+sender's sketch -- marked ``merged=False`` so that no ``tempotrace.recv.lts``
+is written for it. The same header received again in this process (a
+framework's extract and then the handler's own, in one request) is not a
+second receive: no merge, and the context carries the first receive's hop
+marked ``repeat`` so only one span records it. A peer's bad bytes never get
+that far: the caller counts them with ``reject`` and leaves the context alone.
 """
 
 from __future__ import annotations
@@ -29,9 +35,12 @@ from ..wire import Sketch, TTExt
 from ..wire.header import header_text, pack_header
 from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, hop_seen, remote_hop
 
-__all__ = ["receive", "reject", "send", "send_text"]
+__all__ = ["LAMPORT_AHEAD", "receive", "reject", "send", "send_text"]
 
 _log = logging.getLogger(__name__)
+
+#: The rejection class of a valid header whose lts was not merged (tt-ext §10.1).
+LAMPORT_AHEAD = "LAMPORT_AHEAD"
 
 
 def _untracked_sketch(state: TempoTraceState, context: context_api.Context | None, span_id: int) -> Sketch:
@@ -94,16 +103,24 @@ def send_text(state: TempoTraceState, context: context_api.Context | None = None
 def receive(
     state: TempoTraceState, header: TTExt, context: context_api.Context | None, key: str | bytes | None = None
 ) -> context_api.Context:
-    """Merge a validated header's Lamport value and return ``context`` carrying it.
+    """Merge a validated header's Lamport value (bounded, tt-ext §10.1) and return ``context`` carrying it.
 
     ``key`` is the header as received (text or bytes). A key this process has
     already received is a repeat: no merge, the first receive's Lamport value.
     """
     first = state.received.get(key) if key is not None else None
     if first is not None and first.header == header:
-        recv_lts, repeat = first.recv_lts, True
+        recv_lts, merged, repeat = first.recv_lts, first.merged, True
     else:
-        recv_lts, repeat = state.stamp.receive(header.lts)[0], False
+        recv_lts, merged = state.lamport.receive(header.lts)
+        repeat = False
+        if not merged:
+            state.count_rejection(LAMPORT_AHEAD)
+            _log.debug(
+                "tempotrace: received lts %d is more than 2^44 ahead of this process's counter: not merged "
+                "(tt-ext §10.1); the hop is kept without Lamport evidence",
+                header.lts,
+            )
     if context:
         parent = trace.get_current_span(context).get_span_context()
         parent_id = parent.span_id if parent.is_remote and parent.is_valid else 0
@@ -111,7 +128,7 @@ def receive(
     else:  # None or an empty Context (a dict): no span, so no remote parent
         parent_id = 0
         ctx = context if context is not None else context_api.Context()
-    hop = RemoteHop(header, recv_lts, parent_id, repeat)
+    hop = RemoteHop(header, recv_lts, parent_id, repeat, merged)
     if key is not None and not repeat:
         state.remember_received(key, hop)
     hop_seen[0] = True

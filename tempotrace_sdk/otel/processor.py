@@ -245,7 +245,8 @@ class TempoTraceSpanProcessor(SpanProcessor):
                 attrs[REMOTE_LTS] = h.lts
                 attrs[REMOTE_TENANT_ID] = h.tenant_id
                 attrs[REMOTE_SVC_SKETCH] = h.svc_sketch.to_bytes().hex()
-                attrs[RECV_LTS] = hop.recv_lts
+                if hop.merged:  # an unmerged receive carries no Lamport evidence (tt-ext §10.1)
+                    attrs[RECV_LTS] = hop.recv_lts
             if state.policy is not None:
                 contract = state.contract  # the local tenant's, never the remote header's
                 if contract is not None:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +115,61 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TEMPOTRACE_"))}
     env.update(extra)
     return env
+
+
+#: The node program of the multi-process tests (tests/otel/_otel_node.py).
+NODE = str(Path(__file__).with_name("_otel_node.py"))
+
+
+class Cluster:
+    """Real node processes over localhost HTTP, all exporting to one OTLP JSON-lines file."""
+
+    def __init__(self, export: Path) -> None:
+        self.export = export
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def env(self, host: str, clock: str) -> dict[str, str]:
+        return subprocess_env(
+            OTEL_PROPAGATORS="tracecontext,baggage,tempotrace",
+            TEMPOTRACE_EXPORT_PATH=str(self.export),
+            TEMPOTRACE_EXPORT_SYNC="1",
+            TEMPOTRACE_HOST=host,
+            TEMPOTRACE_CLOCK=clock,
+        )
+
+    def server(self, *args: str, host: str, clock: str = "sim:ptp") -> int:
+        proc = subprocess.Popen(
+            [sys.executable, NODE, *args], env=self.env(host, clock), stdout=subprocess.PIPE, text=True
+        )
+        self.procs.append(proc)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip().isdigit(), f"{args} did not start"
+        return int(line)
+
+    def client(self, url: str, how: str, host: str = "node-a", clock: str = "sim:ntp") -> str:
+        out = subprocess.run(
+            [sys.executable, NODE, "client", url, how],
+            env=self.env(host, clock),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    def spans(self, expected: int) -> list[dict[str, Any]]:
+        # Servers end their span just after the response is written: wait for the export
+        # (generously: the machine may be loaded).
+        deadline = time.monotonic() + 30
+        while True:
+            spans = read_spans(self.export) if self.export.exists() else []
+            if len(spans) >= expected or time.monotonic() > deadline:
+                return spans
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            proc.wait(10)

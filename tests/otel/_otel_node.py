@@ -2,7 +2,12 @@
 
     python _otel_node.py server NAME [NEXT_URL]   stdlib http.server; prints its port
     python _otel_node.py flask NAME               Flask + OTel instrumentation; prints its port
-    python _otel_node.py client URL urllib|requests|requests6
+    python _otel_node.py client URL urllib|requests|requests6|forge
+
+``forge`` is a hostile sender: a traced client whose tt-ext header, otherwise
+its own, claims lts = 2^63-1 (Lamport poisoning, issue 13 item 5). A stdlib
+server answers ``GET /tempotrace-state`` (no span) with its Lamport counter
+and rejection counts as JSON.
 
 Every process reads OTEL_PROPAGATORS, TEMPOTRACE_CLOCK, TEMPOTRACE_HOST and
 TEMPOTRACE_EXPORT_PATH (one shared file) from its environment.
@@ -10,36 +15,51 @@ TEMPOTRACE_EXPORT_PATH (one shared file) from its environment.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import msgspec
 from opentelemetry.propagate import extract, inject
 from opentelemetry.trace import SpanKind
 
-from tempotrace_sdk.otel import configure, span, traced
+from tempotrace_sdk.otel import configure, get_state, rejection_counts, span, traced
+from tempotrace_sdk.wire import TTExt
 
 
-def call(url: str, name: str) -> str:
+def call(url: str, name: str, forge_lts: int | None = None) -> str:
     with span(f"{name} GET", kind=SpanKind.CLIENT):
         headers: dict[str, str] = {}
         inject(headers)
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as response:
+        if forge_lts is not None:
+            honest = TTExt.from_header(headers["tt-ext"])
+            headers["tt-ext"] = msgspec.structs.replace(honest, lts=forge_lts).to_header()
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as response:
             return str(response.read().decode())
+
+
+def state_json() -> bytes:
+    lamport = get_state().lamport
+    return json.dumps({"lts": lamport.value, "saturated": lamport.saturated, "rejections": rejection_counts()}).encode()
 
 
 def stdlib_server(name: str, next_url: str | None) -> None:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if self.path == "/tempotrace-state":
+                self.reply(state_json())
+                return
             ctx = extract(self.headers)
             with span(f"{name} {self.path}", kind=SpanKind.SERVER, context=ctx):
-                body = name + ("," + call(next_url, name) if next_url else "")
-                data = body.encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.reply((name + ("," + call(next_url, name) if next_url else "")).encode())
+
+        def reply(self, data: bytes) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
         def log_message(self, *args: object) -> None:
             pass
@@ -88,7 +108,7 @@ def client(url: str, how: str) -> None:
                 print(requests.get(url, timeout=10).text, flush=True)
     else:
         with span("client-root"):
-            print(call(url, "client"), flush=True)
+            print(call(url, "client", forge_lts=2**63 - 1 if how == "forge" else None), flush=True)
 
 
 def main() -> None:

@@ -7,71 +7,15 @@ all read back from the one OTLP JSON-lines file the processes share.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _otel_helpers import read_spans, subprocess_env
+from _otel_helpers import Cluster
 
 from tempotrace_sdk import semconv as S
 from tempotrace_sdk.wire import Sketch
-
-NODE = str(Path(__file__).with_name("_otel_node.py"))
-
-
-class Cluster:
-    def __init__(self, export: Path) -> None:
-        self.export = export
-        self.procs: list[subprocess.Popen[str]] = []
-
-    def env(self, host: str, clock: str) -> dict[str, str]:
-        return subprocess_env(
-            OTEL_PROPAGATORS="tracecontext,baggage,tempotrace",
-            TEMPOTRACE_EXPORT_PATH=str(self.export),
-            TEMPOTRACE_EXPORT_SYNC="1",
-            TEMPOTRACE_HOST=host,
-            TEMPOTRACE_CLOCK=clock,
-        )
-
-    def server(self, *args: str, host: str, clock: str = "sim:ptp") -> int:
-        proc = subprocess.Popen(
-            [sys.executable, NODE, *args], env=self.env(host, clock), stdout=subprocess.PIPE, text=True
-        )
-        self.procs.append(proc)
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.strip().isdigit(), f"{args} did not start"
-        return int(line)
-
-    def client(self, url: str, how: str, host: str = "node-a", clock: str = "sim:ntp") -> str:
-        out = subprocess.run(
-            [sys.executable, NODE, "client", url, how],
-            env=self.env(host, clock),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert out.returncode == 0, out.stderr
-        return out.stdout.strip()
-
-    def spans(self, expected: int) -> list[dict[str, Any]]:
-        # Servers end their span just after the response is written: wait for the export.
-        deadline = time.monotonic() + 10
-        while True:
-            spans = read_spans(self.export) if self.export.exists() else []
-            if len(spans) >= expected or time.monotonic() > deadline:
-                return spans
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        for proc in self.procs:
-            proc.terminate()
-        for proc in self.procs:
-            proc.wait(10)
 
 
 @pytest.fixture
