@@ -27,8 +27,9 @@ from opentelemetry.trace.span import TraceState
 from ..errors import TextFormError
 from ..wire import TTExt
 from ..wire._layout import TEXT_HEADER, TRACESTATE_KEY
+from ..wire.header import header_text
 from .context import TempoTraceState, get_state
-from .hop import receive, reject, send_text
+from .hop import receive, reject, send
 
 __all__ = ["TRACESTATE_FALLBACK_ENV", "TempoTracePropagator"]
 
@@ -178,7 +179,7 @@ class TempoTracePropagator(TextMapPropagator):
         if state is None:
             state = get_state()
         try:
-            text = send_text(state, context)
+            text = send(state, context, header_text)
             if text is None:  # no valid trace context: a tt-ext alone means nothing to a receiver
                 return
             if setter is default_setter and type(carrier) is dict:
