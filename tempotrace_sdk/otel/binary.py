@@ -30,7 +30,6 @@ from opentelemetry import context as context_api
 from ..errors import HeaderError
 from ..wire import TTExt
 from ..wire._layout import BINARY_HEADER
-from ..wire.header import pack_header
 from .context import TempoTraceState, get_state
 from .hop import receive, reject, send
 
@@ -52,7 +51,7 @@ def binary_header(
     """
     st = state if state is not None else get_state()
     try:
-        raw = send(st, context, pack_header)
+        raw = send(st, context)
         return None if raw is None else (BINARY_HEADER, raw)
     except Exception:
         st.count_error("binary_header")
@@ -85,7 +84,7 @@ def inject_binary(
         _log.debug("tempotrace: inject_binary: unreadable metadata", exc_info=True)
         return metadata if isinstance(metadata, list) else []
     try:
-        raw = send(st, context, pack_header)
+        raw = send(st, context)
         if raw is not None:  # None: no valid trace context, nothing to send
             out.append((BINARY_HEADER, raw))
     except Exception:

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 from opentelemetry import context as context_api
 from opentelemetry import trace
 
 from ..errors import HeaderError
 from ..wire import Sketch, TTExt
+from ..wire.header import pack_header
 from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, hop_seen, remote_hop
 
 __all__ = ["LAMPORT_AHEAD", "receive", "reject", "send"]
@@ -56,9 +57,18 @@ def _untracked_sketch(state: TempoTraceState, context: context_api.Context | Non
 _Form = TypeVar("_Form", str, bytes)
 
 
-def send(state: TempoTraceState, context: context_api.Context | None, form: Callable[..., _Form]) -> _Form | None:
-    """Record a send event and return its header in ``form`` (``header_text`` or ``pack_header``),
-    or None when ``context`` holds no valid span context (nothing is sent, nothing ticks).
+@overload
+def send(state: TempoTraceState, context: context_api.Context | None = None) -> bytes | None: ...
+@overload
+def send(state: TempoTraceState, context: context_api.Context | None, form: Callable[..., _Form]) -> _Form | None: ...
+
+
+def send(
+    state: TempoTraceState, context: context_api.Context | None = None, form: Callable[..., Any] = pack_header
+) -> Any:
+    """Record a send event and return its header in ``form``: ``pack_header`` (the default, the
+    53-byte binary form) or ``header_text`` (the propagator's); None when ``context`` (default:
+    the current one) holds no valid span context (nothing is sent, nothing ticks).
 
     The send is remembered on the current span (if we track it and it is
     still open) and written as ``tempotrace.send.*`` arrays when it ends.
