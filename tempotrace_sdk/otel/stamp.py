@@ -1,12 +1,13 @@
-"""The per-event stamp: clock reading, Lamport tick or merge, sketch -- one call per event.
+"""The per-event stamp: clock reading, Lamport tick, sketch.
 
 Every span start, span end and send (inject) needs the same few numbers: a
 clock reading (ptp_ns, uncertainty, source, quality), a Lamport tick, and
 for a start the span's sketch (its parent's plus its own id).
-``NativeStamp`` computes them in one call into the native module
-(native/stamp/tt_stamp.c): the clock through the source's cached mapping
-(vDSO ``clock_gettime``, no Python object per reading), the counter ticked
-atomically, the span id hashed into a copy of the parent's sketch.
+``NativeStamp`` computes them in the native module (native/stamp/tt_stamp.c;
+one call for a start, two plain-int calls for an end or send): the clock
+through the source's cached mapping (vDSO ``clock_gettime``, no Python
+object per reading), the counter ticked atomically, the span id hashed into
+a copy of the parent's sketch.
 ``PureStamp`` computes exactly the same values in Python (TEMPOTRACE_PUREPYTHON=1,
 no compiler, or a caller-supplied ``LamportClock``);
 tests/otel/test_otel_stamp.py compares the two on random inputs.
