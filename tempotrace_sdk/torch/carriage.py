@@ -26,6 +26,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span
 
 from ..otel.context import get_state
+from ..otel.hop import LAMPORT_AHEAD
 from ..otel.hop import send as send_event
 from ..semconv import (
     TORCH_RECV_COUNT,
@@ -125,30 +126,44 @@ def merge_exchange(raw: bytes, info: GroupInfo, seq: int) -> dict[str, Any]:
     """Merge an all_gather of every rank's record (``raw``: group-rank order); the span attributes."""
     state = get_state()
     missing: list[int] = []
-    top = -1
-    sketch = Sketch.EMPTY
-    merged = 0
+    valid: list[tuple[int, TorchRecord]] = []
     for i, rank in enumerate(info.ranks):
         if i == info.group_rank:
             continue
         try:
-            record = _check(raw[i * RECORD_LEN:(i + 1) * RECORD_LEN], RecordKind.EXCHANGE, rank, seq)
+            valid.append((rank, _check(raw[i * RECORD_LEN:(i + 1) * RECORD_LEN], RecordKind.EXCHANGE, rank, seq)))
         except Exception as err:
             _refused(err)
             missing.append(rank)
-            continue
-        merged += 1
-        top = max(top, record.header.lts)
-        sketch = sketch.union(record.header.svc_sketch)
-    attrs: dict[str, Any] = {TORCH_RECV_COUNT: merged}
-    if merged:
-        attrs[TORCH_RECV_LTS] = state.lamport.merge(top)
+    # One receive of the highest counter; a counter too far ahead of ours is not merged
+    # (tt-ext §10.1): its rank joins the missing ones and the next highest is tried.
+    recv_lts: int | None = None
+    for rank, record in sorted(valid, key=lambda rv: rv[1].header.lts, reverse=True):
+        lts, merged_it = state.lamport.receive(record.header.lts)
+        if merged_it:
+            recv_lts = lts
+            break
+        _lamport_ahead(rank, record.header.lts)
+        missing.append(rank)
+    merged = [record for rank, record in valid if rank not in missing]
+    attrs: dict[str, Any] = {TORCH_RECV_COUNT: len(merged)}
+    if recv_lts is not None:
+        sketch = Sketch.EMPTY
+        for record in merged:
+            sketch = sketch.union(record.header.svc_sketch)
+        attrs[TORCH_RECV_LTS] = recv_lts
         attrs[TORCH_RECV_SKETCH] = sketch.to_bytes().hex()
-        count("merged", merged)
+        count("merged", len(merged))
     if missing:
-        attrs[TORCH_RECV_MISSING] = tuple(missing)
+        attrs[TORCH_RECV_MISSING] = tuple(sorted(missing))
         count("missing", len(missing))
     return attrs
+
+
+def _lamport_ahead(rank: int, lts: int) -> None:
+    """A valid record whose counter is too far ahead to merge (tt-ext §10.1): counted, never raised."""
+    count(LAMPORT_AHEAD)
+    _log.debug("tempotrace.torch: record from rank %d not merged: lts %d too far ahead", rank, lts)
 
 
 def merge_side(raw: bytes, src: int, seq: int) -> dict[str, Any]:
@@ -160,10 +175,15 @@ def merge_side(raw: bytes, src: int, seq: int) -> dict[str, Any]:
         count("missing")
         return {TORCH_RECV_COUNT: 0, TORCH_RECV_MISSING: (src,)}
     h = record.header
-    count("merged")
-    return {
-        TORCH_RECV_COUNT: 1,
-        TORCH_RECV_LTS: get_state().lamport.merge(h.lts),
+    lts, merged = get_state().lamport.receive(h.lts)
+    attrs: dict[str, Any] = {TORCH_RECV_COUNT: 1}
+    if merged:
+        count("merged")
+        attrs[TORCH_RECV_LTS] = lts
+    else:  # the message is still described (remote.*); only its counter carries no evidence
+        _lamport_ahead(src, h.lts)
+        attrs[TORCH_RECV_COUNT] = 0
+    return attrs | {
         TORCH_RECV_SKETCH: h.svc_sketch.to_bytes().hex(),
         TORCH_REMOTE_PTP_NS: h.ptp_ns,
         TORCH_REMOTE_UNCERTAINTY_NS: h.uncertainty_ns,
