@@ -1,4 +1,4 @@
-"""The library entry points: analyse a file or in-memory spans, write the outputs.
+"""The library entry points: analyse trace inputs or in-memory spans, write the outputs.
 
 Writers are atomic: they write a temporary file beside the target and rename
 it into place, so a failure never leaves a partial output file (spec §6).
@@ -6,41 +6,30 @@ it into place, so a failure never leaves a partial output file (spec §6).
 
 from __future__ import annotations
 
-import gc
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, Any
+import time
+from collections.abc import Callable, Iterable
+from typing import IO, TYPE_CHECKING
 
-from .analyzer import DEFAULT_KEEP, DEFAULT_WINDOW, Analyzer
+from .analyzer import DEFAULT_DEDUP, DEFAULT_KEEP, DEFAULT_WINDOW, Analyzer
+from .engine import Options, Outcome, run
 from .events import SpanRecord
-from .otlp_reader import TraceFileError, iter_spans, record_from_attrs
+from .inputs import DEFAULT_MAX_LINE, expand
+from .merge import merge_reports
+from .progress import Progress
+from .reader import check_found
 from .report import AnalysisReport
 from .topology import Topology, load_topology
+from .values import SPAN, build_record
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["analyze_file", "analyze_spans", "atomic_write", "gc_paused", "records_from_readable"]
+__all__ = ["ENGINES", "analyze", "analyze_file", "analyze_spans", "atomic_write", "records_from_readable"]
 
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector, for processes that do nothing but analyse.
-
-    The records and counters the analysis keeps form no reference cycles
-    (reference counting frees them), yet every collection walks the whole
-    window of buffered spans: about a tenth of analyze's time. Used by the
-    CLI and the --jobs workers, whose process is the analysis; the library
-    calls leave the collector to their host program."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+ENGINES = ("local", "dask")
+IN_MEMORY_WINDOW = 2**62
 
 
 def _topology(topology: Topology | str | None) -> Topology | None:
@@ -49,59 +38,86 @@ def _topology(topology: Topology | str | None) -> Topology | None:
     return topology
 
 
-def analyze_file(
-    path: str,
+def analyze(
+    inputs: str | list[str],
     topology: Topology | str | None = None,
     *,
     keep: int = DEFAULT_KEEP,
     window_spans: int = DEFAULT_WINDOW,
-    progress: IO[str] | None = None,
+    dedup_spans: int = DEFAULT_DEDUP,
+    strict: bool = False,
+    max_line: int = DEFAULT_MAX_LINE,
     jobs: int = 1,
+    engine: str = "local",
+    scheduler: str | None = None,
+    progress: Progress | None = None,
 ) -> AnalysisReport:
-    """Analyse an OTLP JSON lines trace file (raises TraceFileError / TopologyError).
+    """Analyse OTLP JSON trace lines: files, directories, globs or "-" (stdin), as one input.
 
-    ``jobs > 1`` splits the work by trace over that many processes (parallel.py);
-    the report is the same. Reading stdin ("-") is always one process."""
+    Bad lines are skipped and counted in the report (``strict=True`` raises
+    TraceFileError at the first). ``jobs > 1`` splits the work by trace over
+    that many local processes; ``engine="dask"`` over a Dask cluster
+    (``scheduler`` address, or a local cluster of ``jobs`` workers). The report
+    is the same whichever way. Raises TraceFileError / TopologyError."""
+    t0 = time.monotonic()
+    sources = expand([inputs] if isinstance(inputs, str) else list(inputs))
+    options = Options(window_spans, keep, dedup_spans, strict, max_line)
     topo = _topology(topology)
-    if jobs > 1 and path != "-":
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}")
+    if engine == "dask":
+        from .dask import analyze_dask
+
+        outcomes = analyze_dask(sources, topo, options, scheduler=scheduler, workers=max(jobs, 2), progress=progress)
+    elif jobs > 1 and sources[0].size is not None:  # stdin and FIFOs can be read once only: one process
         from .parallel import analyze_parallel
 
-        report = analyze_parallel(path, topo, jobs, keep=keep, window_spans=window_spans, progress=progress)
+        outcomes = analyze_parallel(sources, topo, options, jobs)
     else:
-        analyzer = Analyzer(topo, window_spans=window_spans, keep=keep, progress=progress, source=path)
-        analyzer.add_all(iter_spans(path))
-        report = analyzer.finish()
-    if report.spans == 0:
-        # Trace lines without a single span are no trace (§5: an empty file is bad input).
-        raise TraceFileError("<stdin>" if path == "-" else path, 0, "no spans")
+        outcomes = [run(sources, topo, options, progress=progress)]
+        if progress is not None:
+            progress.close()
+    report = _one_report(outcomes, keep)
+    check_found(sources, report, outcomes[0].trace_lines, outcomes[0].positions)
+    report.elapsed_s = time.monotonic() - t0
     return report
+
+
+def _one_report(outcomes: list[Outcome], keep: int) -> AnalysisReport:
+    if len(outcomes) == 1:
+        return outcomes[0].partial[0]
+    return merge_reports([o.partial for o in outcomes], keep)
+
+
+def analyze_file(path: str, topology: Topology | str | None = None, **options: object) -> AnalysisReport:
+    """``analyze`` of one input (a file, a directory, a glob or "-"); the same keyword options."""
+    return analyze(path, topology, **options)  # type: ignore[arg-type]
 
 
 _KIND_NUMBERS = {"INTERNAL": 1, "SERVER": 2, "CLIENT": 3, "PRODUCER": 4, "CONSUMER": 5}
 
 
 def records_from_readable(spans: Iterable[ReadableSpan]) -> Iterable[SpanRecord]:
-    """SpanRecords from finished OpenTelemetry SDK spans (e.g. an in-memory exporter)."""
+    """SpanRecords from finished OpenTelemetry SDK spans (e.g. an in-memory exporter), checked by the same
+    value rules as the file reader (values.py): a span that breaks one raises AttributeRuleError."""
     for span in spans:
         ctx = span.context
         if ctx is None:
             continue
-        attrs: dict[str, Any] = {}
-        for key, value in (span.attributes or {}).items():
-            if key.startswith("tempotrace."):
-                attrs[key] = list(value) if isinstance(value, tuple) else value
+        values = SPAN.read_plain((span.attributes or {}).items())
         parent = span.parent
-        resource_host = span.resource.attributes.get("host.name") if span.resource is not None else None
-        yield record_from_attrs(
+        resource = span.resource.attributes if span.resource is not None else {}
+        host = resource.get("tempotrace.host") or resource.get("host.name")
+        yield build_record(
             f"{ctx.trace_id:032x}",
             f"{ctx.span_id:016x}",
             f"{parent.span_id:016x}" if parent is not None else "",
             span.name,
             _KIND_NUMBERS.get(span.kind.name, 0),
-            attrs,
+            values,
             span.start_time or 0,
             span.end_time or 0,
-            resource_host if isinstance(resource_host, str) else None,
+            host if isinstance(host, str) else None,
         )
 
 
@@ -111,13 +127,10 @@ def analyze_spans(
     *,
     keep: int = DEFAULT_KEEP,
 ) -> AnalysisReport:
-    """Analyse in-memory spans: OTel SDK ReadableSpans or SpanRecords."""
-    analyzer = Analyzer(_topology(topology), keep=keep, source="<spans>")
-    items = list(spans)
-    records = [s for s in items if isinstance(s, SpanRecord)]
-    sdk = [s for s in items if not isinstance(s, SpanRecord)]
-    analyzer.add_all(records)
-    analyzer.add_all(records_from_readable(sdk))
+    """Analyse in-memory spans: OTel SDK ReadableSpans or SpanRecords, in the order given."""
+    # Everything is in memory already: one window holds it all, so no trace is analysed in parts.
+    analyzer = Analyzer(_topology(topology), keep=keep, source="<spans>", window_spans=IN_MEMORY_WINDOW)
+    analyzer.add_all(s if isinstance(s, SpanRecord) else next(iter(records_from_readable([s]))) for s in spans)
     return analyzer.finish()
 
 

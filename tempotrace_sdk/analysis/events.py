@@ -1,18 +1,21 @@
 """The values the analysis works on: stamps, events and span records (spec/analysis.md §1).
 
-Plain slotted classes, no OpenTelemetry import: the reader builds them from
-OTLP JSON lines, ``from_readable`` builds them from in-memory SDK spans, and
-the simulator builds them from arrays.
+msgspec frozen Structs (the project's one immutable-record strategy), no
+OpenTelemetry import: the reader builds them from OTLP JSON lines
+(values.py holds the rules), ``records_from_readable`` from in-memory SDK
+spans, the simulator from arrays. None of them holds a reference cycle, so
+they are not tracked by the cyclic garbage collector (``gc=False``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import msgspec
 
 from ..wire._layout import UNCERTAINTY_SATURATED
 
-__all__ = ["KIND_END", "KIND_SEND", "KIND_START", "Event", "SpanRecord", "Stamp"]
+__all__ = [
+    "KIND_END", "KIND_SEND", "KIND_START", "QUALITIES", "Event", "SpanRecord", "Stamp", "clock_id", "split_clock",
+]
 
 KIND_START = "start"
 KIND_END = "end"
@@ -21,66 +24,51 @@ KIND_SEND = "send"
 #: Quality strings as the span processor writes them (semconv CLK_QUALITY).
 QUALITIES = ("OK", "DEGRADED", "UNKNOWN")
 
+#: Sends of a client span: (lts, ptp_ns, uncertainty_ns) of each header it injected, in send order.
+Sends = tuple[tuple[int, "int | None", "int | None"], ...]
 
-@dataclass(frozen=True, slots=True)
-class Stamp:
+
+class Stamp(msgspec.Struct, frozen=True, gc=False):
     """One clock reading with its claimed bound and Lamport value.
 
     ``ptp_ns`` is None when the span carried no TempoTrace stamp for this
-    event; ``lts`` is None when no Lamport value was recorded.
+    event; ``lts`` is None when no Lamport value was recorded. ``degraded``
+    is True when the span's policy verdict is ``degrade`` (spec/policy.md §4):
+    the reading is kept for display but physics never orders it.
     """
 
     ptp_ns: int | None
     uncertainty_ns: int = UNCERTAINTY_SATURATED
     quality: str = "UNKNOWN"
     lts: int | None = None
+    degraded: bool = False
 
     @property
     def usable(self) -> bool:
-        """True when physics may use this stamp (§2.1): a reading, quality not
-        UNKNOWN, and a bound that is not saturated (65535 is only a lower bound)."""
-        return self.ptp_ns is not None and self.quality != "UNKNOWN" and self.uncertainty_ns < UNCERTAINTY_SATURATED
+        """True when physics may use this stamp (§2.1); order.physics_gap applies the same rule."""
+        from .order import stamp_usable
+
+        return stamp_usable(self)
 
     def interval(self) -> tuple[int, int] | None:
         """[ptp − u, ptp + u], or None when the stamp is not usable."""
-        if not self.usable:
+        if not self.usable or self.ptp_ns is None:
             return None
-        assert self.ptp_ns is not None
         return self.ptp_ns - self.uncertainty_ns, self.ptp_ns + self.uncertainty_ns
 
 
-def _stamp_maker() -> Callable[[int | None, int, str, int | None], Stamp]:
-    """A Stamp built without the frozen dataclass __init__ (which pays an object.__setattr__ call per
-    field: half the cost of a stamp, and the reader makes three per span). Stamp has no __post_init__
-    and no validation, so the result is the same object __init__ would build; a test checks the fields."""
-    new = object.__new__
-    put_ptp, put_u, put_q, put_lts = (Stamp.__dict__[f].__set__ for f in STAMP_FIELDS)
-
-    def make(ptp_ns: int | None, uncertainty_ns: int, quality: str, lts: int | None) -> Stamp:
-        s: Stamp = new(Stamp)
-        put_ptp(s, ptp_ns)
-        put_u(s, uncertainty_ns)
-        put_q(s, quality)
-        put_lts(s, lts)
-        return s
-
-    return make
+NO_STAMP = Stamp(None)
 
 
-#: Stamp's fields in order (make_stamp sets exactly these).
-STAMP_FIELDS = ("ptp_ns", "uncertainty_ns", "quality", "lts")
-#: make_stamp(ptp_ns, uncertainty_ns, quality, lts) == Stamp(ptp_ns, uncertainty_ns, quality, lts), faster.
-make_stamp = _stamp_maker()
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(msgspec.Struct, frozen=True, gc=False):
     """One event to order: a span's start or end, or a hop's send.
 
     ``span_id`` is the span the event belongs to (the client span for a send);
+    ``host`` the host whose clock stamped it (the topology's key, §3);
     ``sketch`` is the SVC sketch (as an int) known to hold the causal past of
-    this event, or None; ``raw_ns`` is what a tracer that trusts timestamps
-    would sort by (§4).
+    this event, or None; ``raw_ns`` is the span's OpenTelemetry time for the
+    event (UTC), None for a send (a header carries only its TAI reading): the
+    naive view (§6.1) compares it when a side has no TempoTrace reading.
     """
 
     kind: str
@@ -91,9 +79,25 @@ class Event:
     raw_ns: int | None = None
 
 
-@dataclass(slots=True)
-class SpanRecord:
-    """What the analysis keeps of one exported span (hex ids, ints, strings)."""
+def clock_id(host: str, rank: int | None) -> str:
+    """The key of one clock in the report's per-clock rows: the host, and the rank where spans carry one
+    (eight ranks on one node may each read a different clock; §4). Host names never hold NUL (values.py)."""
+    return host if rank is None else f"{host}\x00{rank}"
+
+
+def split_clock(key: str) -> tuple[str, int | None]:
+    """(host, rank) of a ``clock_id`` key."""
+    host, sep, rank = key.rpartition("\x00")
+    return (host, int(rank)) if sep else (key, None)
+
+
+class SpanRecord(msgspec.Struct, gc=False):
+    """What the analysis keeps of one exported span (hex ids, ints, strings).
+
+    ``clock`` is the per-clock key (``clock_id(host, rank)``); ``clock_source``
+    the ``tempotrace.clock`` attribute (the clock source's name); ``pos`` the
+    span's position in the input (spec/analysis.md §5: windows count positions),
+    -1 when the analyzer numbers spans itself; ``line`` the input line."""
 
     trace_id: str
     span_id: str
@@ -107,23 +111,25 @@ class SpanRecord:
     otel_end_ns: int
     sketch: int | None = None
     rank: int | None = None
-    clock: str = ""
+    clock_source: str = ""
     profile: str = ""
-    #: (lts, ptp_ns, uncertainty_ns) of each header this span injected
-    sends: tuple[tuple[int, int | None, int | None], ...] = ()
+    sends: Sends = ()
     #: the header the span's remote parent came with (extract side of a hop)
     remote: Stamp | None = None
     remote_sketch: int | None = None
     recv_lts: int | None = None
     line: int = 0
+    pos: int = -1
+    #: the span's policy verdict was ``degrade`` (its stamps carry it too)
+    degraded: bool = False
+    clock: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.clock:
+            self.clock = clock_id(self.host, self.rank)
 
     def start_event(self) -> Event:
-        raw = self.start.ptp_ns if self.start.ptp_ns is not None else self.otel_start_ns
-        return Event(KIND_START, self.span_id, self.host, self.start, self.sketch, raw)
+        return Event(KIND_START, self.span_id, self.host, self.start, self.sketch, self.otel_start_ns)
 
     def end_event(self) -> Event:
-        if self.end is None:
-            # No TempoTrace end stamp: the event exists but has no bound (§1).
-            return Event(KIND_END, self.span_id, self.host, Stamp(None), self.sketch, self.otel_end_ns)
-        raw = self.end.ptp_ns if self.end.ptp_ns is not None else self.otel_end_ns
-        return Event(KIND_END, self.span_id, self.host, self.end, self.sketch, raw)
+        return Event(KIND_END, self.span_id, self.host, self.end or NO_STAMP, self.sketch, self.otel_end_ns)

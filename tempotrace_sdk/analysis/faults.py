@@ -10,7 +10,10 @@ repeatedly take the host that explains violations with the most distinct
 peers (then the most violations); a pair explained by neither side better
 (one violated pair, nothing else) leaves both hosts "suspect".
 
-State is per host and per host pair: bounded by the number of hosts, not by
+The unit is a clock: a host, and a rank where spans carry ``tempotrace.rank``
+(eight ranks on one node may read eight different clocks). Ledger keys are
+``events.clock_id`` strings; a HostFault gives the host and the rank apart.
+State is per clock and per clock pair: bounded by the number of clocks, not by
 the number of spans.
 """
 
@@ -20,28 +23,25 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .events import split_clock
+
 __all__ = ["FaultLedger", "HostFault", "add_bulk_physics"]
-
-
-@dataclass
-class _HostStats:
-    edges: int = 0
-    max_claimed_ns: int = 0
 
 
 @dataclass(frozen=True)
 class HostFault:
-    """The evidence against one host."""
+    """The evidence against one clock (a host, or one rank's clock on it)."""
 
     host: str
     verdict: str  #: "lying" (explains violations with several peers) or "suspect" (cannot be told from its peer)
     kind: str  #: "physics" (bound broken) or "lamport" (counter went backwards)
     violations: int  #: violated known edges this host is blamed for
     edges: int  #: known edges that involve this host
-    peers: tuple[str, ...]  #: hosts on the other side of the violations
+    peers: tuple[str, ...]  #: the clocks on the other side of the violations (events.clock_id keys)
     max_excess_ns: int  #: how far beyond the claimed bounds, at worst
     mean_excess_ns: float
     claimed_bound_ns: int  #: the largest bound this host claimed on a violated edge
+    rank: int | None = None  #: the rank whose clock this is, when spans carry one
 
     @property
     def rate(self) -> float:
@@ -50,13 +50,14 @@ class HostFault:
     def to_dict(self) -> dict[str, Any]:
         return {
             "host": self.host,
+            "rank": self.rank,
             "verdict": self.verdict,
             "kind": self.kind,
             "violations": self.violations,
             "edges": self.edges,
             "rate": self.rate,
             "peers": len(self.peers),
-            "peer_sample": list(self.peers[:10]),
+            "peer_sample": [{"host": h, "rank": r} for h, r in map(split_clock, self.peers[:10])],
             "max_excess_ns": self.max_excess_ns,
             "mean_excess_ns": self.mean_excess_ns,
             "claimed_bound_ns": self.claimed_bound_ns,
@@ -67,22 +68,23 @@ class HostFault:
 class FaultLedger:
     """Accumulates violations on known edges and attributes them to hosts."""
 
-    hosts: dict[str, _HostStats] = field(default_factory=dict)
+    #: known edges per clock (whatever their outcome), and the largest bound each claimed on a violated edge
+    edges: dict[str, int] = field(default_factory=dict)
+    claimed: dict[str, int] = field(default_factory=dict)
     physics_pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
     lamport_pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
     pair_excess: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
 
-    def _stats(self, host: str) -> _HostStats:
-        st = self.hosts.get(host)
-        if st is None:
-            st = self.hosts[host] = _HostStats()
-        return st
+    def edge(self, clock_a: str, clock_b: str) -> None:
+        """Count a known edge between two clocks (whatever its outcome)."""
+        edges = self.edges
+        edges[clock_a] = edges.get(clock_a, 0) + 1
+        if clock_b != clock_a:
+            edges[clock_b] = edges.get(clock_b, 0) + 1
 
-    def edge(self, host_a: str, host_b: str) -> None:
-        """Count a known edge between two hosts (whatever its outcome)."""
-        self._stats(host_a).edges += 1
-        if host_b != host_a:
-            self._stats(host_b).edges += 1
+    def claim(self, clock: str, bound_ns: int) -> None:
+        if bound_ns > self.claimed.get(clock, -1):
+            self.claimed[clock] = bound_ns
 
     def physics_violation(self, host_a: str, host_b: str, excess_ns: int, u_a: int, u_b: int) -> None:
         """A known edge a -> b whose intervals are reversed by ``excess_ns`` beyond both bounds."""
@@ -90,9 +92,8 @@ class FaultLedger:
         self.physics_pairs[key] += 1
         mx, total = self.pair_excess.get(key, (0, 0))
         self.pair_excess[key] = (max(mx, excess_ns), total + excess_ns)
-        for host, u in ((host_a, u_a), (host_b, u_b)):
-            st = self._stats(host)
-            st.max_claimed_ns = max(st.max_claimed_ns, u)
+        self.claim(host_a, u_a)
+        self.claim(host_b, u_b)
 
     def lamport_violation(self, host_a: str, host_b: str) -> None:
         """A known edge a -> b whose Lamport values do not increase."""
@@ -132,7 +133,7 @@ class FaultLedger:
 
             best = max(sorted(peers), key=score)
             mine = [k for k in remaining if best in k]
-            tied = [h for h in peers if h != best and score(h) == score(best) and set(peers[h]) == {best}]
+            tied = sorted(h for h in peers if h != best and score(h) == score(best) and set(peers[h]) == {best})
             verdict = "suspect" if tied and peers[best] == set(tied) else "lying"
             blamed = [best, *tied] if verdict == "suspect" else [best]
             for host in blamed:
@@ -142,7 +143,6 @@ class FaultLedger:
         return out
 
     def _fault(self, host: str, kind: str, verdict: str, keys: list[tuple[str, str]], peers: set[str]) -> HostFault:
-        st = self._stats(host)
         table = self.physics_pairs if kind == "physics" else self.lamport_pairs
         n = sum(table[k] for k in keys)
         if kind == "physics":
@@ -150,7 +150,9 @@ class FaultLedger:
             mean = sum(self.pair_excess[k][1] for k in keys) / n
         else:
             mx, mean = 0, 0.0
-        return HostFault(host, verdict, kind, n, st.edges, tuple(sorted(peers)), mx, mean, st.max_claimed_ns)
+        name, rank = split_clock(host)
+        return HostFault(name, verdict, kind, n, self.edges.get(host, 0), tuple(sorted(peers)), mx, mean,
+                         self.claimed.get(host, 0), rank)
 
 
 def add_bulk_physics(ledger: FaultLedger, host_a: str, host_b: str, count: int, max_excess_ns: int,
@@ -160,6 +162,5 @@ def add_bulk_physics(ledger: FaultLedger, host_a: str, host_b: str, count: int, 
     ledger.physics_pairs[key] += count
     mx, total = ledger.pair_excess.get(key, (0, 0))
     ledger.pair_excess[key] = (max(mx, max_excess_ns), total + sum_excess_ns)
-    for host, u in ((host_a, u_a), (host_b, u_b)):
-        st = ledger._stats(host)
-        st.max_claimed_ns = max(st.max_claimed_ns, u)
+    ledger.claim(host_a, u_a)
+    ledger.claim(host_b, u_b)

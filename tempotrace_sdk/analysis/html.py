@@ -37,6 +37,9 @@ _LABELS = (
     ("naive_inversions", "Naive inversions (raw timestamps)"),
     ("lying_hosts", "Hosts flagged as lying"),
     ("suspect_hosts", "Hosts suspect (cannot tell from peer)"),
+    ("bad_lines", "Input lines skipped (unreadable)"),
+    ("bad_spans", "Spans refused (a value breaks a rule)"),
+    ("export_dropped_spans", "Spans the exporters dropped before writing"),
 )
 
 _CSS = """
@@ -102,7 +105,7 @@ def _summary_rows(summary: dict[str, Any]) -> str:
     out = []
     for key, label in _LABELS:
         value = summary[key]
-        cls = ' class="n bad"' if key in ("wrong", "lying_hosts") and value else ' class="n"'
+        cls = ' class="n bad"' if key in ("wrong", "lying_hosts", "export_dropped_spans") and value else ' class="n"'
         out.append(f'<tr><th>{html.escape(label)}</th><td{cls} data-key="{key}" data-value="{value}">{_fmt(value)}</td></tr>')
     return "\n".join(out)
 
@@ -110,11 +113,13 @@ def _summary_rows(summary: dict[str, Any]) -> str:
 def _fault_rows(report: AnalysisReport) -> str:
     if not report.faults:
         return '<p id="no-faults">No clock faults: every claimed bound held on every known edge.</p>'
-    rows = ['<table id="faults"><tr><th>Host</th><th>Verdict</th><th>Kind</th><th>Violations</th><th>Edges</th>'
-            "<th>Rate</th><th>Peers</th><th>Max beyond bound (ns)</th><th>Claimed bound (ns)</th></tr>"]
+    rows = ['<table id="faults"><tr><th>Host</th><th>Rank</th><th>Verdict</th><th>Kind</th><th>Violations</th>'
+            "<th>Edges</th><th>Rate</th><th>Peers</th><th>Max beyond bound (ns)</th><th>Claimed bound (ns)</th></tr>"]
     for f in report.faults:
+        rank = "" if f.rank is None else str(f.rank)
         rows.append(
-            f'<tr data-host="{html.escape(f.host)}"><td>{html.escape(f.host)}</td><td>{f.verdict}</td><td>{f.kind}</td>'
+            f'<tr data-host="{html.escape(f.host)}" data-rank="{rank}"><td>{html.escape(f.host)}</td><td>{rank}</td>'
+            f"<td>{f.verdict}</td><td>{f.kind}</td>"
             f'<td class="n" data-key="violations">{f.violations:,}</td><td class="n">{f.edges:,}</td>'
             f'<td class="n">{100 * f.rate:.1f}%</td><td class="n">{len(f.peers)}</td>'
             f'<td class="n" data-key="max_excess_ns">{f.max_excess_ns:,}</td><td class="n">{f.claimed_bound_ns:,}</td></tr>'

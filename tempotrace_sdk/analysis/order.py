@@ -3,7 +3,8 @@
 The procedure is spec/analysis.md §2, rule by rule, in this order:
 
 1. physics (§2.1): both stamps usable and their intervals, widened by the
-   topology's extra error for the host pair, are disjoint -> BEFORE / AFTER;
+   topology's extra error for the host pair, are disjoint -> BEFORE / AFTER
+   (``physics_gap``, the one definition: the analyzer counts with it too);
 2. Lamport (§2.2): lts_a >= lts_b -> a did not happen before b (and the mirror);
    equal values -> neither happened before the other (CONCURRENT);
 3. SVC (§2.3): a is a span start and a's span id is in b's sketch -> a happened
@@ -11,25 +12,30 @@ The procedure is spec/analysis.md §2, rule by rule, in this order:
    a direction Lamport did not rule out;
 4. otherwise UNDECIDED. Never a guess.
 
-``decide`` is the scalar form used on traces; ``decide_arrays`` is the same
-procedure over numpy arrays, used by the simulator (a test checks they agree).
+``decide`` is the scalar form used on traces (``physics_gap`` then
+``decide_logical``); ``decide_arrays`` is the same procedure over numpy arrays,
+used by the simulator (a test checks they agree).
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ..wire._layout import LTS_MAX, SKETCH_BITS, SKETCH_HASHES, UNCERTAINTY_SATURATED
 from ..wire.sketch import _indices_and_mask
-from .events import KIND_START, Event
+from .events import KIND_START, Event, Stamp
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["Decision", "Method", "Relation", "decide", "decide_arrays", "sketch_fp", "span_mask"]
+__all__ = [
+    "SILENCE_REASONS", "Decision", "Method", "Relation", "decide", "decide_arrays", "decide_logical", "naive_order",
+    "physics_gap", "physics_silence", "sketch_fp", "span_mask", "stamp_usable",
+]
 
 
 class Relation(str, enum.Enum):
@@ -57,8 +63,7 @@ CONSISTENT = frozenset({Relation.BEFORE, Relation.NOT_AFTER})
 CONTRADICTS = frozenset({Relation.AFTER, Relation.NOT_BEFORE, Relation.CONCURRENT})
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True, gc=False):
     """The engine's answer for (a, b).
 
     ``confidence`` is the probability the answer is right given that every
@@ -84,6 +89,86 @@ class Decision:
 
 
 UNDECIDED = Decision(Relation.UNDECIDED, Method.UNDECIDED, 0.0)
+CONCURRENT_BY_LAMPORT = Decision(Relation.CONCURRENT, Method.LAMPORT)
+NOT_BEFORE_BY_LAMPORT = Decision(Relation.NOT_BEFORE, Method.LAMPORT)
+NOT_AFTER_BY_LAMPORT = Decision(Relation.NOT_AFTER, Method.LAMPORT)
+_UNKNOWN = "UNKNOWN"
+
+
+def stamp_usable(s: Stamp) -> bool:
+    """§2.1: may physics use this stamp? Exactly when ``physics_gap`` (the one definition) orders it
+    before a reading later than any clock's."""
+    return physics_gap(s, _LATER_THAN_ANY) > 0
+
+
+#: Why physics was silent on an edge (the report's ``physics_silent`` keys, §6.1), first reason first.
+SILENCE_REASONS = ("no_reading", "policy_degrade", "unknown_quality", "saturated_bound", "overlap")
+
+
+def physics_silence(sa: Stamp, sb: Stamp) -> str:
+    """Why ``physics_gap`` was 0 for these stamps: the first of SILENCE_REASONS either stamp shows, or
+    "overlap" when both were usable and the intervals (widened by the topology) touched."""
+    for s in (sa, sb):
+        if s.ptp_ns is None:
+            return "no_reading"
+    for s in (sa, sb):
+        if s.degraded:
+            return "policy_degrade"
+    for s in (sa, sb):
+        if s.quality == _UNKNOWN:
+            return "unknown_quality"
+    for s in (sa, sb):
+        if s.uncertainty_ns >= UNCERTAINTY_SATURATED:
+            return "saturated_bound"
+    return "overlap"
+
+
+def physics_gap(sa: Stamp, sb: Stamp, extra_ns: int = 0) -> int:
+    """§2.1, the physics rule, its one definition: > 0 when a lies before b (the room left between the
+    intervals after ``extra_ns``), < 0 when b lies before a (minus that room), 0 when physics is silent.
+
+    A stamp is usable with a reading, a quality other than UNKNOWN, a bound below the saturated 65,535 ns
+    (only a lower bound on the error), and no ``degrade`` policy verdict."""
+    pa, pb = sa.ptp_ns, sb.ptp_ns
+    if pa is None or pb is None or sa.quality == _UNKNOWN or sb.quality == _UNKNOWN or sa.degraded or sb.degraded:
+        return 0
+    ua, ub = sa.uncertainty_ns, sb.uncertainty_ns
+    if ua >= UNCERTAINTY_SATURATED or ub >= UNCERTAINTY_SATURATED:
+        return 0
+    gap = (pb - ub) - (pa + ua) - extra_ns
+    if gap > 0:
+        return gap
+    gap = (pa - ua) - (pb + ub) - extra_ns
+    return -gap if gap > 0 else 0
+
+
+#: A reading later than any clock's (2^65 ns, beyond int64), bound 0: what stamp_usable orders against.
+_LATER_THAN_ANY = Stamp(2**65, 0, "OK")
+
+
+def naive_order(sa: Stamp, raw_a: int | None, sb: Stamp, raw_b: int | None) -> int | None:
+    """§6.1, what a tracer that trusts timestamps sees on an edge a -> b: 1 when it shows b first (an
+    inversion), 0 for equal readings, -1 in order, None when a side has no time at all.
+
+    Like with like: both TempoTrace readings (TAI) when both sides have one; otherwise OpenTelemetry's
+    span times (UTC), a TAI reading taken to UTC with the leap-second table where a side has no span
+    time (a hop's send)."""
+    ta, tb = sa.ptp_ns, sb.ptp_ns
+    if ta is None or tb is None:
+        if ta is not None and raw_a is None:
+            raw_a = _utc(ta)
+        if tb is not None and raw_b is None:
+            raw_b = _utc(tb)
+        ta, tb = raw_a, raw_b
+        if ta is None or tb is None:
+            return None
+    return 1 if ta > tb else (0 if ta == tb else -1)
+
+
+def _utc(tai_ns: int) -> int:
+    from ..clocks.leapseconds import tai_to_utc_ns
+
+    return tai_to_utc_ns(tai_ns)
 
 
 def span_mask(span_id: str) -> int:
@@ -109,22 +194,23 @@ def _in_sketch(event: Event, other: Event) -> float | None:
 def decide(a: Event, b: Event, extra_ns: int = 0) -> Decision:
     """Order a and b by the §2 procedure. ``extra_ns`` is the topology's extra
     error for the pair of hosts (0 within a rack or without a topology)."""
-    sa, sb = a.stamp, b.stamp
-    ia, ib = sa.interval(), sb.interval()
-    if ia is not None and ib is not None:
-        gap_ab = ib[0] - ia[1] - extra_ns  # room left when a lies before b
-        if gap_ab > 0:
-            return Decision(Relation.BEFORE, Method.PHYSICS, 1.0, 0.0, gap_ab)
-        gap_ba = ia[0] - ib[1] - extra_ns
-        if gap_ba > 0:
-            return Decision(Relation.AFTER, Method.PHYSICS, 1.0, 0.0, gap_ba)
-    la, lb = sa.lts, sb.lts
+    gap = physics_gap(a.stamp, b.stamp, extra_ns)
+    if gap > 0:
+        return Decision(Relation.BEFORE, Method.PHYSICS, 1.0, 0.0, gap)
+    if gap < 0:
+        return Decision(Relation.AFTER, Method.PHYSICS, 1.0, 0.0, -gap)
+    return decide_logical(a, b)
+
+
+def decide_logical(a: Event, b: Event) -> Decision:
+    """§2.2-§2.4: Lamport, then SVC, else undecided; what ``decide`` answers when physics is silent."""
+    la, lb = a.stamp.lts, b.stamp.lts
     may_before = may_after = True
     # A saturated counter (2^63-1) is shared by every later event of that
     # process: it orders nothing (spec/tt-ext-v3.md §10, §11.2).
     if la is not None and lb is not None and la != LTS_MAX and lb != LTS_MAX:
         if la == lb:
-            return Decision(Relation.CONCURRENT, Method.LAMPORT)
+            return CONCURRENT_BY_LAMPORT
         if la > lb:
             may_before = False
         else:
@@ -137,9 +223,9 @@ def decide(a: Event, b: Event, extra_ns: int = 0) -> Decision:
         return Decision(Relation.AFTER, Method.SVC, 1.0 - fp_after, fp_after)
     # Both sketches claim the other: a false positive somewhere; say nothing more than Lamport did.
     if not may_before:
-        return Decision(Relation.NOT_BEFORE, Method.LAMPORT)
+        return NOT_BEFORE_BY_LAMPORT
     if not may_after:
-        return Decision(Relation.NOT_AFTER, Method.LAMPORT)
+        return NOT_AFTER_BY_LAMPORT
     return UNDECIDED
 
 

@@ -1,7 +1,9 @@
 """The analysis result: counts, evidence, and what the renderers draw (spec/analysis.md §6).
 
-``to_dict`` is the JSON contract (``tempotrace analyze --json``); the HTML and
-Perfetto writers take their numbers from it, so all three outputs agree.
+``to_dict`` is the JSON contract (``tempotrace analyze --json``, schema
+spec/analysis-report.schema.json); the HTML and Perfetto writers take their
+numbers from it, so all three outputs agree. ``to_text`` is the summary a
+person reads (text.py).
 """
 
 from __future__ import annotations
@@ -10,13 +12,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import SpanRecord
+from .events import SpanRecord, split_clock
 from .faults import HostFault
 
 __all__ = ["SCHEMA", "AnalysisReport", "EdgeCounts"]
 
-SCHEMA = "tempotrace.analysis/1"
+SCHEMA = "tempotrace.analysis/2"
 METHODS = ("physics", "lamport", "svc")
+#: Bad lines and refused spans kept in the report with their path:line (the count covers them all).
+SAMPLES = 20
 
 
 def _zero(keys: tuple[str, ...]) -> dict[str, int]:
@@ -30,10 +34,11 @@ class EdgeCounts:
     ``decided`` counts decisions that agree with the edge, by method (plus
     "undecided"); ``wrong`` counts confident decisions that contradict it, by
     method; every physics or Lamport contradiction is also clock-fault evidence.
-    ``wrong_pairs`` tallies the wrong decisions per (host, host, method), the pair
-    sorted; ``unattributed`` counts wrong decisions on hops whose sender span was
-    not in the input (no host pair to tally or blame). Together they add up to
-    the sum of ``wrong``.
+    ``wrong_pairs`` tallies the wrong decisions per (clock, clock, method), the
+    pair sorted; ``unattributed`` counts wrong decisions on hops whose sender span
+    was not in the input (no clock pair to tally or blame). Together they add up
+    to the sum of ``wrong``. ``physics_silent`` says, per edge physics left open,
+    why (order.SILENCE_REASONS).
     """
 
     total: int = 0
@@ -44,15 +49,20 @@ class EdgeCounts:
     naive_ties: int = 0
     wrong_pairs: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     unattributed: int = 0
+    physics_silent: dict[str, int] = field(default_factory=dict)
 
-    def wrong_pair(self, host_a: str, host_b: str, method: str) -> None:
-        """Tally one wrong decision on a known edge between these hosts."""
-        key = (host_a, host_b, method) if host_a <= host_b else (host_b, host_a, method)
+    def wrong_pair(self, clock_a: str, clock_b: str, method: str) -> None:
+        """Tally one wrong decision on a known edge between these clocks."""
+        key = (clock_a, clock_b, method) if clock_a <= clock_b else (clock_b, clock_a, method)
         self.wrong_pairs[key] += 1
 
     def wrong_by_pair(self) -> list[dict[str, Any]]:
-        """``wrong_pairs`` as JSON: [{"hosts": [a, b], "method": m, "count": n}], a <= b, sorted."""
-        return [{"hosts": [a, b], "method": m, "count": n} for (a, b, m), n in sorted(self.wrong_pairs.items())]
+        """``wrong_pairs`` as JSON: [{"hosts": [a, b], "ranks": [ra, rb], "method": m, "count": n}], sorted."""
+        out = []
+        for (a, b, m), n in sorted(self.wrong_pairs.items()):
+            (ha, ra), (hb, rb) = split_clock(a), split_clock(b)
+            out.append({"hosts": [ha, hb], "ranks": [ra, rb], "method": m, "count": n})
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,15 +73,17 @@ class EdgeCounts:
             "wrong_total": sum(self.wrong.values()),
             "naive_inversions": self.naive_inversions,
             "naive_ties": self.naive_ties,
+            "physics_silent": dict(sorted(self.physics_silent.items())),
         }
 
 
 @dataclass
 class AnalysisReport:
-    """Everything ``tempotrace analyze`` reports about one trace file."""
+    """Everything ``tempotrace analyze`` reports about its input."""
 
     source: str = ""
     topology: dict[str, Any] | None = None
+    inputs: int = 1
     spans: int = 0
     traces: int = 0
     trace_parts: int = 0
@@ -79,6 +91,16 @@ class AnalysisReport:
     hops_matched: int = 0
     unresolved_parents: int = 0
     duplicate_spans: int = 0
+    degraded_spans: int = 0
+    bad_lines: int = 0
+    bad_spans: int = 0
+    #: the first SAMPLES bad lines / refused spans in input order: (order key, {"path", "line", "reason"})
+    samples: list[tuple[tuple[int, int], dict[str, Any]]] = field(default_factory=list)
+    #: files a directory gave that are not trace files (first line not OTLP traces): "path: why"
+    not_traces: list[str] = field(default_factory=list)
+    #: cumulative spans each exporter instance said it dropped (the largest value seen per writer id)
+    export_loss: dict[str, int] = field(default_factory=dict)
+    limits: dict[str, int] = field(default_factory=dict)
     edges: EdgeCounts = field(default_factory=EdgeCounts)
     faults: list[HostFault] = field(default_factory=list)
     elapsed_s: float = 0.0
@@ -93,6 +115,29 @@ class AnalysisReport:
     def suspect_hosts(self) -> list[str]:
         return sorted({f.host for f in self.faults if f.verdict == "suspect"})
 
+    @property
+    def export_dropped_spans(self) -> int:
+        return sum(self.export_loss.values())
+
+    @property
+    def bad_samples(self) -> list[dict[str, Any]]:
+        return [sample for _, sample in self.samples]
+
+    def note_bad(self, path: str, line: int, reason: str, spans: bool, order: tuple[int, int] = (0, 0)) -> None:
+        """Count a bad line (``spans`` False) or a refused span, keeping the first few with path:line;
+        ``order`` (line's ordinal in the input, span's index in the line) sorts samples of merged runs."""
+        if spans:
+            self.bad_spans += 1
+        else:
+            self.bad_lines += 1
+        if len(self.samples) < SAMPLES:
+            self.samples.append((order, {"path": path, "line": line, "reason": reason}))
+
+    def note_loss(self, writer_id: str, dropped: int) -> None:
+        """An exporter's loss record: counts are cumulative per writer, so the largest one is the total."""
+        if dropped > self.export_loss.get(writer_id, -1):
+            self.export_loss[writer_id] = dropped
+
     def keep_span(self, s: SpanRecord) -> None:
         """Keep what the renderers draw of one span."""
         end = s.end
@@ -103,7 +148,7 @@ class AnalysisReport:
             "name": s.name,
             "host": s.host,
             "rank": s.rank,
-            "clock": s.clock,
+            "clock": s.clock_source,
             "start_ptp_ns": s.start.ptp_ns if s.start.ptp_ns is not None else s.otel_start_ns,
             "start_uncertainty_ns": s.start.uncertainty_ns,
             "start_quality": s.start.quality,
@@ -131,12 +176,16 @@ class AnalysisReport:
             "naive_inversions": e.naive_inversions,
             "lying_hosts": len(self.lying_hosts),
             "suspect_hosts": len(self.suspect_hosts),
+            "bad_lines": self.bad_lines,
+            "bad_spans": self.bad_spans,
+            "export_dropped_spans": self.export_dropped_spans,
         }
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
             "source": self.source,
+            "inputs": self.inputs,
             "summary": self.summary(),
             "spans": self.spans,
             "traces": self.traces,
@@ -144,6 +193,11 @@ class AnalysisReport:
             "hops": {"total": self.hops, "matched": self.hops_matched},
             "unresolved_parents": self.unresolved_parents,
             "duplicate_spans": self.duplicate_spans,
+            "degraded_spans": self.degraded_spans,
+            "bad": {"lines": self.bad_lines, "spans": self.bad_spans, "first": self.bad_samples,
+                    "not_trace_files": list(self.not_traces)},
+            "export_loss": {"dropped_spans": self.export_dropped_spans, "writers": len(self.export_loss),
+                            "writers_with_loss": sum(1 for n in self.export_loss.values() if n)},
             "edges": self.edges.to_dict(),
             "faults": [f.to_dict() for f in self.faults],
             "unattributed": self.edges.unattributed,
@@ -151,44 +205,12 @@ class AnalysisReport:
             "lying_hosts": self.lying_hosts,
             "suspect_hosts": self.suspect_hosts,
             "topology": self.topology,
+            "limits": dict(self.limits),
             "elapsed_s": round(self.elapsed_s, 3),
             "rendered": {"spans": len(self.spans_kept), "hops": len(self.hops_kept)},
         }
 
     def to_text(self) -> str:
-        e = self.edges
-        n = e.total or 1
+        from .text import report_text
 
-        def pct(k: int) -> str:
-            return f"{k:>9,}  ({100.0 * k / n:5.1f}%)"
-
-        lines = [
-            f"TempoTrace analysis of {self.source or '<spans>'}",
-            f"  spans {self.spans:,}   traces {self.traces:,}   hops {self.hops:,} ({self.hops_matched:,} matched)",
-            f"  known causal edges {e.total:,}  " + ", ".join(f"{k} {v:,}" for k, v in sorted(e.by_kind.items())),
-            "  decided, agreeing with the edge:",
-            f"    physics     {pct(e.decided['physics'])}",
-            f"    lamport     {pct(e.decided['lamport'])}   (rules out the inversion)",
-            f"    svc         {pct(e.decided['svc'])}",
-            f"    undecided   {pct(e.decided['undecided'])}   (no guess)",
-            f"  WRONG (confident, contradicts the edge) {pct(sum(e.wrong.values()))}"
-            + "   " + ", ".join(f"{k} {v}" for k, v in e.wrong.items() if v),
-            f"  naive (raw timestamps) inversions {pct(e.naive_inversions)}   ties {e.naive_ties:,}",
-        ]
-        if self.duplicate_spans:
-            lines.append(f"  spans exported more than once: {self.duplicate_spans:,} (counted once)")
-        if self.unresolved_parents:
-            lines.append(f"  parents not in the input: {self.unresolved_parents:,} (their edges are not counted)")
-        if e.unattributed:
-            lines.append(f"  unattributed: {e.unattributed:,} wrong decisions on hops whose sender span is not in the "
-                         "input (no host blamed)")
-        if not self.faults:
-            lines.append("  clock faults: none attributed to a host" if e.unattributed
-                         else "  clock faults: none (every bound held on every known edge)")
-        for f in self.faults:
-            lines.append(
-                f"  clock fault: {f.host} {f.verdict.upper()} ({f.kind}): {f.violations:,} of {f.edges:,} edges "
-                f"({100 * f.rate:.1f}%), peers {len(f.peers)}, up to {f.max_excess_ns:,} ns beyond the bounds "
-                f"(mean {f.mean_excess_ns:,.0f} ns; claimed ±{f.claimed_bound_ns:,} ns)"
-            )
-        return "\n".join(lines)
+        return report_text(self)

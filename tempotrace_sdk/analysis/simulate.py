@@ -209,7 +209,7 @@ def _ledger(rel: npt.NDArray[np.int8], meth: npt.NDArray[np.int8], src: npt.NDAr
     ledger = FaultLedger()
     per_node = np.bincount(src, minlength=nodes) + np.bincount(dst, minlength=nodes)
     for node, count in enumerate(per_node.tolist()):
-        ledger._stats(f"node-{node}").edges = count
+        ledger.edges[f"node-{node}"] = count
     viol = (rel == RELATION_CODES.index(Relation.AFTER)) & (meth == METHOD_CODES.index(Method.PHYSICS))
     if np.any(viol):
         excess = (ptp_a - u) - (ptp_b + u)

@@ -7,11 +7,12 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from ..analysis.cli import add_analyze_command, add_simulate_command
 from ._common import EXIT_CODES_HELP, EXIT_RUNTIME, EXIT_USAGE, fail
+from .analyze import add_analyze_command
 from .clock import add_clock_command
 from .codec import add_decode_command, add_encode_command
 from .demo import add_demo_command
+from .simulate import add_simulate_command
 
 __all__ = ["build_parser", "main"]
 
@@ -37,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_clock_command(subparsers)
     add_decode_command(subparsers)
     add_encode_command(subparsers)
-    add_analyze_command(subparsers)  # from the analysis package, which owns them
+    add_analyze_command(subparsers)
     add_simulate_command(subparsers)
     add_demo_command(subparsers)
     return parser

@@ -16,7 +16,8 @@ LIAR_CHECK = "the lying clock was flagged"
 
 def _peer_list(fault: dict[str, Any]) -> list[str]:
     peers = fault.get("peer_sample", fault.get("peers"))
-    return [str(p) for p in peers] if isinstance(peers, list) else []
+    # analysis/2 lists peers as {"host", "rank"} (a clock); analysis/1 as host names
+    return [str(p["host"] if isinstance(p, dict) else p) for p in peers] if isinstance(peers, list) else []
 
 
 def _faces_only_liars(fault: dict[str, Any], liars: set[str]) -> bool:

@@ -3,23 +3,14 @@ never a silently clamped option or a report of zeros."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
-from tempotrace_sdk.analysis import analyze_file
-from tempotrace_sdk.analysis.cli import add_analyze_command
-from tempotrace_sdk.analysis.otlp_reader import TraceFileError
+from tempotrace_sdk.analysis import TraceFileError, analyze_file
+from tempotrace_sdk.cli.main import main as _cli
 
 from .tracegen import write_trace
-
-
-def _cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="tempotrace")
-    add_analyze_command(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +21,19 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
-    (["--window", "0"], "--window must be >= 1"),
-    (["--window", "-3"], "--window must be >= 1"),
-    (["--keep", "-5"], "--keep must be >= 0"),
+    (["--window", "0"], "argument --window: must be >= 1"),
+    (["--window", "-3"], "argument --window: must be >= 1"),
+    (["--keep", "-5"], "argument --keep: must be >= 0"),
+    (["--dedup", "-1"], "argument --dedup: must be >= 0"),
+    (["--max-line-mb", "0"], "argument --max-line-mb: must be >= 1"),
+    (["--jobs", "0"], "argument --jobs: must be >= 1"),
 ])
 def test_bad_window_or_keep_is_a_usage_error(trace: str, argv: list[str], needle: str,
                                              capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "o.html"
     assert _cli(["analyze", trace, "--quiet", "--html", str(out), *argv]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("tempotrace analyze: ") and needle in err
+    assert "tempotrace analyze: error: " in err and needle in err
     assert not out.exists()
 
 

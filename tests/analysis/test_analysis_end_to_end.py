@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tempotrace_sdk.analysis import analyze_file, analyze_spans, iter_spans, write_html, write_perfetto
-from tempotrace_sdk.analysis.cli import add_analyze_command, add_simulate_command
+from tempotrace_sdk.cli.main import main as _cli
 
 from .tracegen import write_trace
 
@@ -18,16 +18,6 @@ HONEST = {"coord": "sim:ptp", "w1": "sim:ptp", "w2": "sim:ptp", "w3": "sim:ptp"}
 WITH_LIAR = {"coord": "sim:ptp", "w1": "sim:ptp", "w2": "sim:liar", "w3": "sim:ptp", "w4": "sim:ptp"}
 MIXED = {"coord": "sim:ptp", "w1": "sim:ntp", "w2": "sim:ptp", "w3": "sim:unsynced"}
 
-
-def _cli(argv: list[str]) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="tempotrace")
-    sub = parser.add_subparsers(dest="command")
-    add_analyze_command(sub)
-    add_simulate_command(sub)
-    args = parser.parse_args(argv)
-    return int(args.func(args))
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +104,7 @@ def test_cli_writes_json_perfetto_html(honest: tuple[str, dict[str, int]], tmp_p
     pf, ht = tmp_path / "p.json", tmp_path / "t.html"
     assert _cli(["analyze", path, "--json", "--perfetto", str(pf), "--html", str(ht), "--quiet"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["schema"] == "tempotrace.analysis/1"
+    assert report["schema"] == "tempotrace.analysis/2"
     trace = json.loads(pf.read_text())
     events = trace["traceEvents"]
     spans = [e for e in events if e["ph"] == "X"]

@@ -1,10 +1,9 @@
-"""The analyzer's short cuts give the general path's answers (spec/analysis.md §2, §4, §6.1).
+"""The analyzer counts what the ordering rules decide (spec/analysis.md §2, §4, §6.1).
 
-Edges physics settles are counted from the stamps without building Event and
-Decision objects (Analyzer._physics); every other edge, and every hop kept for
-rendering, goes through order.decide. These tests hold the short cut to the
-general path: edge by edge on random stamps, and report by report on traces
-where nothing takes the short cut.
+Edges physics settles are counted from ``order.physics_gap`` without building
+Event and Decision objects; the others go through ``order.decide_logical``;
+hops kept for rendering carry their Decision. These tests hold the counting to
+``order.decide``: edge by edge on random stamps, and report by report.
 """
 
 from __future__ import annotations
@@ -16,10 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tempotrace_sdk.analysis import Event, Method, Stamp, analyze_file, decide
-from tempotrace_sdk.analysis.analyzer import Analyzer
-from tempotrace_sdk.analysis.api import gc_paused
+from tempotrace_sdk.analysis import Method, SpanRecord, Stamp, analyze_file, decide
+from tempotrace_sdk.analysis.edges import EdgeJudge
+from tempotrace_sdk.analysis.engine import gc_paused
 from tempotrace_sdk.analysis.order import CONSISTENT
+from tempotrace_sdk.analysis.report import AnalysisReport
 from tempotrace_sdk.analysis.topology import Topology
 
 from .tracegen import write_trace
@@ -30,30 +30,56 @@ stamps = st.builds(
     st.sampled_from([0, 1, 100, 2_000, 65_534, 65_535]),
     st.sampled_from(["OK", "DEGRADED", "UNKNOWN"]),
     st.one_of(st.none(), st.integers(0, 5)),
+    st.booleans(),
 )
 TOPOLOGY = Topology(racks={"h1": "r1", "h2": "r2"}, pairs={frozenset({"r1", "r2"}): 300})
 
 
-def _general(analyzer: Analyzer, a: Stamp, b: Stamp, host_a: str, host_b: str) -> None:
-    analyzer._edge("hop", Event("start", "00000000000000a1", host_a, a, None, a.ptp_ns),
-                   Event("start", "00000000000000b2", host_b, b, None, b.ptp_ns))
+def _record(span_id: str, host: str, stamp: Stamp, parent: str = "") -> SpanRecord:
+    return SpanRecord("1" * 32, span_id, parent, "s", 1, host, stamp, None, 10, 20)
 
 
 @settings(max_examples=400, deadline=None)
 @given(a=stamps, b=stamps, host_b=st.sampled_from(["h1", "h2", "h3"]))
-def test_physics_short_cut_counts_exactly_what_decide_decides(a: Stamp, b: Stamp, host_b: str) -> None:
-    """§2.1: the short cut takes an edge iff decide() settles it by physics, and then counts it (and any
-    clock-fault evidence, §4) exactly as the general path does; otherwise it counts nothing."""
-    short, general = Analyzer(TOPOLOGY), Analyzer(TOPOLOGY)
-    took = short._physics("hop", a, b, "h1", host_b, a.ptp_ns, b.ptp_ns)
+def test_the_judge_counts_what_decide_decides(a: Stamp, b: Stamp, host_b: str) -> None:
+    """§2, §6.1: the analyzer's edge counting (physics_gap first, Event/Decision objects only when the
+    logical rules must speak) gives decide()'s method and outcome for every pair of stamps."""
+    parent, child = _record("00000000000000a1", "h1", a), _record("00000000000000b2", host_b, b, "00000000000000a1")
+    judge = EdgeJudge(TOPOLOGY, AnalysisReport())
+    judge.parent_child(parent, child)
     extra = 0 if host_b == "h1" else TOPOLOGY.extra_ns("h1", host_b)
-    by_physics = decide(Event("start", "a", "h1", a, None, a.ptp_ns), Event("start", "b", host_b, b, None, b.ptp_ns),
-                        extra).method is Method.PHYSICS
-    assert took == by_physics
-    if took:
-        _general(general, a, b, "h1", host_b)
-    assert short.counts == general.counts
-    assert short.ledger == general.ledger
+    d = decide(parent.start_event(), child.start_event(), extra)
+    counts = judge.counts
+    assert counts.total == 1
+    if d.relation in CONSISTENT:
+        assert counts.decided[d.method.value] == 1
+    elif d.method is Method.UNDECIDED:
+        assert counts.decided["undecided"] == 1
+    else:
+        assert counts.wrong[d.method.value] == 1
+        assert judge.ledger.physics_pairs.total() == (d.method is Method.PHYSICS)
+    assert d.method is not Method.PHYSICS or not (a.degraded or b.degraded)
+
+
+@given(stamp=stamps)
+def test_stamp_usable_is_the_physics_rule(stamp: Stamp) -> None:
+    """§2.1: Stamp.usable (shown to people) is exactly what physics_gap requires of a stamp."""
+    from tempotrace_sdk.analysis.order import physics_gap
+
+    later = Stamp(10**9, 0, "OK")
+    assert stamp.usable == (physics_gap(stamp, later) != 0)
+    assert stamp.usable == (stamp.ptp_ns is not None and stamp.quality != "UNKNOWN" and stamp.uncertainty_ns < 65_535
+                            and not stamp.degraded)
+
+
+def test_stamp_is_a_frozen_msgspec_struct() -> None:
+    """The project's one immutable-record strategy: a frozen msgspec Struct, built by its constructor."""
+    import msgspec
+
+    s = Stamp(1, 2, "OK", 3)
+    assert isinstance(s, msgspec.Struct) and s == Stamp(1, 2, "OK", 3) and hash(s) == hash(Stamp(1, 2, "OK", 3))
+    with pytest.raises(AttributeError):
+        s.lts = 4  # type: ignore[misc]
 
 
 @pytest.fixture(scope="module")
@@ -92,18 +118,3 @@ def test_gc_paused_restores_the_collector(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError), gc_paused():
         raise RuntimeError("boom")
     assert gc.isenabled()
-
-
-@given(stamp=stamps)
-def test_make_stamp_builds_what_the_constructor_builds(stamp: Stamp) -> None:
-    """The reader's stamp maker skips the frozen __init__: same fields, equal, same hash, still frozen."""
-    import dataclasses
-
-    from tempotrace_sdk.analysis.events import STAMP_FIELDS, make_stamp
-
-    assert STAMP_FIELDS == tuple(f.name for f in dataclasses.fields(Stamp))
-    assert not hasattr(Stamp, "__post_init__"), "make_stamp would skip it"
-    made = make_stamp(stamp.ptp_ns, stamp.uncertainty_ns, stamp.quality, stamp.lts)
-    assert made == stamp and hash(made) == hash(stamp) and repr(made) == repr(stamp)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        made.lts = 1  # type: ignore[misc]

@@ -67,6 +67,7 @@ BAD = [
         {"key": "tempotrace.ptp_ns", "value": {"intValue": "1"}},
         {"key": "tempotrace.clk_quality", "value": {"stringValue": "GREAT"}}])) + "\n", 1, "tempotrace.clk_quality"),
     ("empty file", "", 0, "no OTLP trace lines"),
+    ("only blank lines", "\n  \n\t\n", 0, "no OTLP trace lines"),
 ]
 
 
@@ -75,7 +76,7 @@ def test_bad_input_names_the_line_and_the_reason(tmp_path: Path, name: str, text
     path = tmp_path / "bad.jsonl"
     path.write_text(text)
     with pytest.raises(TraceFileError) as info:
-        analyze_file(str(path))
+        analyze_file(str(path), strict=True)
     assert info.value.line == line, name
     assert why in info.value.reason
     assert (f"{path}:{line}" if line else str(path)) in str(info.value)
@@ -85,7 +86,7 @@ def test_binary_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "bin.jsonl"
     path.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
     with pytest.raises(TraceFileError, match="not UTF-8"):
-        analyze_file(str(path))
+        analyze_file(str(path), strict=True)
 
 
 def test_missing_file_is_a_trace_file_error(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from tempotrace_sdk.analysis import analyze_file, iter_spans
-from tempotrace_sdk.analysis import analyzer as analyzer_mod
 from tempotrace_sdk.analysis.analyzer import Analyzer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -25,13 +24,14 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_buffer_never_exceeds_the_window(trace: str) -> None:
+    """§5.2: the spans held at once never exceed the window (positions), whatever the traces' sizes."""
     a = Analyzer(window_spans=300)
     peak = 0
     for span in iter_spans(trace):
         a.add(span)
-        peak = max(peak, a._buffered)
+        peak = max(peak, sum(len(part) for part in a._open.values()))
     rep = a.finish()
-    assert peak <= 300
+    assert peak <= 300 + 300 // 16  # the window, and the positions between two sweeps
     assert rep.spans == 4000 and rep.traces >= 4000 // 25
 
 
@@ -43,15 +43,32 @@ def test_window_does_not_change_the_numbers_for_contiguous_traces(trace: str) ->
     assert small["edges"]["wrong_total"] == 0 and small["unresolved_parents"] == 0
 
 
-def test_progress_goes_to_the_given_stream(trace: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_progress_line_says_spans_rate_and_eta(trace: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """§5.1: on a terminal, a progress line (spans, rate, share of the input, ETA) at most every second."""
+    from tempotrace_sdk.analysis import progress as progress_mod
+    from tempotrace_sdk.analysis.progress import Progress
+
     clock = iter(float(i) for i in range(10**6))
-    monkeypatch.setattr(analyzer_mod.time, "monotonic", lambda: next(clock))
-    monkeypatch.setattr(analyzer_mod, "PROGRESS_EVERY", 1000)
+    monkeypatch.setattr(progress_mod.time, "monotonic", lambda: next(clock))
     err = io.StringIO()
-    analyze_file(trace, progress=err)
+    size = Path(trace).stat().st_size
+    analyze_file(trace, progress=Progress(err, size, rewrite=False))
     lines = err.getvalue().splitlines()
     assert lines and all(line.startswith("analyze: ") and "spans/s" in line for line in lines)
-    assert "4,000 spans" in lines[-1]
+    assert any("ETA" in line for line in lines) and any(" of " in line and "MB" in line for line in lines)
+
+
+def test_no_progress_when_piped_or_quiet() -> None:
+    """§5.1: progress only on a terminal; piped or --json/--quiet: none."""
+    from tempotrace_sdk.analysis.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert Progress.for_stream(io.StringIO(), 100, quiet=False) is None
+    assert Progress.for_stream(Tty(), 100, quiet=True) is None
+    assert Progress.for_stream(Tty(), 100, quiet=False) is not None
 
 
 def test_jobs_split_by_trace_give_the_same_report(trace: str, tmp_path: Path) -> None:
@@ -77,5 +94,5 @@ def test_jobs_report_the_first_bad_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join([lines[0], "{broken", *lines[1:], "[]"]) + "\n")
     with pytest.raises(TraceFileError) as info:
-        analyze_file(str(bad), jobs=2)
+        analyze_file(str(bad), jobs=2, strict=True)
     assert info.value.line == 2 and "not JSON" in info.value.reason

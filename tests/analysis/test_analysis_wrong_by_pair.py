@@ -23,7 +23,8 @@ def test_an_svc_false_positive_is_tallied_for_its_host_pair() -> None:
     # SVC says the child came first, against the known parent -> child edge.
     d = analyze_spans([_span(PARENT, "", "zeta", span_mask(CHILD)), _span(CHILD, PARENT, "alpha", 0)]).to_dict()
     assert d["edges"]["wrong"]["svc"] == 1
-    assert d["wrong_by_pair"] == [{"hosts": ["alpha", "zeta"], "method": "svc", "count": 1}]
+    assert d["wrong_by_pair"] == [{"hosts": ["alpha", "zeta"], "ranks": [None, None], "method": "svc",
+                                  "count": 1}]
     assert d["faults"] == []  # SVC is not clock evidence, but the tally still shows it
 
 

@@ -1,93 +1,16 @@
-"""``tempotrace analyze`` and ``tempotrace simulate`` (spec/analysis.md §6, §7).
-
-The CLI package calls ``add_analyze_command(subparsers)`` and
-``add_simulate_command(subparsers)``; each sets ``func(args) -> exit code``.
-Exit codes follow the CLI's convention: 0 ok, 1 a check failed (analyze
---fail-on-wrong found a wrong decision; simulate found one with honest
-clocks), 2 bad input (unreadable/foreign trace, bad topology), 3 I/O failure.
-"""
+"""``tempotrace simulate``: the paper's Table 2 by Monte Carlo, and the ordering engine on the same edges
+(spec/analysis.md §7)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
-from .analyzer import DEFAULT_KEEP, DEFAULT_WINDOW
-from .api import analyze_file, atomic_write, gc_paused
-from .otlp_reader import TraceFileError
-from .topology import TopologyError
+from ..analysis.api import atomic_write
+from ._common import EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, fail
 
-__all__ = ["add_analyze_command", "add_simulate_command", "format_simulation", "run_analyze", "run_simulate"]
-
-EXIT_OK, EXIT_CHECK, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
-
-
-def _fail(command: str, message: str, code: int) -> int:
-    print(f"tempotrace {command}: {message}", file=sys.stderr)
-    return code
-
-
-def add_analyze_command(subparsers: Any) -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = subparsers.add_parser(
-        "analyze",
-        help="order a trace's events with uncertainty, Lamport and SVC; find lying clocks",
-        description="Read OTLP JSON lines (what TempoTrace's exporter writes), decide every known causal edge "
-        "(parent -> child, send -> receive) by physics / Lamport / SVC, count naive inversions, and "
-        "attribute clock faults to hosts.",
-    )
-    p.add_argument("trace", help="OTLP JSON lines file ('-' for stdin)")
-    p.add_argument("--topology", metavar="FILE", help="host -> rack map and rack-pair extra error (JSON, spec §3)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
-    p.add_argument("--perfetto", metavar="OUT.json", help="write a Chrome trace-event file for ui.perfetto.dev")
-    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML timeline")
-    p.add_argument("--window", type=int, default=DEFAULT_WINDOW, metavar="SPANS",
-                   help=f"spans kept in memory before idle traces are analysed (default {DEFAULT_WINDOW:,})")
-    p.add_argument("--keep", type=int, default=DEFAULT_KEEP, metavar="SPANS",
-                   help=f"spans kept for --perfetto/--html (default {DEFAULT_KEEP:,})")
-    p.add_argument("--jobs", type=int, default=1, metavar="N",
-                   help="analyse with N processes, split by trace (same result; default 1)")
-    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    p.add_argument("--fail-on-wrong", action="store_true", help="exit 1 when any confident decision is wrong")
-    p.set_defaults(func=run_analyze)
-    return p
-
-
-def run_analyze(args: argparse.Namespace) -> int:
-    keep = args.keep if (args.perfetto or args.html) else 0
-    progress = None if args.quiet else sys.stderr
-    try:
-        if args.jobs < 1:
-            return _fail("analyze", "--jobs must be >= 1", EXIT_USAGE)
-        if args.window < 1:
-            return _fail("analyze", f"--window must be >= 1 span (got {args.window})", EXIT_USAGE)
-        if args.keep < 0:
-            return _fail("analyze", f"--keep must be >= 0 spans (got {args.keep})", EXIT_USAGE)
-        with gc_paused():
-            report = analyze_file(args.trace, args.topology, keep=keep, window_spans=args.window, progress=progress,
-                                  jobs=args.jobs)
-    except (TraceFileError, TopologyError) as err:
-        return _fail("analyze", str(err), EXIT_USAGE)
-    from .writers import write_html, write_perfetto
-
-    try:
-        if args.perfetto:
-            write_perfetto(report, args.perfetto)
-        if args.html:
-            write_html(report, args.html)
-    except OSError as err:
-        return _fail("analyze", f"cannot write output: {err}", EXIT_IO)
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
-    else:
-        print(report.to_text())
-        for label, path in (("perfetto", args.perfetto), ("html", args.html)):
-            if path:
-                print(f"  wrote {label}: {path}")
-    if args.fail_on_wrong and sum(report.edges.wrong.values()):
-        return EXIT_CHECK
-    return EXIT_OK
+__all__ = ["add_simulate_command", "format_simulation", "run_simulate"]
 
 
 def add_simulate_command(subparsers: Any) -> argparse.ArgumentParser:
@@ -97,6 +20,8 @@ def add_simulate_command(subparsers: Any) -> argparse.ArgumentParser:
         description="Naive inversion rates under NTP (Gaussian / Laplace models) beside the paper's Table 2, "
         "and the ordering engine's decisions with tt-ext bounds (PTP 55/230/630 ns, NTP), honest and with one "
         "lying clock. Seeded and reproducible.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--edges", type=int, default=1_000_000, help="edges per class (default 1,000,000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -114,20 +39,20 @@ def add_simulate_command(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_simulate(args: argparse.Namespace) -> int:
     if args.edges < 1 or args.nodes < 8 or (args.samples is not None and args.samples < 1) or args.ntp_sigma_ns <= 0:
-        return _fail("simulate", "--edges and --samples must be >= 1, --nodes >= 8, --ntp-sigma-ns > 0", EXIT_USAGE)
+        return fail("simulate", "--edges and --samples must be >= 1, --nodes >= 8, --ntp-sigma-ns > 0", EXIT_USAGE)
     try:
-        from .simulate import run_simulation
+        from ..analysis.simulate import run_simulation
     except ImportError as err:
-        return _fail("simulate", f"needs numpy (pip install 'tempotrace-sdk[analysis]'): {err}", EXIT_USAGE)
+        return fail("simulate", f"needs numpy (pip install 'tempotrace-sdk[analysis]'): {err}", EXIT_USAGE)
     result = run_simulation(args.edges, args.seed, args.nodes, args.samples, args.ntp_sigma_ns, args.liar_offset_ns)
     if args.out:
         try:
             atomic_write(args.out, lambda fh: json.dump(result, fh, indent=2))
         except OSError as err:
-            return _fail("simulate", f"cannot write {args.out}: {err}", EXIT_IO)
+            return fail("simulate", f"cannot write {args.out}: {err}", EXIT_RUNTIME)
     print(json.dumps(result, indent=2) if args.json else format_simulation(result))
     honest_wrong = sum(c["wrong_total"] for c in result["classes"])
-    return EXIT_CHECK if honest_wrong else EXIT_OK
+    return EXIT_CHECK_FAILED if honest_wrong else EXIT_OK
 
 
 def format_simulation(result: dict[str, Any]) -> str:

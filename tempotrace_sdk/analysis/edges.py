@@ -1,0 +1,193 @@
+"""The known causal edges of a trace part, decided and counted (spec/analysis.md §1.2, §2, §4, §6.1).
+
+``EdgeJudge`` takes each known edge a -> b, applies the ordering rules of
+order.py (``physics_gap`` first, ``decide_logical`` when physics is silent)
+and counts the outcome: in the report's EdgeCounts (by method, wrong, naive
+view, why physics was silent) and, as clock-fault evidence, in the FaultLedger,
+keyed by clock (host, and rank where spans carry one). Event and Decision
+objects are built only when the logical rules must speak or a hop is kept
+for rendering.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .events import KIND_SEND, Event, SpanRecord, Stamp
+from .faults import FaultLedger
+from .memory import Sender
+from .order import (
+    CONSISTENT,
+    Decision,
+    Method,
+    Relation,
+    decide_logical,
+    naive_order,
+    physics_gap,
+    physics_silence,
+)
+from .report import AnalysisReport
+from .topology import Topology
+
+__all__ = ["EdgeJudge", "end_edge"]
+
+SERVER = 2
+CONSUMER = 5
+#: The sender of a hop whose client span is not in the input: never a ledger key (attributed=False).
+UNKNOWN_SENDER = "?"
+
+
+def end_edge(parent: SpanRecord, child: SpanRecord) -> bool:
+    """Is "the child ended before its parent ended" known (§1.2)?
+
+    Only inside one process, for a child started there (not remote-parented, not a SERVER or CONSUMER
+    span), and only from what that process recorded: the end events' Lamport values when both carry
+    one (one counter, strictly increasing per process), else the span end times, strictly. A child
+    whose end was recorded after its parent's is an async leftover (a task or callback still running
+    when the parent ended): no edge. Equal times prove nothing: no edge either."""
+    if child.clock != parent.clock or child.remote is not None or child.kind == SERVER or child.kind == CONSUMER:
+        return False
+    ce, pe = child.end, parent.end
+    if ce is None or pe is None:
+        return False
+    if ce.lts is not None and pe.lts is not None:
+        return ce.lts < pe.lts
+    return child.otel_end_ns < parent.otel_end_ns
+
+
+class EdgeJudge:
+    """Decides and counts known edges into ``report`` and ``ledger``."""
+
+    def __init__(self, topology: Topology, report: AnalysisReport) -> None:
+        self.topology = topology
+        # No racks and no default extra: every pair's extra is 0, skip the lookup.
+        self.flat = not topology.racks and not topology.pairs and not topology.default_cross_rack_ns
+        self.report = report
+        self.counts = report.edges
+        self.ledger = FaultLedger()
+
+    # -- the three kinds of known edge ----------------------------------------------
+    def parent_child(self, parent: SpanRecord, s: SpanRecord) -> None:
+        """parent start -> child start, and child end -> parent end where that is known."""
+        if not self._edge("parent_child", parent.start, s.start, parent, s, parent.otel_start_ns, s.otel_start_ns):
+            self._logical(parent.start_event(), s.start_event(), parent.clock, s.clock, True)
+        if end_edge(parent, s):
+            end, pend = s.end, parent.end
+            assert end is not None and pend is not None
+            if not self._edge("child_end", end, pend, s, parent, s.otel_end_ns, parent.otel_end_ns):
+                self._logical(s.end_event(), parent.end_event(), s.clock, parent.clock, True)
+
+    def hop(self, s: SpanRecord, client: Sender | None, keep: bool) -> dict[str, Any] | None:
+        """send (the remote header) -> server span start; the rendering record when ``keep``."""
+        rep = self.report
+        remote = s.remote
+        assert remote is not None
+        rep.hops += 1
+        matched = client is not None and any(lts == remote.lts for lts, _, _ in client[3])
+        if matched:
+            rep.hops_matched += 1
+        if client is not None and client[4] and not remote.degraded:
+            remote = msgspec.structs.replace(remote, degraded=True)  # the client span's policy said degrade
+        # An unknown sender is never guessed: "?" reaches only the topology (whose unknown-host extra is the
+        # worst case) and the rendered record, never the fault ledger (attributed=False).
+        attributed = client is not None
+        clock = client[1] if client is not None else UNKNOWN_SENDER
+        host = client[2] if client is not None else UNKNOWN_SENDER
+        send = _Sender(host, clock)
+        gap = self._edge("hop", remote, s.start, send, s, None, s.otel_start_ns, attributed)
+        if gap == 0:
+            decision = self._logical(Event(KIND_SEND, s.parent_id, host, remote, s.remote_sketch, None),
+                                     s.start_event(), clock, s.clock, attributed)
+        elif not keep:
+            return None
+        else:
+            decision = (Decision(Relation.BEFORE, Method.PHYSICS, 1.0, 0.0, gap) if gap > 0
+                        else Decision(Relation.AFTER, Method.PHYSICS, 1.0, 0.0, -gap))
+        return _hop_record(s, host, client, remote, decision, matched) if keep else None
+
+    # -- counting ------------------------------------------------------------------
+    def _edge(self, kind: str, sa: Stamp, sb: Stamp, a: SpanRecord | _Sender, b: SpanRecord,
+              raw_a: int | None, raw_b: int | None, attributed: bool = True) -> int:
+        """Count a known edge a -> b and settle it by physics if physics can (§2.1). Returns the gap:
+        0 when physics was silent and the caller must decide it with ``_logical``."""
+        c = self.counts
+        c.total += 1
+        c.by_kind[kind] = c.by_kind.get(kind, 0) + 1
+        naive = naive_order(sa, raw_a, sb, raw_b)
+        if naive is not None and naive >= 0:
+            if naive:
+                c.naive_inversions += 1
+            else:
+                c.naive_ties += 1
+        ca, cb = a.clock, b.clock
+        if attributed:
+            self.ledger.edge(ca, cb)
+        extra = 0 if self.flat or a.host == b.host else self.topology.extra_ns(a.host, b.host)
+        gap = physics_gap(sa, sb, extra)
+        if gap > 0:
+            c.decided["physics"] += 1
+        elif gap < 0:
+            c.wrong["physics"] += 1
+            if attributed:
+                c.wrong_pair(ca, cb, "physics")
+                self.ledger.physics_violation(ca, cb, -gap, sa.uncertainty_ns, sb.uncertainty_ns)
+            else:
+                c.unattributed += 1
+        else:
+            reason = physics_silence(sa, sb)
+            c.physics_silent[reason] = c.physics_silent.get(reason, 0) + 1
+        return gap
+
+    def _logical(self, a: Event, b: Event, ca: str, cb: str, attributed: bool) -> Decision:
+        """Decide an edge physics left open by Lamport / SVC (§2.2-§2.4) and count the outcome."""
+        d = decide_logical(a, b)
+        c = self.counts
+        rel = d.relation
+        if rel in CONSISTENT:
+            c.decided[d.method.value] += 1
+        elif rel is Relation.UNDECIDED:
+            c.decided["undecided"] += 1
+        else:
+            c.wrong[d.method.value] += 1
+            if not attributed:
+                c.unattributed += 1
+            else:
+                c.wrong_pair(ca, cb, d.method.value)
+                if d.method is Method.LAMPORT:
+                    self.ledger.lamport_violation(ca, cb)
+        return d
+
+
+class _Sender:
+    """A hop's sending side where the judge expects a record: its host and clock key."""
+
+    __slots__ = ("clock", "host")
+
+    def __init__(self, host: str, clock: str) -> None:
+        self.host = host
+        self.clock = clock
+
+
+def _hop_record(s: SpanRecord, host: str, client: Sender | None, remote: Stamp, d: Decision,
+                matched: bool) -> dict[str, Any]:
+    from .events import split_clock
+
+    return {
+        "trace_id": s.trace_id,
+        "send_span": s.parent_id,
+        "recv_span": s.span_id,
+        "send_host": host,
+        "send_rank": split_clock(client[1])[1] if client is not None else None,
+        "recv_host": s.host,
+        "recv_rank": s.rank,
+        "send_ptp_ns": remote.ptp_ns,
+        "send_uncertainty_ns": remote.uncertainty_ns,
+        "recv_ptp_ns": s.start.ptp_ns,
+        "recv_uncertainty_ns": s.start.uncertainty_ns,
+        "matched": matched,
+        "decision": d.to_dict(),
+        "outcome": "consistent" if d.relation in CONSISTENT else
+                   ("undecided" if d.relation is Relation.UNDECIDED else "contradiction"),
+    }

@@ -1,0 +1,217 @@
+"""One OTLP JSON trace line -> span records: the typed decoder (spec/analysis.md §5).
+
+The shape is OTLP's ``TracesData`` in the protobuf JSON mapping, as our
+exporter (``opentelemetry-exporter-otlp-json-file``) and the OpenTelemetry
+Collector's file exporter write it: lowerCamelCase field names, ids as hex
+(OTLP/JSON) or base64 (the plain protobuf mapping), 64-bit integers as strings
+or numbers, enums as numbers or names. msgspec decodes a line straight into
+the Structs below in one pass, checking the JSON and the shape; parts the
+analysis never reads (scopes, events, links, status, attribute kinds other
+than string / int / array) are skipped by msgspec without building objects.
+The value rules (values.py) then turn each span into a SpanRecord.
+
+A line that is not such JSON raises ``BadLine`` with the reason; a span that
+breaks a value rule is reported (``LineResult.bad``) and the rest of its line
+is kept.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .events import SpanRecord
+from .values import FIXED64_MAX, RESOURCE, SPAN, AttributeRuleError, build_record, norm_id, span_kind, unix_nanos
+
+__all__ = ["BadLine", "LineResult", "decode_line", "shard_of"]
+
+
+class AnyValue(msgspec.Struct, frozen=True, gc=False):
+    """An attribute value: only the kinds the analysis reads are kept (bool, double, bytes and kvlist
+    values are checked as JSON and skipped)."""
+
+    stringValue: str | None = None
+    intValue: int | None = None
+    arrayValue: ArrayValue | None = None
+
+
+class ArrayValue(msgspec.Struct, frozen=True, gc=False):
+    values: list[AnyValue] = []
+
+
+class KeyValue(msgspec.Struct, frozen=True, gc=False):
+    key: str
+    value: AnyValue = AnyValue()
+
+
+class Span(msgspec.Struct, frozen=True, gc=False):
+    traceId: str = ""
+    spanId: str = ""
+    parentSpanId: str = ""
+    name: str = ""
+    kind: int | str = 0
+    startTimeUnixNano: int = 0
+    endTimeUnixNano: int = 0
+    attributes: list[KeyValue] = []
+
+
+class ScopeSpans(msgspec.Struct, frozen=True, gc=False):
+    spans: list[Span] = []
+
+
+class Resource(msgspec.Struct, frozen=True, gc=False):
+    attributes: list[KeyValue] = []
+
+
+class ResourceSpans(msgspec.Struct, frozen=True, gc=False):
+    resource: Resource = Resource()
+    scopeSpans: list[ScopeSpans] = []
+
+
+class TracesData(msgspec.Struct, frozen=True, gc=False):
+    resourceSpans: list[ResourceSpans]
+
+
+# strict=False: 64-bit integers as JSON strings or numbers (the protobuf JSON mapping allows both).
+_DECODER = msgspec.json.Decoder(TracesData, strict=False)
+_KEYS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+class BadLine(Exception):
+    """A line that is not an OTLP JSON trace line; ``reason`` says why, in words."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class LineResult(msgspec.Struct, gc=False):
+    """What one line held: its records (of the owned traces), how many span objects it had, the spans
+    refused by a value rule (index in the line, reason), and exporter loss records (writer id, dropped
+    so far)."""
+
+    records: list[SpanRecord]
+    spans: int = 0
+    bad: list[tuple[int, str]] | None = None
+    loss: list[tuple[str, int]] | None = None
+
+
+def shard_of(trace_id: str, shards: int) -> int:
+    """Which of ``shards`` partitions owns a trace (lower-case hex trace id)."""
+    return int(trace_id[-8:], 16) % shards
+
+
+def _why_not_traces(data: bytes | memoryview) -> str:
+    """The reason a JSON line is not OTLP traces, named as precisely as its keys allow."""
+    try:
+        keys = sorted(_KEYS.decode(data))
+    except (msgspec.DecodeError, RecursionError):
+        return "not an OTLP trace line: not a JSON object"
+    hint = ""
+    if "resourceMetrics" in keys or "resourceLogs" in keys:
+        hint = " (this is OTLP metrics/logs, not traces)"
+    elif "resource_spans" in keys:
+        hint = " (proto field names; OTLP JSON uses lowerCamelCase: resourceSpans)"
+    return f"not an OTLP trace line: no 'resourceSpans' key (found {keys[:4]}){hint}"
+
+
+def parse(data: bytes | memoryview) -> TracesData:
+    """Decode one line (bytes, without its newline) or raise BadLine."""
+    try:
+        return _DECODER.decode(data)
+    except msgspec.ValidationError as err:
+        text = str(err)
+        if "missing required field `resourceSpans`" in text:
+            raise BadLine(_why_not_traces(data)) from None
+        if text.startswith("Expected `object`") and " - at `" not in text:  # the line itself, not a part
+            raise BadLine("not an OTLP trace line: not a JSON object") from None
+        raise BadLine(f"malformed OTLP: {text}") from None
+    except msgspec.DecodeError as err:
+        try:
+            bytes(data).decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise BadLine(f"not UTF-8 text (byte {bad.start}): a binary file?") from None
+        raise BadLine(f"not JSON ({err})") from None
+    except RecursionError:
+        raise BadLine("not an OTLP trace line: JSON nested too deep") from None
+
+
+def decode_line(data: bytes | memoryview, line: int, pos: int, shard: tuple[int, int] | None = None) -> LineResult:
+    """The records of one line; ``pos`` is the input position of its first span (each span object takes
+    one position, kept or refused); ``shard=(k, n)`` keeps only the traces partition k of n owns (and
+    the refusals of those spans; a span without a readable trace id belongs to partition 0)."""
+    doc = parse(data)
+    out = LineResult([])
+    records = out.records
+    read, fromhex = SPAN.read_otlp, bytes.fromhex
+    last_raw, trace_id = "", ""  # consecutive spans often share a trace: its id is checked once
+    n = 0
+    for rs in doc.resourceSpans:
+        host: str | None = None
+        rank: int | None = None
+        refused: str | None = None
+        if rs.resource.attributes:
+            try:
+                host, rank = _resource(rs.resource.attributes, out)
+            except AttributeRuleError as err:
+                refused = f"resource: {err}"  # every span of this resource is refused with it
+        for ss in rs.scopeSpans:
+            for span in ss.spans:
+                n += 1
+                # The hot loop: the common cases of values.norm_id / span_kind / unix_nanos inline, the
+                # functions for the rest (other encodings, and the errors).
+                raw = span.traceId
+                if raw != last_raw:
+                    try:
+                        trace_id = norm_id(raw, 16, "traceId")
+                    except AttributeRuleError as err:
+                        if shard is None or shard[0] == 0:
+                            _refuse(out, n - 1, f"span {span.spanId or '?'}: {err}")
+                        continue
+                    last_raw = raw
+                if shard is not None and int(trace_id[-8:], 16) % shard[1] != shard[0]:  # shard_of, inline
+                    continue
+                if refused is not None:
+                    _refuse(out, n - 1, f"span {span.spanId or '?'}: {refused}")
+                    continue
+                try:
+                    span_id, parent, kind = span.spanId, span.parentSpanId, span.kind
+                    start, end = span.startTimeUnixNano, span.endTimeUnixNano
+                    try:
+                        if len(span_id) != 16 or len(fromhex(span_id)) != 8:
+                            raise ValueError
+                        span_id = span_id.lower()
+                    except ValueError:
+                        span_id = norm_id(span_id, 8, "spanId")
+                    if parent:
+                        try:
+                            if len(parent) != 16 or len(fromhex(parent)) != 8:
+                                raise ValueError
+                            parent = parent.lower()
+                        except ValueError:
+                            parent = norm_id(parent, 8, "parentSpanId")
+                    if kind.__class__ is not int or not 0 <= kind <= 5:
+                        kind = span_kind(kind)
+                    if not (0 <= start <= FIXED64_MAX and 0 <= end <= FIXED64_MAX):
+                        start, end = unix_nanos(start, "startTimeUnixNano"), unix_nanos(end, "endTimeUnixNano")
+                    records.append(build_record(trace_id, span_id, parent, span.name, kind, read(span.attributes),
+                                                start, end, host, rank, line, pos + n - 1))
+                except AttributeRuleError as err:
+                    _refuse(out, n - 1, f"span {span.spanId or '?'}: {err}")
+    out.spans = n
+    return out
+
+
+def _refuse(out: LineResult, index: int, reason: str) -> None:
+    if out.bad is None:
+        out.bad = []
+    out.bad.append((index, reason))
+
+
+def _resource(attrs: list[KeyValue], out: LineResult) -> tuple[str | None, int | None]:
+    """The resource's host and rank (fallbacks for its spans); notes an exporter loss record."""
+    host, host_name, rank, dropped, writer = RESOURCE.read_otlp(attrs)
+    if writer is not None and dropped is not None:
+        if out.loss is None:
+            out.loss = []
+        out.loss.append((writer, dropped))
+    return host or host_name, rank

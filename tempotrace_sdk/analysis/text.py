@@ -1,0 +1,99 @@
+"""The report as a person reads it: ``tempotrace analyze`` without ``--json`` (spec/analysis.md §6)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .faults import HostFault
+    from .report import AnalysisReport
+
+__all__ = ["physics_note", "report_text", "warnings"]
+
+_SILENCE_WORDS = {
+    "no_reading": "a side had no TempoTrace reading",
+    "policy_degrade": "a span's policy verdict was degrade (never ordered by physical time)",
+    "unknown_quality": "a clock said UNKNOWN (not synchronised)",
+    "saturated_bound": "a bound was saturated (>= 65,535 ns: NTP-class or worse)",
+    "overlap": "the bounds overlapped",
+}
+
+
+def physics_note(report: AnalysisReport) -> str | None:
+    """Why physics decided no edge at all, when that is so (a host without PTP: the normal case)."""
+    e = report.edges
+    if not e.total or e.decided["physics"] or e.wrong["physics"]:
+        return None
+    reasons = sorted(e.physics_silent.items(), key=lambda kv: -kv[1])
+    why = "; ".join(f"{n:,} edges: {_SILENCE_WORDS.get(k, k)}" for k, n in reasons)
+    return (f"physics decided no edge: {why}. Ordering fell back to Lamport/SVC; physical time needs "
+            "clocks with a usable bound (PTP-class: `tempotrace clock` shows what this host has)")
+
+
+def warnings(report: AnalysisReport) -> list[str]:
+    """What a user must not miss: skipped input, spans an exporter dropped, a physics-free analysis."""
+    out = []
+    if report.bad_lines or report.bad_spans:
+        first = report.bad_samples[0] if report.bad_samples else None
+        where = f" (first: {first['path']}:{first['line']}: {first['reason']})" if first else ""
+        out.append(f"skipped {report.bad_lines:,} unreadable lines and {report.bad_spans:,} spans that break a value "
+                   f"rule{where}; --strict stops at the first")
+    if report.not_traces:
+        out.append(f"{len(report.not_traces):,} files in the input directories are not trace files, skipped: "
+                   + "; ".join(report.not_traces[:3]) + (" ..." if len(report.not_traces) > 3 else ""))
+    dropped = report.export_dropped_spans
+    if dropped:
+        writers = sum(1 for n in report.export_loss.values() if n)
+        out.append(f"the exporters dropped {dropped:,} spans before writing them ({writers:,} of "
+                   f"{len(report.export_loss):,} writers): the input is incomplete")
+    note = physics_note(report)
+    if note:
+        out.append(note)
+    return out
+
+
+def _clock(f: HostFault) -> str:
+    return f.host if f.rank is None else f"{f.host} rank {f.rank}"
+
+
+def report_text(report: AnalysisReport) -> str:
+    e = report.edges
+    n = e.total or 1
+
+    def pct(k: int) -> str:
+        return f"{k:>9,}  ({100.0 * k / n:5.1f}%)"
+
+    inputs = f" ({report.inputs:,} inputs)" if report.inputs > 1 else ""
+    lines = [
+        f"TempoTrace analysis of {report.source or '<spans>'}{inputs}",
+        f"  spans {report.spans:,}   traces {report.traces:,}   hops {report.hops:,} ({report.hops_matched:,} matched)",
+        f"  known causal edges {e.total:,}  " + ", ".join(f"{k} {v:,}" for k, v in sorted(e.by_kind.items())),
+        "  decided, agreeing with the edge:",
+        f"    physics     {pct(e.decided['physics'])}",
+        f"    lamport     {pct(e.decided['lamport'])}   (rules out the inversion)",
+        f"    svc         {pct(e.decided['svc'])}",
+        f"    undecided   {pct(e.decided['undecided'])}   (no guess)",
+        f"  WRONG (confident, contradicts the edge) {pct(sum(e.wrong.values()))}"
+        + "   " + ", ".join(f"{k} {v}" for k, v in e.wrong.items() if v),
+        f"  naive (raw timestamps) inversions {pct(e.naive_inversions)}   ties {e.naive_ties:,}",
+    ]
+    if report.duplicate_spans:
+        lines.append(f"  spans delivered more than once: {report.duplicate_spans:,} (counted once)")
+    if report.degraded_spans:
+        lines.append(f"  spans with policy verdict degrade: {report.degraded_spans:,} (never ordered by physical time)")
+    if report.unresolved_parents:
+        lines.append(f"  parents not in the input: {report.unresolved_parents:,} (their edges are not counted)")
+    if e.unattributed:
+        lines.append(f"  unattributed: {e.unattributed:,} wrong decisions on hops whose sender span is not in the "
+                     "input (no clock blamed)")
+    if not report.faults:
+        lines.append("  clock faults: none attributed to a clock" if e.unattributed
+                     else "  clock faults: none (every bound held on every known edge)")
+    for f in report.faults:
+        lines.append(
+            f"  clock fault: {_clock(f)} {f.verdict.upper()} ({f.kind}): {f.violations:,} of {f.edges:,} edges "
+            f"({100 * f.rate:.1f}%), peers {len(f.peers)}, up to {f.max_excess_ns:,} ns beyond the bounds "
+            f"(mean {f.mean_excess_ns:,.0f} ns; claimed ±{f.claimed_bound_ns:,} ns)"
+        )
+    lines += [f"  WARNING: {w}" for w in warnings(report)]
+    return "\n".join(lines)
