@@ -2,8 +2,11 @@
 # (tests/analysis/test_analysis_html_chromium.py), so `make test` installs
 # Debian's chromium when it is missing and we are root (CI runs as root on a
 # fresh machine); elsewhere that test skips with a reason. The benchmark
-# measures `tempotrace analyze` throughput on generated traces.
+# measures `tempotrace analyze` against json.loads of the same lines, on
+# demo-like and lighter spans, its memory, and the Dask engine's identity.
 
+# `--engine dask` is tested on a real distributed.LocalCluster: the [dask] extra is installed.
+EXTRAS += dask
 TEST_STEPS += analysis-chromium
 BENCH_STEPS += bench-analysis
 

@@ -66,7 +66,7 @@ def analyze(
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}")
     if engine == "dask":
-        from .dask import analyze_dask
+        from .dask_engine import analyze_dask
 
         outcomes = analyze_dask(sources, topo, options, scheduler=scheduler, workers=max(jobs, 2), progress=progress)
     elif jobs > 1 and sources[0].size is not None:  # stdin and FIFOs can be read once only: one process

@@ -154,26 +154,34 @@ def check_found(sources: list[Source], report: AnalysisReport, trace_lines: int,
 
 def _trace_file(source: Source, lines: Iterator[tuple[int, memoryview | int]],
                 report: AnalysisReport) -> Iterator[tuple[int, memoryview | int]]:
-    """The lines of a file a directory gave, or none when its first line is not an OTLP trace line (a
-    report, a metrics export: not a trace file; named in the report, not counted as bad lines)."""
+    """The lines of a file a directory gave, or none when its first non-blank line is not an OTLP trace
+    line (a report, a metrics export: not a trace file; named in the report, not counted as bad lines).
+    Leading blank lines are held back until that is known (dask_engine.read_chunk decides alike)."""
+    leading: list[tuple[int, memoryview | int]] = []
     for number, item in lines:
-        if not isinstance(item, int) and not item:
-            yield number, item
+        if isinstance(item, int):
+            reason: str | None = f"line of {item:,} bytes"
+        elif not item:
+            leading.append((number, memoryview(b"")))
             continue
-        reason = f"line of {item:,} bytes" if isinstance(item, int) else None
-        if not isinstance(item, int):
+        else:
             try:
                 parse(item)
+                reason = None
             except BadLine as err:
                 if bytes(item).isspace():
-                    yield number, item
+                    leading.append((number, memoryview(bytes(item))))
                     continue
                 reason = err.reason
         if reason is not None:
             report.not_traces.append(f"{source.name}: {reason}")
             return
+        yield from leading
         yield number, item
         break
+    else:
+        yield from leading
+        return
     yield from lines
 
 
