@@ -34,7 +34,8 @@ class Stamp(msgspec.Struct, frozen=True, gc=False):
     ``ptp_ns`` is None when the span carried no TempoTrace stamp for this
     event; ``lts`` is None when no Lamport value was recorded. ``degraded``
     is True when the span's policy verdict is ``degrade`` (spec/policy.md §4):
-    the reading is kept for display but physics never orders it.
+    the reading is kept for display but physics never orders it. Whether physics
+    may use a stamp is ``order.stamp_usable``.
     """
 
     ptp_ns: int | None
@@ -42,19 +43,6 @@ class Stamp(msgspec.Struct, frozen=True, gc=False):
     quality: str = "UNKNOWN"
     lts: int | None = None
     degraded: bool = False
-
-    @property
-    def usable(self) -> bool:
-        """True when physics may use this stamp (§2.1); order.physics_gap applies the same rule."""
-        from .order import stamp_usable
-
-        return stamp_usable(self)
-
-    def interval(self) -> tuple[int, int] | None:
-        """[ptp − u, ptp + u], or None when the stamp is not usable."""
-        if not self.usable or self.ptp_ns is None:
-            return None
-        return self.ptp_ns - self.uncertainty_ns, self.ptp_ns + self.uncertainty_ns
 
 
 NO_STAMP = Stamp(None)

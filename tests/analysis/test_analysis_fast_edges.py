@@ -63,12 +63,12 @@ def test_the_judge_counts_what_decide_decides(a: Stamp, b: Stamp, host_b: str) -
 
 @given(stamp=stamps)
 def test_stamp_usable_is_the_physics_rule(stamp: Stamp) -> None:
-    """§2.1: Stamp.usable (shown to people) is exactly what physics_gap requires of a stamp."""
-    from tempotrace_sdk.analysis.order import physics_gap
+    """§2.1: stamp_usable is exactly what physics_gap requires of a stamp."""
+    from tempotrace_sdk.analysis.order import physics_gap, stamp_usable
 
     later = Stamp(10**9, 0, "OK")
-    assert stamp.usable == (physics_gap(stamp, later) != 0)
-    assert stamp.usable == (stamp.ptp_ns is not None and stamp.quality != "UNKNOWN" and stamp.uncertainty_ns < 65_535
+    assert stamp_usable(stamp) == (physics_gap(stamp, later) != 0)
+    assert stamp_usable(stamp) == (stamp.ptp_ns is not None and stamp.quality != "UNKNOWN" and stamp.uncertainty_ns < 65_535
                             and not stamp.degraded)
 
 
