@@ -249,7 +249,8 @@ def analyze_dask(sources: list[Source], topology: Topology | None, options: Opti
     plan = plan_chunks(sources, chunk_bytes)
     cluster: Any = None
     if scheduler is None:
-        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                           dashboard_address=None)
     client = distributed.Client(cluster if cluster is not None else scheduler)
     try:
         parts = partitions or max(2, 2 * len(client.scheduler_info().get("workers", {})))

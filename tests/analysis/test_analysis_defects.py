@@ -126,7 +126,8 @@ def test_attributes_that_are_not_a_list_are_refused_either_way(tmp_path: Path) -
 BAD_VALUES = [
     ("ts_source GPS", {"tempotrace.ts_source": "GPS"}, "tempotrace.ts_source"),
     ("tenant_id 99", {"tempotrace.tenant_id": 99}, "tempotrace.tenant_id"),
-    ("remote tenant 16", {"tempotrace.remote.tenant_id": 16, "tempotrace.remote.lts": 1}, "tempotrace.remote.tenant_id"),
+    ("remote tenant 16", {"tempotrace.remote.tenant_id": 16, "tempotrace.remote.lts": 1},
+     "tempotrace.remote.tenant_id"),
     ("send arrays of different lengths", {"tempotrace.send.lts": [1, 2], "tempotrace.send.ptp_ns": [5],
                                           "tempotrace.send.uncertainty_ns": [220, 220]}, "tempotrace.send.ptp_ns"),
     ("send.ptp_ns without send.lts", {"tempotrace.send.ptp_ns": [5]}, "tempotrace.send.lts"),

@@ -68,8 +68,8 @@ def test_stamp_usable_is_the_physics_rule(stamp: Stamp) -> None:
 
     later = Stamp(10**9, 0, "OK")
     assert stamp_usable(stamp) == (physics_gap(stamp, later) != 0)
-    assert stamp_usable(stamp) == (stamp.ptp_ns is not None and stamp.quality != "UNKNOWN" and stamp.uncertainty_ns < 65_535
-                            and not stamp.degraded)
+    assert stamp_usable(stamp) == (stamp.ptp_ns is not None and stamp.quality != "UNKNOWN"
+                                   and stamp.uncertainty_ns < 65_535 and not stamp.degraded)
 
 
 def test_stamp_is_a_frozen_msgspec_struct() -> None:
