@@ -6,7 +6,6 @@ parts, hops are matched across parts, duplicates arrive after their trace, and a
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
