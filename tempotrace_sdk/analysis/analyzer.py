@@ -155,12 +155,15 @@ class Analyzer:
         if earlier is None:
             rep.traces += 1
         self.traces.remember(tid, by_id, spans[-1].pos, earlier is not None)
-        judge, keep = self.judge, self.keep
+        judge = self.judge
+        kept = rep.spans_kept
+        keep = self.keep - len(kept)  # spans still to keep for rendering
         for s in by_id.values():
             if s.degraded:
                 rep.degraded_spans += 1
-            if len(rep.spans_kept) < keep:
+            if keep > 0:
                 rep.keep_span(s)
+                keep -= 1
             pid = s.parent_id
             parent = by_id.get(pid) if pid else None
             if parent is not None:

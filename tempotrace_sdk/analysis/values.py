@@ -6,7 +6,7 @@ Two readers feed it: the OTLP JSON reader (otlp.py: values arrive wrapped,
 (api.records_from_readable: plain Python values). Both go through a ``Schema``
 built from the table: ``read_otlp`` / ``read_plain`` check each known
 attribute and put its value in a slot, ``build_record`` makes the SpanRecord
-from the slots. So a value is refused for the same reason whichever way it
+from the slots (the machinery: schema.py). So a value is refused for the same reason whichever way it
 came.
 
 Adding an attribute: one row in ``SPAN_RULES`` (with ``read=False`` when the
@@ -21,31 +21,20 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable
 from typing import Any
 
-import msgspec
-
 from .. import semconv as S
-from ..errors import TempoTraceError
 from ..wire._layout import TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
-from .events import NO_STAMP, QUALITIES, Sends, SpanRecord, Stamp
+from .events import NO_STAMP, QUALITIES, Sends, SpanRecord, Stamp, clock_id
+from .schema import HEX, INT, INT_ARRAY, STRING, AttributeRuleError, Rule, Schema
 
 __all__ = [
     "EXPORT_DROPPED_SPANS", "EXPORT_WRITER_ID", "READ", "RESOURCE", "SPAN", "SPAN_RULES", "AttributeRuleError", "Rule",
     "Schema", "build_record", "norm_id", "span_kind", "unix_nanos",
 ]
 
-INT64_MAX = 2**63 - 1
 #: OTLP span times are fixed64 nanoseconds.
 FIXED64_MAX = 2**64 - 1
-#: Longest string the analysis keeps from a name attribute (a host, a clock): longer is not a name.
-MAX_NAME = 1024
-
-INT = "int"
-STRING = "string"
-HEX = "hex"  # a string of hex digits, read as an int
-INT_ARRAY = "int[]"
 
 #: Resource attributes of an exporter's loss record (spec/analysis.md §5.4): cumulative spans dropped by
 #: one exporter instance, and that instance's id. Written by the SDK's exporter on a line with no spans.
@@ -53,81 +42,6 @@ EXPORT_DROPPED_SPANS = "tempotrace.export.dropped_spans"
 EXPORT_WRITER_ID = "tempotrace.export.writer_id"
 
 POLICY_VERDICTS = ("pass", "flag", "suspend_alerting", "degrade")
-
-
-class AttributeRuleError(TempoTraceError, ValueError):
-    """A span's attribute (or OTLP field) breaks a value rule; ``field`` names it, ``rule`` says what."""
-
-    def __init__(self, field: str, rule: str, value: object) -> None:
-        self.field = field
-        self.rule = rule
-        shown = repr(value)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        super().__init__(f"attribute {field} must be {rule}, got {shown}")
-
-
-class Rule(msgspec.Struct, frozen=True, gc=False):
-    """What one attribute must hold: ``kind`` (int, string, hex or int[]), an integer range (ints and the
-    elements of int arrays), the allowed strings, a count of hex digits, or a longest string (``max_chars``,
-    0 for free text). ``read``: the record uses it (else it is only checked)."""
-
-    kind: str
-    lo: int = 0
-    hi: int = INT64_MAX
-    choices: frozenset[str] | None = None
-    digits: int = 0
-    max_chars: int = MAX_NAME
-    read: bool = True
-
-    def describe(self) -> str:
-        if self.kind == STRING:
-            if self.choices is not None:
-                return "one of " + "/".join(sorted(self.choices))
-            return f"a string of at most {self.max_chars:,} characters" if self.max_chars else "a string"
-        if self.kind == HEX:
-            return f"{self.digits} hex digits"
-        what = "an integer" if self.kind == INT else "an array of integers"
-        return f"{what} {self.lo}..{self.hi}"
-
-    def check(self, name: str, value: object) -> Any:
-        """The value to keep (a hex string as its int) when ``value`` (plain Python) keeps the rule."""
-        kind = self.kind
-        if kind == INT:
-            if isinstance(value, int) and value.__class__ is int and self.lo <= value <= self.hi:
-                return value  # bool is no integer here
-        elif kind == STRING:
-            if isinstance(value, str) and (value in self.choices if self.choices is not None
-                                           else not self.max_chars or len(value) <= self.max_chars):
-                return value
-        elif kind == HEX:
-            if isinstance(value, str) and len(value) == self.digits:
-                try:
-                    return int.from_bytes(bytes.fromhex(value), "big")
-                except ValueError:
-                    pass
-        elif isinstance(value, (list, tuple)) and all(v.__class__ is int and self.lo <= v <= self.hi for v in value):
-            return list(value)
-        raise AttributeRuleError(name, self.describe(), value)
-
-    def unwrap(self, name: str, any_value: Any) -> Any:
-        """The checked value of an OTLP AnyValue (otlp.AnyValue) for this rule."""
-        kind = self.kind
-        if kind == INT:
-            value = any_value.intValue
-        elif kind == INT_ARRAY:
-            array = any_value.arrayValue
-            value = None if array is None else [v.intValue for v in array.values]
-        else:
-            value = any_value.stringValue
-        if value is None:
-            raise AttributeRuleError(name, self.describe(), _shown(any_value))
-        return self.check(name, value)
-
-
-def _shown(any_value: Any) -> object:
-    """An AnyValue as the writer wrote it, for an error message."""
-    return {k: v for k, v in msgspec.structs.asdict(any_value).items() if v is not None}
 
 
 _TAI_NS = Rule(INT)  # ns since 1970 TAI, 0..2^63-1
@@ -170,104 +84,6 @@ RESOURCE_RULES: dict[str, Rule] = {
     EXPORT_DROPPED_SPANS: Rule(INT), EXPORT_WRITER_ID: _NAME,
 }
 RESOURCE_READ = (S.HOST, "host.name", S.RANK, EXPORT_DROPPED_SPANS, EXPORT_WRITER_ID)
-
-# Codes of the kinds read_otlp checks inline (the rest go through Rule.unwrap).
-_INT, _CHOICE, _NAME_CODE, _HEX_CODE, _INTS, _OTHER = 0, 1, 2, 3, 4, 5
-
-
-class Schema:
-    """A table of rules with the slots its reader fills: ``read_*`` -> a list, one slot per ``read`` name
-    (None when absent), after checking every attribute the table knows."""
-
-    def __init__(self, rules: dict[str, Rule], read: tuple[str, ...]) -> None:
-        unread = [name for name in read if name not in rules]
-        assert not unread, f"read but not in the table: {unread}"
-        assert all(rules[name].read for name in read) and all(name in read for name, r in rules.items() if r.read)
-        self.rules = rules
-        self.read = read
-        self.size = len(read)
-        slot = {name: i for i, name in enumerate(read)}
-        # name -> (code, what the value must be in / its longest length, slot, rule): read_otlp's table.
-        # Integer ranges are range objects: `v in range` is one C-level test that also refuses None.
-        # Attributes only checked write to a scratch slot past the end.
-        self.spec: dict[str, tuple[int, Any, int, Rule]] = {}
-        for name, rule in rules.items():
-            i = slot.get(name, self.size)
-            entry: tuple[int, Any, int, Rule]
-            if rule.kind == INT:
-                entry = (_INT, range(rule.lo, rule.hi + 1), i, rule)
-            elif rule.kind == STRING and rule.choices is not None:
-                entry = (_CHOICE, rule.choices, i, rule)
-            elif rule.kind == STRING and rule.max_chars:
-                entry = (_NAME_CODE, rule.max_chars, i, rule)
-            elif rule.kind == HEX:
-                entry = (_HEX_CODE, rule.digits, i, rule)
-            elif rule.kind == INT_ARRAY:
-                entry = (_INTS, range(rule.lo, rule.hi + 1), i, rule)
-            else:
-                entry = (_OTHER, None, i, rule)
-            self.spec[name] = entry
-
-    def read_otlp(self, attributes: Iterable[Any]) -> list[Any]:
-        """The slots from OTLP KeyValues (otlp.KeyValue); AttributeRuleError for a broken rule.
-
-        The hottest loop of the analysis (every attribute of every span): each kind's test is inline,
-        with the codes as literals (_INT 0, _CHOICE 1, _NAME_CODE 2, _HEX_CODE 3, _INTS 4)."""
-        slots: list[Any] = [None] * (self.size + 1)
-        get = self.spec.get
-        fromhex = bytes.fromhex
-        for kv in attributes:
-            spec = get(kv.key)
-            if spec is None:
-                continue
-            code, allowed, i, rule = spec
-            if code == 0:
-                v = kv.value.intValue
-                if v in allowed:  # a range: refuses None and out-of-range alike
-                    slots[i] = v
-                    continue
-            elif code == 1:
-                v = kv.value.stringValue
-                if v in allowed:
-                    slots[i] = v
-                    continue
-            elif code == 2:
-                v = kv.value.stringValue
-                if v is not None and len(v) <= allowed:
-                    slots[i] = v
-                    continue
-            elif code == 3:
-                v = kv.value.stringValue
-                if v is not None and len(v) == allowed:
-                    try:
-                        slots[i] = int.from_bytes(fromhex(v), "big")  # whitespace would shorten it
-                        continue
-                    except ValueError:
-                        pass
-            elif code == 4:
-                array = kv.value.arrayValue
-                if array is not None:
-                    v = [x.intValue for x in array.values]
-                    if not v or (None not in v and min(v) in allowed and max(v) in allowed):
-                        slots[i] = v
-                        continue
-            else:
-                slots[i] = rule.unwrap(kv.key, kv.value)
-                continue
-            raise AttributeRuleError(kv.key, rule.describe(), _shown(kv.value))
-        slots.pop()  # the scratch slot
-        return slots
-
-    def read_plain(self, attributes: Iterable[tuple[str, Any]]) -> list[Any]:
-        """The slots from plain (name, value) pairs, e.g. an SDK span's attributes."""
-        slots: list[Any] = [None] * (self.size + 1)
-        for name, value in attributes:
-            spec = self.spec.get(name)
-            if spec is not None:
-                slots[spec[2]] = spec[3].check(name, value)
-        slots.pop()
-        return slots
-
 
 SPAN = Schema(SPAN_RULES, READ)
 RESOURCE = Schema(RESOURCE_RULES, RESOURCE_READ)
@@ -327,7 +143,7 @@ def _sends(lts: list[int] | None, ptp: list[int] | None, unc: list[int] | None) 
         return ()
     n = len(lts)
     if ptp is not None and unc is not None and len(ptp) == n and len(unc) == n:
-        return tuple(zip(lts, ptp, unc, strict=True))
+        return tuple(zip(lts, ptp, unc))  # noqa: B905 (the lengths were just compared)
     for name, other in ((S.SEND_PTP_NS, ptp), (S.SEND_UNCERTAINTY_NS, unc)):
         if other is not None and len(other) != n:
             raise AttributeRuleError(name, f"as long as {S.SEND_LTS} ({n} elements)", other)
@@ -336,6 +152,12 @@ def _sends(lts: list[int] | None, ptp: list[int] | None, unc: list[int] | None) 
 
 
 DEGRADED_NO_STAMP = Stamp(None, degraded=True)
+#: Strings many spans repeat (host, clock key, span and clock names) are kept once, not once a span:
+#: less memory for the window, and less of it to allocate. Bounded: a hostile input's made-up names
+#: beyond MAX_CANON are not kept.
+_CLOCKS: dict[tuple[str, int | None], tuple[str, str]] = {}  # (host, rank) -> (host, clock key)
+_CANON: dict[str, str] = {}
+MAX_CANON = 1 << 16
 _SAT = UNCERTAINTY_SATURATED
 
 
@@ -354,11 +176,20 @@ def build_record(trace_id: str, span_id: str, parent_id: str, name: str, kind: i
     remote = None if rptp is None and rlts is None else \
         Stamp(rptp, _SAT if runc is None else runc, rqual or "UNKNOWN", rlts)
     host = host or resource_host or "?"
-    if "\x00" in host:
-        host = host_name(host)
+    if rank is None:
+        rank = resource_rank
+    known = _CLOCKS.get((host, rank))
+    if known is None:
+        known = (host_name(host), clock_id(host_name(host), rank))
+        if len(_CLOCKS) < MAX_CANON:
+            _CLOCKS[(host, rank)] = known
+    host, key = known
+    if len(_CANON) > MAX_CANON:
+        _CANON.clear()
+    canon = _CANON.setdefault
     return SpanRecord(
-        trace_id, span_id, parent_id, name, kind, host, start, end, otel_start_ns, otel_end_ns, sketch,
-        resource_rank if rank is None else rank, clock or "", profile or "",
+        trace_id, span_id, parent_id, canon(name, name), kind, host, start, end, otel_start_ns, otel_end_ns, sketch,
+        rank, canon(clock, clock) if clock else "", canon(profile, profile) if profile else "",
         _sends(send_lts, send_ptp, send_unc) if send_lts is not None or send_ptp is not None or send_unc is not None
-        else (), remote, rsketch, recv, line, pos, degraded,
+        else (), remote, rsketch, recv, line, pos, degraded, key,
     )

@@ -1,0 +1,181 @@
+"""The machinery of the value rules (values.py holds the rules themselves): ``Rule``, what one attribute
+must hold, and ``Schema``, a table of rules compiled into the readers every path uses.
+
+``Schema.read_otlp`` is the hottest code of the analysis (every attribute of
+every span). It is generated from the table when the schema is built, the way
+dataclasses generates ``__init__``: one loop routes each known attribute to its
+slot, then straight-line code checks each slot with its rule's constants
+inlined. So the table stays the one place a rule is written, and checking
+costs no per-attribute dispatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgspec
+
+from ..errors import TempoTraceError
+
+__all__ = ["HEX", "INT", "INT64_MAX", "INT_ARRAY", "MAX_NAME", "STRING", "AttributeRuleError", "Rule", "Schema"]
+
+INT64_MAX = 2**63 - 1
+#: Longest string the analysis keeps from a name attribute (a host, a clock): longer is not a name.
+MAX_NAME = 1024
+
+INT = "int"
+STRING = "string"
+HEX = "hex"  # a string of hex digits, read as an int
+INT_ARRAY = "int[]"
+
+
+class AttributeRuleError(TempoTraceError, ValueError):
+    """A span's attribute (or OTLP field) breaks a value rule; ``field`` names it, ``rule`` says what."""
+
+    def __init__(self, field: str, rule: str, value: object) -> None:
+        self.field = field
+        self.rule = rule
+        shown = repr(value)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        super().__init__(f"attribute {field} must be {rule}, got {shown}")
+
+
+class Rule(msgspec.Struct, frozen=True, gc=False):
+    """What one attribute must hold: ``kind`` (int, string, hex or int[]), an integer range (ints and the
+    elements of int arrays), the allowed strings, a count of hex digits, or a longest string (``max_chars``,
+    0 for free text). ``read``: the record uses it (else it is only checked)."""
+
+    kind: str
+    lo: int = 0
+    hi: int = INT64_MAX
+    choices: frozenset[str] | None = None
+    digits: int = 0
+    max_chars: int = MAX_NAME
+    read: bool = True
+
+    def describe(self) -> str:
+        if self.kind == STRING:
+            if self.choices is not None:
+                return "one of " + "/".join(sorted(self.choices))
+            return f"a string of at most {self.max_chars:,} characters" if self.max_chars else "a string"
+        if self.kind == HEX:
+            return f"{self.digits} hex digits"
+        what = "an integer" if self.kind == INT else "an array of integers"
+        return f"{what} {self.lo}..{self.hi}"
+
+    def check(self, name: str, value: object) -> Any:
+        """The value to keep (a hex string as its int) when ``value`` (plain Python) keeps the rule."""
+        kind = self.kind
+        if kind == INT:
+            if isinstance(value, int) and value.__class__ is int and self.lo <= value <= self.hi:
+                return value  # bool is no integer here
+        elif kind == STRING:
+            if isinstance(value, str) and (value in self.choices if self.choices is not None
+                                           else not self.max_chars or len(value) <= self.max_chars):
+                return value
+        elif kind == HEX:
+            if isinstance(value, str) and len(value) == self.digits:
+                try:
+                    return int.from_bytes(bytes.fromhex(value), "big")
+                except ValueError:
+                    pass
+        elif isinstance(value, (list, tuple)) and all(v.__class__ is int and self.lo <= v <= self.hi for v in value):
+            return list(value)
+        raise AttributeRuleError(name, self.describe(), value)
+
+    def unwrap(self, name: str, any_value: Any) -> Any:
+        """The checked value of an OTLP AnyValue (otlp.AnyValue) for this rule."""
+        kind = self.kind
+        if kind == INT:
+            value = any_value.intValue
+        elif kind == INT_ARRAY:
+            array = any_value.arrayValue
+            value = None if array is None else [v.intValue for v in array.values]
+        else:
+            value = any_value.stringValue
+        if value is None:
+            raise AttributeRuleError(name, self.describe(), _shown(any_value))
+        return self.check(name, value)
+
+
+def _shown(any_value: Any) -> object:
+    """An AnyValue as the writer wrote it, for an error message."""
+    return {k: v for k, v in msgspec.structs.asdict(any_value).items() if v is not None}
+
+
+class Schema:
+    """A table of rules and the attributes its readers return, in order (``read``): ``read_otlp`` (OTLP
+    KeyValues) and ``read_plain`` ((name, value) pairs) return one value per ``read`` name, None when
+    absent, after checking every attribute the table knows; AttributeRuleError names a broken rule."""
+
+    def __init__(self, rules: dict[str, Rule], read: tuple[str, ...]) -> None:
+        unread = [name for name in read if name not in rules]
+        assert not unread, f"read but not in the table: {unread}"
+        assert all(rules[name].read for name in read) and all(name in read for name, r in rules.items() if r.read)
+        self.rules = rules
+        self.read = read
+        # Slots: the read attributes first, in order, then the ones only checked.
+        self.names = (*read, *(name for name in rules if name not in read))
+        self.slot = {name: i for i, name in enumerate(self.names)}
+        self.read_otlp: Callable[[Iterable[Any]], list[Any]] = _compile(self)
+
+    def read_plain(self, attributes: Iterable[tuple[str, Any]]) -> list[Any]:
+        """The checked values from plain (name, value) pairs, e.g. an SDK span's attributes."""
+        slots: list[Any] = [None] * len(self.names)
+        for name, value in attributes:
+            i = self.slot.get(name)
+            if i is not None:
+                slots[i] = self.rules[name].check(name, value)
+        return slots[: len(self.read)]
+
+
+def _check_code(i: int, rule: Rule) -> list[str]:
+    """The lines that turn slot i (an AnyValue, or None) into its checked value or raise."""
+    v, bad = f"v{i}", f"raise bad({i}, v{i})"
+    if rule.kind == INT:
+        return [f"x = {v}.intValue", f"if x is None or x < {rule.lo} or x > {rule.hi}: {bad}", f"{v} = x"]
+    if rule.kind == STRING and rule.choices is not None:
+        return [f"x = choices{i}.get({v}.stringValue)", f"if x is None: {bad}", f"{v} = x"]
+    if rule.kind == STRING:
+        limit = f" or len(x) > {rule.max_chars}" if rule.max_chars else ""
+        return [f"x = {v}.stringValue", f"if x is None{limit}: {bad}", f"{v} = x"]
+    if rule.kind == HEX:
+        return [f"x = {v}.stringValue",
+                f"if x is None or len(x) != {rule.digits}: {bad}",
+                "try:", "    x = int.from_bytes(fromhex(x), 'big')  # whitespace would have made it shorter",
+                f"except ValueError: {bad}", f"{v} = x"]
+    return [f"a = {v}.arrayValue", f"if a is None: {bad}", "x = [e.intValue for e in a.values]",
+            f"if x and (None in x or min(x) < {rule.lo} or max(x) > {rule.hi}): {bad}", f"{v} = x"]
+
+
+def _compile(schema: Schema) -> Callable[[Iterable[Any]], list[Any]]:
+    names = schema.names
+    rules = [schema.rules[name] for name in names]
+    slots = ", ".join(f"v{i}" for i in range(len(names)))
+    body = [
+        "def read_otlp(attributes):",
+        f"    slots = [None] * {len(names)}",
+        "    for kv in attributes:",
+        "        i = route(kv.key)",
+        "        if i is not None:",
+        "            slots[i] = kv.value",
+        f"    {slots}, = slots",
+    ]
+    for i, rule in enumerate(rules):
+        body.append(f"    if v{i} is not None:  # {names[i]}")
+        body += [f"        {line}" for line in _check_code(i, rule)]
+    body.append(f"    return [{', '.join(f'v{i}' for i in range(len(schema.read)))}]")
+
+    def bad(i: int, any_value: Any) -> AttributeRuleError:
+        return AttributeRuleError(names[i], rules[i].describe(), _shown(any_value))
+
+    namespace: dict[str, Any] = {"route": schema.slot.get, "bad": bad, "fromhex": bytes.fromhex}
+    for i, rule in enumerate(rules):
+        if rule.choices is not None:
+            namespace[f"choices{i}"] = {c: c for c in rule.choices}  # one str object per choice is kept
+    exec("\n".join(body), namespace)  # our own table's code, nothing from the input
+    reader: Callable[[Iterable[Any]], list[Any]] = namespace["read_otlp"]
+    reader.__doc__ = "The checked values of the known attributes among OTLP KeyValues (generated from the table)."
+    return reader
