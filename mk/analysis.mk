@@ -19,5 +19,9 @@ analysis-chromium:
 		  || echo "analysis: could not install chromium (no such package here?); the Chromium HTML test will skip"; \
 	else echo "analysis: no apt-get; the Chromium HTML test will skip"; fi
 
+# 10^4 -> 10^6 spans (linear?), both span profiles, and the 10^6-span --engine dask identity: several
+# minutes. `make bench BENCH_ANALYSIS_ARGS="--sizes 10000,100000"` for a quick look.
+BENCH_ANALYSIS_ARGS ?= --sizes 10000,100000,1000000 --dask 1000000
+
 bench-analysis: venv
 	$(PY) benchmarks/bench_analysis.py $(BENCH_ANALYSIS_ARGS)
