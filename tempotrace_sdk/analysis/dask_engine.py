@@ -247,6 +247,8 @@ def analyze_dask(sources: list[Source], topology: Topology | None, options: Opti
     """The partitions' outcomes, analysed on the Dask cluster at ``scheduler`` (or a local one)."""
     distributed: Any = importlib.import_module("distributed")  # the optional [dask] extra; untyped
     plan = plan_chunks(sources, chunk_bytes)
+    # Workers may run elsewhere, in another directory: they get absolute paths (names stay as given).
+    opened = [msgspec.structs.replace(s, path=os.path.abspath(s.path)) for s in sources]
     cluster: Any = None
     if scheduler is None:
         cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
@@ -254,7 +256,7 @@ def analyze_dask(sources: list[Source], topology: Topology | None, options: Opti
     client = distributed.Client(cluster if cluster is not None else scheduler)
     try:
         parts = partitions or max(2, 2 * len(client.scheduler_info().get("workers", {})))
-        reads = [client.submit(read_chunk, sources[c.source], c, parts, options.max_line, pure=False) for c in plan]
+        reads = [client.submit(read_chunk, opened[c.source], c, parts, options.max_line, pure=False) for c in plan]
         metas = [client.submit(_meta, r, pure=False) for r in reads]
         outcomes = [
             client.submit(analyse_partition, k, parts, sources, plan, metas,

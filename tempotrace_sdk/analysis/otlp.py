@@ -142,7 +142,7 @@ def decode_line(data: bytes | memoryview, line: int, pos: int, shard: tuple[int,
     doc = parse(data)
     out = LineResult([])
     records = out.records
-    read, fromhex = SPAN.read_otlp, bytes.fromhex
+    read = SPAN.read_otlp
     last_raw, trace_id = "", ""  # consecutive spans often share a trace: its id is checked once
     n = 0
     for rs in doc.resourceSpans:
@@ -157,8 +157,8 @@ def decode_line(data: bytes | memoryview, line: int, pos: int, shard: tuple[int,
         for ss in rs.scopeSpans:
             for span in ss.spans:
                 n += 1
-                # The hot loop: the common cases of values.norm_id / span_kind / unix_nanos inline, the
-                # functions for the rest (other encodings, and the errors).
+                # The hot loop: the common cases of values.span_kind / unix_nanos inline, the functions
+                # for the rest (names, and the errors); a trace id shared by consecutive spans checked once.
                 raw = span.traceId
                 if raw != last_raw:
                     try:
@@ -176,19 +176,9 @@ def decode_line(data: bytes | memoryview, line: int, pos: int, shard: tuple[int,
                 try:
                     span_id, parent, kind = span.spanId, span.parentSpanId, span.kind
                     start, end = span.startTimeUnixNano, span.endTimeUnixNano
-                    try:
-                        if len(span_id) != 16 or len(fromhex(span_id)) != 8:
-                            raise ValueError
-                        span_id = span_id.lower()
-                    except ValueError:
-                        span_id = norm_id(span_id, 8, "spanId")
+                    span_id = norm_id(span_id, 8, "spanId")
                     if parent:
-                        try:
-                            if len(parent) != 16 or len(fromhex(parent)) != 8:
-                                raise ValueError
-                            parent = parent.lower()
-                        except ValueError:
-                            parent = norm_id(parent, 8, "parentSpanId")
+                        parent = norm_id(parent, 8, "parentSpanId")
                     if kind.__class__ is not int or not 0 <= kind <= 5:
                         kind = span_kind(kind)
                     if not (0 <= start <= FIXED64_MAX and 0 <= end <= FIXED64_MAX):
