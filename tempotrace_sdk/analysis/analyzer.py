@@ -20,6 +20,7 @@ its contradictions are "unattributed": no clock is blamed for them.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 
 from .edges import EdgeJudge
@@ -63,7 +64,8 @@ class Analyzer:
         self.traces = TraceMemory(dedup_spans)
         self.senders = Senders()
         self.waiting = Waiting()
-        self._open: dict[str, list[SpanRecord]] = {}  # trace id -> open part; in order of first position
+        # trace id -> open part, in order of first position (an OrderedDict: memory.TraceMemory says why)
+        self._open: OrderedDict[str, list[SpanRecord]] = OrderedDict()
         self._pos = -1  # the last position seen
         self._step = max(1, self.window // 16)  # how often (positions) to analyse parts that can grow no more
         self._next_sweep = self._step
@@ -129,7 +131,7 @@ class Analyzer:
         """Analyse what is left and return the report."""
         open_ = self._open
         while open_:
-            self._analyse(open_.pop(next(iter(open_))))
+            self._analyse(open_.popitem(last=False)[1])
         for receiver in self.waiting.take_before(None):  # senders that never showed up: blame nobody
             self._hop(receiver, None)
         rep = self.report

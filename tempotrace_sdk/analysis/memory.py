@@ -18,6 +18,7 @@ dask``) is the same as one process's.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 
 from .events import Sends, SpanRecord
@@ -32,7 +33,9 @@ class TraceMemory:
 
     def __init__(self, horizon: int) -> None:
         self.horizon = horizon
-        self._traces: dict[str, bytes] = {}  # trace id -> last position (8 bytes) + span ids (8 bytes each)
+        # trace id -> last position (8 bytes) + span ids (8 bytes each). An OrderedDict: a plain dict's
+        # first item costs a scan over the slots its deletions left, and this queue deletes at the front.
+        self._traces: OrderedDict[str, bytes] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._traces)
@@ -70,7 +73,7 @@ class Senders:
     """Analysed client spans (trace id + span id -> Sender), in the order they were analysed."""
 
     def __init__(self) -> None:
-        self._by_key: dict[str, Sender] = {}
+        self._by_key: OrderedDict[str, Sender] = OrderedDict()  # a queue: see TraceMemory
 
     def __len__(self) -> int:
         return len(self._by_key)
@@ -96,7 +99,7 @@ class Waiting:
     """Receive spans waiting for their client span (trace id + client span id -> receive spans)."""
 
     def __init__(self) -> None:
-        self._by_key: dict[str, list[SpanRecord]] = {}
+        self._by_key: OrderedDict[str, list[SpanRecord]] = OrderedDict()  # a queue: see TraceMemory
 
     def __len__(self) -> int:
         return len(self._by_key)
