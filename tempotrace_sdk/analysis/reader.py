@@ -62,6 +62,7 @@ class TraceReader:
         self.lines = 0  #: lines read (their ordinal orders the bad-line samples)
         self.trace_lines = 0  #: lines that were OTLP trace lines
         self.positions = 0  #: span objects read (the next position)
+        self.kept = 0  #: records handed on
         self.bytes_read = 0
 
     def __iter__(self) -> Iterator[SpanRecord]:
@@ -100,6 +101,7 @@ class TraceReader:
                 for writer, dropped in result.loss:
                     rep.note_loss(writer, dropped)
             if result.records:
+                self.kept += len(result.records)
                 yield result.records
 
     def _bad(self, source: Source, number: int, reason: str) -> None:
@@ -133,20 +135,20 @@ class TraceReader:
                     os.close(fd)
 
     def check_found(self) -> None:
-        check_found(self.sources, self.report, self.trace_lines, self.positions)
+        check_found(self.sources, self.report, self.trace_lines, self.kept)
 
 
-def check_found(sources: list[Source], report: AnalysisReport, trace_lines: int, positions: int) -> None:
-    """Raise TraceFileError when the input held no trace lines or no spans (§5: that is no trace)."""
+def check_found(sources: list[Source], report: AnalysisReport, trace_lines: int, kept: int) -> None:
+    """Raise TraceFileError when the input held no trace lines or no span that could be read (§5: no trace)."""
     where = sources[0].name if len(sources) == 1 else f"{len(sources)} inputs"
     skipped = ""
     if report.samples:
         first = report.bad_samples[0]
-        skipped = (f"; {report.bad_lines:,} bad lines skipped (first: {first['path']}:{first['line']}: "
-                   f"{first['reason']})")
+        skipped = (f"; skipped {report.bad_lines:,} bad lines and {report.bad_spans:,} spans (first: "
+                   f"{first['path']}:{first['line']}: {first['reason']})")
     if not trace_lines:
         raise TraceFileError(where, 0, f"no OTLP trace lines (empty?){skipped}")
-    if not positions:
+    if not kept:
         loss = report.export_dropped_spans
         dropped = f" (the exporters said they dropped {loss:,})" if loss else ""
         raise TraceFileError(where, 0, f"no spans{dropped}{skipped}")

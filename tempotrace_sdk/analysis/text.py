@@ -36,8 +36,8 @@ def warnings(report: AnalysisReport) -> list[str]:
     if report.bad_lines or report.bad_spans:
         first = report.bad_samples[0] if report.bad_samples else None
         where = f" (first: {first['path']}:{first['line']}: {first['reason']})" if first else ""
-        out.append(f"skipped {report.bad_lines:,} unreadable lines and {report.bad_spans:,} spans that break a value "
-                   f"rule{where}; --strict stops at the first")
+        out.append(f"skipped {report.bad_lines:,} unreadable lines and {report.bad_spans:,} malformed spans or "
+                   f"spans whose values break a rule{where}; --strict stops at the first")
     if report.not_traces:
         out.append(f"{len(report.not_traces):,} files in the input directories are not trace files, skipped: "
                    + "; ".join(report.not_traces[:3]) + (" ..." if len(report.not_traces) > 3 else ""))

@@ -110,7 +110,7 @@ def test_an_export_with_its_keys_in_another_order_reads_the_same(tmp_path: Path)
 
 
 def test_attributes_that_are_not_a_list_are_refused_either_way(tmp_path: Path) -> None:
-    """§5, defect 5: ``"attributes": "abc"`` is not OTLP: the line is refused whatever its key order."""
+    """§5, defect 5: ``"attributes": "abc"`` is not OTLP: the span is refused whatever its key order."""
     bad = span(1, 0xA1, attrs=stamp("", T, lts=1))
     bad["attributes"] = "abc"
     good = span(2, 0xA2, attrs=stamp("", T, lts=1))
@@ -120,7 +120,7 @@ def test_attributes_that_are_not_a_list_are_refused_either_way(tmp_path: Path) -
             analyze_file(path, strict=True)
         assert info.value.line == 2 and "attributes" in info.value.reason
         d = analyze_file(path).to_dict()
-        assert d["bad"]["lines"] == 1 and d["spans"] == 1
+        assert d["bad"]["spans"] == 1 and d["spans"] == 1  # the line is JSON: only its span is refused
 
 
 BAD_VALUES = [

@@ -4,6 +4,7 @@ bounded memory (the process runs under a 1 GiB address-space limit: a MemoryErro
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -32,23 +33,23 @@ DEEP_VALUE = ('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"' + "1" * 
               + '","attributes":[{"key":"user.x","value":{"kvlistValue":' + "[" * 100_000 + "]" * 100_000
               + "}}]}]}]}]}")
 
+_START = '"startTimeUnixNano":"1800000000000000000"'
+#: (name, line, reason, what is skipped: the line, or the one span in it -- the line's JSON is sound)
 HOSTILE = [
-    ("100,000 nested [", "[" * 100_000, "not an OTLP trace line: not a JSON object"),
-    ("100,000 nested [ inside a value the analysis skips", DEEP_VALUE, "nested too deep"),
-    ("a 5,000-digit integer", GOOD.replace('"intValue":"1000"', '"intValue":' + "9" * 5000), "out of range"),
+    ("100,000 nested [", "[" * 100_000, "not an OTLP trace line: not a JSON object", "lines"),
+    ("100,000 nested [ inside a value the analysis skips", DEEP_VALUE, "nested too deep", "lines"),
+    ("a 5,000-digit integer", GOOD.replace('"intValue":"1000"', '"intValue":' + "9" * 5000), "out of range", "spans"),
     ("a 5,000-digit integer as a string", GOOD.replace('"intValue":"1000"', '"intValue":"' + "9" * 5000 + '"'),
-     "out of range"),
-    ("an Infinity timestamp", GOOD.replace('"startTimeUnixNano":"1800000000000000000"', '"startTimeUnixNano":Infinity'),
-     "not JSON"),
-    ("a 1e400 timestamp", GOOD.replace('"startTimeUnixNano":"1800000000000000000"', '"startTimeUnixNano":1e400'),
-     "Number out of range"),
-    ('a "1e400" timestamp', GOOD.replace('"startTimeUnixNano":"1800000000000000000"', '"startTimeUnixNano":"1e400"'),
-     "Number out of range"),
+     "out of range", "spans"),
+    ("an Infinity timestamp", GOOD.replace(_START, '"startTimeUnixNano":Infinity'), "not JSON", "lines"),
+    ("a 1e400 timestamp", GOOD.replace(_START, '"startTimeUnixNano":1e400'), "Number out of range", "spans"),
+    ('a "1e400" timestamp', GOOD.replace(_START, '"startTimeUnixNano":"1e400"'), "Number out of range", "spans"),
 ]
 
 
-@pytest.mark.parametrize(("name", "text", "why"), HOSTILE, ids=[h[0] for h in HOSTILE])
-def test_hostile_lines_are_bad_lines_not_crashes(tmp_path: Path, name: str, text: str, why: str) -> None:
+@pytest.mark.parametrize(("name", "text", "why", "skipped"), HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_lines_are_bad_lines_not_crashes(tmp_path: Path, name: str, text: str, why: str,
+                                                 skipped: str) -> None:
     assert text != GOOD, name
     path = tmp_path / "t.jsonl"
     path.write_text(text + "\n")
@@ -58,7 +59,9 @@ def test_hostile_lines_are_bad_lines_not_crashes(tmp_path: Path, name: str, text
     assert f"{path}:1: " in out.stderr and why in out.stderr, out.stderr
     path.write_text(GOOD + "\n" + text + "\n")  # beside a good line: skipped and counted, the rest analysed
     out = _analyze(str(path), "--json")
-    assert out.returncode == 0 and '"lines": 1' in out.stdout and f"{path}:2: " in out.stderr, out.stderr
+    assert out.returncode == 0 and f"{path}:2: " in out.stderr, out.stderr
+    bad = json.loads(out.stdout)["bad"]
+    assert bad[skipped] == 1 and bad["lines"] + bad["spans"] == 1 and why in bad["first"][0]["reason"]
 
 
 def test_dev_zero_is_refused_before_it_is_read() -> None:
