@@ -270,8 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         ok = "yes" if r["ratio_vs_json_loads"] <= GOAL else "NO"
         print(f"  {r['profile']:<7} {r['spans']:>9,} {r['bytes_per_span']:>6} {r['edges']:>9,} "
-              f"{r['ratio_vs_json_loads']:>9.2f} {ok:>3} {r['spans_per_s']:>9,.0f} {r['json_loads_spans_per_s']:>12,.0f} "
-              f"{r['peak_rss_mb']:>11}")
+              f"{r['ratio_vs_json_loads']:>9.2f} {ok:>3} {r['spans_per_s']:>9,.0f} "
+              f"{r['json_loads_spans_per_s']:>12,.0f} {r['peak_rss_mb']:>11}")
     for profile in args.profiles.split(","):
         mine = [r for r in rows if r["profile"] == profile]
         for a, b in itertools.pairwise(mine):
