@@ -132,22 +132,23 @@ class Schema:
 
 
 def _check_code(i: int, rule: Rule) -> list[str]:
-    """The lines that turn slot i (an AnyValue, or None) into its checked value or raise."""
-    v, bad = f"v{i}", f"raise bad({i}, v{i})"
+    """The lines that turn v{i} (an AnyValue, or None) into its checked value or raise (the AnyValue is
+    still in slots[i] for the message)."""
+    v, bad = f"v{i}", f"raise bad({i}, slots[{i}])"
     if rule.kind == INT:
-        return [f"x = {v}.intValue", f"if x is None or x < {rule.lo} or x > {rule.hi}: {bad}", f"{v} = x"]
+        return [f"{v} = {v}.intValue", f"if {v} is None or {v} < {rule.lo} or {v} > {rule.hi}: {bad}"]
     if rule.kind == STRING and rule.choices is not None:
-        return [f"x = choices{i}.get({v}.stringValue)", f"if x is None: {bad}", f"{v} = x"]
+        return [f"{v} = choices{i}.get({v}.stringValue)", f"if {v} is None: {bad}"]
     if rule.kind == STRING:
-        limit = f" or len(x) > {rule.max_chars}" if rule.max_chars else ""
-        return [f"x = {v}.stringValue", f"if x is None{limit}: {bad}", f"{v} = x"]
+        limit = f" or len({v}) > {rule.max_chars}" if rule.max_chars else ""
+        return [f"{v} = {v}.stringValue", f"if {v} is None{limit}: {bad}"]
     if rule.kind == HEX:
-        return [f"x = {v}.stringValue",
-                f"if x is None or len(x) != {rule.digits}: {bad}",
-                "try:", "    x = int.from_bytes(fromhex(x), 'big')  # whitespace would have made it shorter",
-                f"except ValueError: {bad}", f"{v} = x"]
-    return [f"a = {v}.arrayValue", f"if a is None: {bad}", "x = [e.intValue for e in a.values]",
-            f"if x and (None in x or min(x) < {rule.lo} or max(x) > {rule.hi}): {bad}", f"{v} = x"]
+        return [f"{v} = {v}.stringValue",
+                f"if {v} is None or len({v}) != {rule.digits}: {bad}",
+                "try:", f"    {v} = int.from_bytes(fromhex({v}), 'big')  # whitespace would have made it shorter",
+                f"except ValueError: {bad}"]
+    return [f"{v} = {v}.arrayValue", f"if {v} is None: {bad}", f"{v} = [e.intValue for e in {v}.values]",
+            f"if {v} and (None in {v} or min({v}) < {rule.lo} or max({v}) > {rule.hi}): {bad}"]
 
 
 def _compile(schema: Schema) -> Callable[[Iterable[Any]], list[Any]]:
