@@ -12,15 +12,15 @@ import pytest
 
 pytest.importorskip("torch")
 
-import torch  # noqa: E402
+import torch
 
-from tempotrace_sdk import semconv as S  # noqa: E402
-from tempotrace_sdk.otel import context as otel_context  # noqa: E402
-from tempotrace_sdk.otel.context import TempoTraceState  # noqa: E402
-from tempotrace_sdk.torch import carriage  # noqa: E402
-from tempotrace_sdk.torch.groups import GroupInfo  # noqa: E402
-from tempotrace_sdk.torch.record import RecordKind, absent_record, pack_record  # noqa: E402
-from tempotrace_sdk.wire import LAMPORT_MAX_AHEAD, ClockQuality, Sketch, TsSource, TTExt  # noqa: E402
+from tempotrace_sdk import semconv as S
+from tempotrace_sdk.otel import context as otel_context
+from tempotrace_sdk.otel.context import TempoTraceState
+from tempotrace_sdk.torch import carriage
+from tempotrace_sdk.torch.groups import GroupInfo
+from tempotrace_sdk.torch.record import RecordKind, absent_record, pack_record
+from tempotrace_sdk.wire import LAMPORT_MAX_AHEAD, ClockQuality, Sketch, TsSource, TTExt
 
 LTS_MAX = 2**63 - 1
 
@@ -57,7 +57,8 @@ def _group(ranks: tuple[int, ...]) -> GroupInfo:
 
 def _counts_delta(before: dict[str, int]) -> dict[str, Any]:
     after = carriage.carriage_counts()
-    return {k: after.get(k, 0) - before.get(k, 0) for k in set(after) | set(before) if after.get(k, 0) != before.get(k, 0)}
+    changed = {k for k in set(after) | set(before) if after.get(k, 0) != before.get(k, 0)}
+    return {k: after.get(k, 0) - before.get(k, 0) for k in changed}
 
 
 def test_side_message_far_ahead_is_described_but_not_merged(state: TempoTraceState) -> None:
