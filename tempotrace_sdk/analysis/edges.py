@@ -57,6 +57,12 @@ def end_edge(parent: SpanRecord, child: SpanRecord) -> bool:
     return child.otel_end_ns < parent.otel_end_ns
 
 
+def unmerged(s: SpanRecord) -> bool:
+    """A receive span that records no merge of its sender's counter (remote.lts, no recv.lts): the
+    receiver refused it (tt-ext §10.1), so Lamport orders nothing across that hop (spec §2.2)."""
+    return s.remote is not None and s.recv_lts is None
+
+
 class EdgeJudge:
     """Decides and counts known edges into ``report`` and ``ledger``."""
 
@@ -73,7 +79,10 @@ class EdgeJudge:
     def parent_child(self, parent: SpanRecord, s: SpanRecord) -> None:
         """parent start -> child start, and child end -> parent end where that is known."""
         if not self._edge("parent_child", parent.start, s.start, parent, s, parent.otel_start_ns, s.otel_start_ns):
-            self._logical(parent.start_event(), s.start_event(), parent.clock, s.clock, True)
+            before = parent.start_event()
+            if unmerged(s):  # the remote parent's counter never reached s's clock (spec §2.2)
+                before = msgspec.structs.replace(before, stamp=msgspec.structs.replace(before.stamp, lts=None))
+            self._logical(before, s.start_event(), parent.clock, s.clock, True)
         if end_edge(parent, s):
             end, pend = s.end, parent.end
             assert end is not None and pend is not None
@@ -99,7 +108,8 @@ class EdgeJudge:
         send = _Sender(host, clock)
         gap = self._edge("hop", remote, s.start, send, s, None, s.otel_start_ns, attributed)
         if gap == 0:
-            decision = self._logical(Event(KIND_SEND, s.parent_id, host, remote, s.remote_sketch, None),
+            sent = msgspec.structs.replace(remote, lts=None) if unmerged(s) else remote
+            decision = self._logical(Event(KIND_SEND, s.parent_id, host, sent, s.remote_sketch, None),
                                      s.start_event(), clock, s.clock, attributed)
         elif not keep:
             return None

@@ -92,3 +92,20 @@ def test_one_hostile_header_saturates_neither_the_receiver_nor_downstream(cluste
     assert b_state["rejections"] == {"LAMPORT_AHEAD": 1} and not b_state["saturated"]
     assert c_state["rejections"] == {} and not c_state["saturated"]
     assert b_state["lts"] < LAMPORT_MAX_AHEAD and c_state["lts"] < LAMPORT_MAX_AHEAD
+
+
+def test_the_analysis_takes_no_lamport_evidence_from_an_unmerged_hop(cluster: Cluster) -> None:
+    """spec/analysis.md §2.2: a hop whose server span has remote.lts but no recv.lts gives no
+    Lamport evidence. With NTP-class clocks (saturated bounds) physics is silent, so before that
+    rule the forged lts (2^63-1 > B's own) made the hop WRONG by Lamport and blamed node-a/node-b."""
+    from tempotrace_sdk.analysis import analyze_file
+
+    port_c = cluster.server("server", "C", host="node-c", clock="sim:ntp")
+    port_b = cluster.server("server", "B", f"http://127.0.0.1:{port_c}/hop", host="node-b", clock="sim:ntp")
+    assert cluster.client(f"http://127.0.0.1:{port_b}/hop", "forge", host="node-a") == "B,C"
+    assert cluster.client(f"http://127.0.0.1:{port_b}/hop", "urllib", host="node-a2") == "B,C"
+    assert len(cluster.spans(2 * 5)) == 10
+    report = analyze_file(str(cluster.export))
+    summary = report.summary()
+    assert summary["hops"] == 4 and summary["physics"] == 0, summary
+    assert summary["wrong"] == 0 and report.faults == [], (summary, report.faults)
