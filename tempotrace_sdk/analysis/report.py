@@ -106,6 +106,8 @@ class AnalysisReport:
     elapsed_s: float = 0.0
     spans_kept: list[dict[str, Any]] = field(default_factory=list)
     hops_kept: list[dict[str, Any]] = field(default_factory=list)
+    #: one rendering record per collective instance (CONTRACT: op, group, seq, members, last_arriver, decision...)
+    collectives_kept: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def lying_hosts(self) -> list[str]:
@@ -208,6 +210,7 @@ class AnalysisReport:
             "limits": dict(self.limits),
             "elapsed_s": round(self.elapsed_s, 3),
             "rendered": {"spans": len(self.spans_kept), "hops": len(self.hops_kept)},
+            "collectives": self.collectives_kept,
         }
 
     def to_text(self) -> str:
