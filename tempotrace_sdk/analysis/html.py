@@ -166,6 +166,7 @@ def render_html(report: AnalysisReport) -> str:
 clock).</p>
 {_legend(model["legend"])}
 {_cut_note(model["cut"])}
+{'' if model["spans"] else '<p id="tl-empty">No spans to draw.</p>'}
 <div id="tl-controls" role="toolbar" aria-label="timeline view">
 <button id="tl-zoom-out" title="zoom out (-)">−</button><button id="tl-zoom-in" title="zoom in (+)">+</button>
 <button id="tl-left" title="earlier (←)">←</button><button id="tl-right" title="later (→)">→</button>

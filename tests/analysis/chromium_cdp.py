@@ -99,6 +99,8 @@ class Browser:
         session = self.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})["sessionId"]
         page = Page(self, session, target["targetId"])
         page.send("Page.enable")
+        page.send("Runtime.enable")  # uncaught exceptions arrive as events (Page.errors)
+        page.send("Log.enable")  # and so do the browser's own errors: a CSP refusal, a failed load
         page.send("Emulation.setDeviceMetricsOverride",
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
         page.send("Page.navigate", {"url": url})
@@ -129,6 +131,18 @@ class Page:
 
     def send(self, method: str, params: dict[str, Any] | None = None) -> Any:
         return self.browser.send(method, params, self.session)
+
+    def errors(self) -> list[str]:
+        """Uncaught script exceptions and error-level browser log entries of this tab so far."""
+        out = []
+        for ev in self.browser.events:
+            if ev.get("sessionId") != self.session:
+                continue
+            if ev.get("method") == "Runtime.exceptionThrown":
+                out.append(str(ev["params"]["exceptionDetails"]))
+            elif ev.get("method") == "Log.entryAdded" and ev["params"]["entry"]["level"] == "error":
+                out.append(str(ev["params"]["entry"]))
+        return out
 
     def js(self, expression: str) -> Any:
         """The value of a script expression (JSON-serialisable); a thrown exception is a ChromiumError."""

@@ -71,7 +71,7 @@ def _rgb(hex_colour: str) -> str:
 
 def _near(pixels: list[list[tuple[int, int, int]]], hex_colour: str, tolerance: int = 40) -> bool:
     want = tuple(int(hex_colour.lstrip("#")[i:i + 2], 16) for i in (0, 2, 4))
-    return any(max(abs(a - b) for a, b in zip(px, want)) <= tolerance for row in pixels for px in row)
+    return any(max(abs(a - b) for a, b in zip(px, want, strict=True)) <= tolerance for row in pixels for px in row)
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +100,13 @@ def _open(browser: Browser, page: Path, size: tuple[int, int]) -> Page:
     tab = browser.page(page.as_uri(), *size)
     tab.js("window.scrollTo(0, document.getElementById('tl-controls').offsetTop - 8)")
     return tab
+
+
+def _close(tab: Page) -> None:
+    """Close the tab; the page threw nothing and the browser refused nothing (CSP, file://) meanwhile."""
+    errors = tab.errors()
+    tab.close()
+    assert errors == []
 
 
 def _inside_at_fit(p: dict[str, Any]) -> None:
@@ -152,7 +159,7 @@ def test_synthetic_timeline_draws_every_record(browser: Browser, synthetic: tupl
         assert [c["stroke"] for c in p["colls"]] == [_rgb(x) for x in ("#2a9d3a", "#2a6fdb", "#d00000")]
         rank2 = ROWS.index(f"rank {LAST_ARRIVER_RANK} · node{LAST_ARRIVER_RANK}")
         starts = {s["id"]: s["box"][0] for s in p["spans"] if s["row"] == rank2}
-        for c, rec in zip(p["colls"], report.collectives_kept):
+        for c, rec in zip(p["colls"], report.collectives_kept, strict=True):
             last = next(m for m in rec["members"] if m["rank"] == LAST_ARRIVER_RANK)["span_id"]
             assert c["last"] is not None and c["last"]["fill"] == _rgb("#111111")
             mid = (c["last"]["box"][0] + c["last"]["box"][1]) / 2
@@ -189,7 +196,7 @@ def test_synthetic_timeline_draws_every_record(browser: Browser, synthetic: tupl
         bx = float(red["bracket"][1:].split(",")[0])
         assert _near(tab.pixels(svg_left + bx - 2, (red["box"][2] + red["box"][3]) / 2 - 2, 5, 5), "#d00000")
     finally:
-        tab.close()
+        _close(tab)
 
 
 def _t_at(p: dict[str, Any], px: float) -> float:
@@ -202,7 +209,7 @@ def test_zoom_and_pan_through_the_page_controls(browser: Browser, synthetic: tup
                                                 shots: Path) -> None:
     """Wheel zooms about the pointer and the axis changes units (ms -> µs -> ns); whiskers then show
     their true width; drag, shift+wheel, buttons and keys pan and zoom; Fit shows every span again."""
-    path, report = synthetic
+    path, _ = synthetic
     tab = _open(browser, path, SIZES[0])
     try:
         fit = tab.js(PROBE)
@@ -280,8 +287,28 @@ def test_zoom_and_pan_through_the_page_controls(browser: Browser, synthetic: tup
         again = tab.js(PROBE)
         assert again["view"] == pytest.approx(fit["view"]) and again["unit"] == "ms"
         _inside_at_fit(again)
+        # A wider window: the drawing grows with it, the view stays, still nothing outside.
+        tab.send("Emulation.setDeviceMetricsOverride", {"width": 1920, "height": 1080, "deviceScaleFactor": 1,
+                                                        "mobile": False})
+        tab.settle()
+        wide = tab.js(PROBE)
+        assert wide["box"]["width"] > again["box"]["width"] + 500 and wide["view"] == pytest.approx(again["view"])
+        _inside_at_fit(wide)
     finally:
-        tab.close()
+        _close(tab)
+
+
+def test_empty_report_draws_an_empty_timeline(browser: Browser, tmp_path: Path) -> None:
+    page = tmp_path / "empty.html"
+    write_html(AnalysisReport(), str(page))
+    tab = _open(browser, page, SIZES[0])
+    try:
+        p = tab.js(PROBE)
+        assert p["spans"] == p["hops"] == p["colls"] == p["rows"] == p["legend"] == []
+        assert p["ticks"] and p["scrollWidth"] <= p["innerWidth"]
+        assert "No spans to draw" in tab.js("document.getElementById('tl-empty').textContent")
+    finally:
+        _close(tab)
 
 
 # -- a real trace --------------------------------------------------------------------------------------
@@ -321,7 +348,7 @@ def test_demo_trace_at_fit(browser: Browser, demo: tuple[Path, AnalysisReport], 
         assert all(h["stroke"] == _rgb("#d00000") for h in p["hops"] if h["outcome"] == "contradiction")
         assert p["unit"] == "ms" and all(TICK.match(t) for t in p["ticks"])
     finally:
-        tab.close()
+        _close(tab)
 
 
 def report_name(report: AnalysisReport, span_id: str) -> str:
