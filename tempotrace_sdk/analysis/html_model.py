@@ -105,21 +105,33 @@ class _Rows:
 
     def __init__(self) -> None:
         self.keys: dict[RowKey, dict[str, Any]] = {}
+        self.rankless: dict[str, list[RowKey]] = {}  # host -> its rows without a rank, in the order made
 
     def add(self, host: str, rank: int | None, clock: str) -> RowKey:
         key = row_key(host, rank, clock)
         if key not in self.keys:
             self.keys[key] = {"host": host, "rank": rank, "clock": clock, "spans": []}
+            if rank is None:
+                self.rankless.setdefault(host, []).append(key)
         return key
 
     def find(self, host: str, rank: int | None) -> RowKey:
-        """The row of a hop or member endpoint whose span is not drawn: its rank's, else the host's first
-        row without a rank, else a new one."""
-        if rank is None:
-            mine = sorted(k for k in self.keys if k[0] == 1 and self.keys[k]["host"] == host)
-            if mine:
-                return mine[0]
+        """The row of a hop endpoint whose span is not drawn: its rank's, else the host's first row
+        without a rank, else a new one."""
+        if rank is None and host in self.rankless:
+            return min(self.rankless[host])
         return self.add(host, rank, "")
+
+    def layout(self) -> tuple[list[RowKey], dict[RowKey, int], dict[int, int], list[int]]:
+        """Rows in order, each key's number, each span's lane (by span index), each row's lane count."""
+        order = sorted(self.keys)
+        lane_of: dict[int, int] = {}
+        lanes: list[int] = []
+        for k in order:
+            packed, n = _pack(self.keys[k]["spans"])
+            lane_of.update(packed)
+            lanes.append(n)
+        return order, {k: n for n, k in enumerate(order)}, lane_of, lanes
 
 
 def _pack(intervals: list[tuple[int, int, int]]) -> tuple[dict[int, int], int]:
@@ -155,25 +167,14 @@ def timeline_model(report: AnalysisReport) -> dict[str, Any]:
     rows = _Rows()
     times = [span_times(s) for s in spans]
     row_of = [rows.add(s["host"], s["rank"], s.get("clock") or "") for s in spans]
+    for i, k in enumerate(row_of):
+        rows.keys[k]["spans"].append((times[i][0], times[i][1], i))
     by_id = {s["span_id"]: i for i, s in enumerate(spans)}
     for h in hops:  # endpoints without a drawn span still need their row before rows are numbered
         for side in ("send", "recv"):
             if h[f"{side}_span"] not in by_id:
                 rows.find(h[f"{side}_host"], h[f"{side}_rank"])
-    for c in colls:
-        for m in c["members"]:
-            if m["span_id"] not in by_id:
-                rows.find(m["host"], m["rank"])
-    order = sorted(rows.keys)
-    number = {k: n for n, k in enumerate(order)}
-    for i, k in enumerate(row_of):
-        rows.keys[k]["spans"].append((times[i][0], times[i][1], i))
-    lane_of: dict[int, int] = {}
-    lanes: list[int] = []
-    for k in order:
-        packed, n = _pack(rows.keys[k]["spans"])
-        lane_of.update(packed)
-        lanes.append(n)
+    order, number, lane_of, lanes = rows.layout()
     starts = [t[0] for t in times] + [h["send_ptp_ns"] for h in hops if h["send_ptp_ns"] is not None]
     origin = min(starts, default=0)
 
@@ -233,9 +234,8 @@ def _row(row: dict[str, Any], lanes: int, verdicts: dict[tuple[str, int | None],
     host, rank, clock = row["host"], row["rank"], row["clock"]
     if rank is not None:
         label = f"rank {rank} · {host}"
-    else:
-        several = sum(1 for r in rows.keys.values() if r["rank"] is None and r["host"] == host) > 1
-        label = f"{host} · {clock or 'no clock'}" if several else host
+    else:  # the clock names the row only where the host has several
+        label = f"{host} · {clock or 'no clock'}" if len(rows.rankless[host]) > 1 else host
     verdict = verdicts.get((host, rank))
     return {"label": label, "host": host, "rank": rank, "clock": clock, "lanes": lanes, "verdict": verdict,
             "enc": f"row-{verdict}" if verdict else ""}

@@ -32,11 +32,16 @@
 
   var defs = el("defs", {}, svg);
   var clipRect = el("rect", {y: -2, height: height + 4}, el("clipPath", {id: "tl-clip"}, defs));
-  Object.keys(C).forEach(function (k) {  // an arrowhead per colour
-    var m = el("marker", {id: "tl-arrow-" + k, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7,
-                          markerHeight: 7, orient: "auto", markerUnits: "userSpaceOnUse"}, defs);
-    el("path", {d: "M0,1 L10,5 L0,9 z", fill: C[k]}, m);
-  });
+  var heads = {};
+  function arrowhead(k) {  // one marker per colour key in use
+    if (!heads[k]) {
+      var m = el("marker", {id: "tl-arrow-" + k, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7,
+                            markerHeight: 7, orient: "auto", markerUnits: "userSpaceOnUse"}, defs);
+      el("path", {d: "M0,1 L10,5 L0,9 z", fill: C[k]}, m);
+      heads[k] = "url(#tl-arrow-" + k + ")";
+    }
+    return heads[k];
+  }
   var gutterG = el("g", {"class": "gutter"}, svg), grid = el("g", {"class": "grid"}, svg);
   var plot = el("g", {"clip-path": "url(#tl-clip)"}, svg);
   var spanG = el("g", {"class": "spans"}, plot), collG = el("g", {"class": "colls"}, plot);
@@ -93,7 +98,7 @@
     return o;
   });
   var hops = d.hops.map(function (h) {
-    var l = el("line", {"class": "hop " + h.kind, stroke: C[h.c], "marker-end": "url(#tl-arrow-" + h.c + ")",
+    var l = el("line", {"class": "hop " + h.kind, stroke: C[h.c], "marker-end": arrowhead(h.c),
                         "data-enc": h.enc, "data-method": h.method, "data-outcome": h.outcome, "data-kind": h.kind},
                hopG);
     grow(Math.min(h.a[2], h.b[2]), Math.max(h.a[2], h.b[2]));
