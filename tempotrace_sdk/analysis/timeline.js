@@ -71,13 +71,23 @@
       words.nodeValue = words.nodeValue.slice(0, -2) + "…";
     }
   });
-  var charW = (function () {
-    var t = el("text", {x: -999, y: -999}, svg);
-    t.textContent = "abcdefghijklmnopqrstuvwxyz_[0-9]";
-    var w = t.getComputedTextLength() / t.textContent.length;
-    svg.removeChild(t);
-    return w || 6.5;
-  })();
+  // Label widths from each character's width, measured once (one layout per distinct character):
+  // a label is cut to what fits its bar without measuring every label on every redraw.
+  var ruler = el("text", {x: -999, y: -999, "aria-hidden": "true"}, svg), charW = {};
+  function widthOf(ch) {
+    if (!(ch in charW)) { ruler.textContent = ch + ch + ch + ch; charW[ch] = ruler.getComputedTextLength() / 4; }
+    return charW[ch];
+  }
+  function fitText(label, room) {
+    var w = 0, i = 0, dots = widthOf("…");
+    for (; i < label.length; i++) {
+      w += widthOf(label[i]);
+      if (w > room) break;
+    }
+    if (i === label.length) return label;
+    for (w = dots, i = 0; i < label.length && w + widthOf(label[i]) <= room; i++) w += widthOf(label[i]);
+    return i >= 2 ? label.slice(0, i) + "…" : "";
+  }
 
   var lo = Infinity, hi = -Infinity;
   function grow(a, b) { lo = Math.min(lo, a); hi = Math.max(hi, b); }
@@ -114,7 +124,7 @@
              bracket: el("path", {"class": "bracket", stroke: C[c.c]}, g)};
     if (c.last) o.mark = el("path", {"class": "last-arriver", "data-row": c.last[0]}, g);
     if (c.missing.length) {
-      o.text = el("text", {"class": "missing", fill: C[c.c], y: top - 3}, g);
+      o.text = el("text", {"class": "missing", y: top - 3}, g);
       o.text.textContent = "missing rank" + (c.missing.length > 1 ? "s " : " ") + c.missing.join(", ");
     }
     grow(c.t0, c.t1);
@@ -143,8 +153,8 @@
     o.rect.setAttribute("x", a);
     o.rect.setAttribute("width", Math.max(1, b - a));
     // The label starts clear of the start whisker and stays in view while the bar does.
-    var left = Math.max(a, gutter), room = Math.min(b, gutter + W) - left - 10, n = Math.floor(room / charW);
-    var text = n >= s.label.length ? s.label : (n >= 3 ? s.label.slice(0, n - 1) + "…" : "");
+    var left = Math.max(a, gutter), room = Math.min(b, gutter + W) - left - 10;
+    var text = room > 12 ? fitText(s.label, room) : "";
     if (text !== o.shown) { o.text.textContent = text; o.shown = text; }
     if (text) o.text.setAttribute("x", left + 6);
     o.w.forEach(function (w) {  // never thinner than 2 * MIN_HALF px; the true bound is in data-true-ns

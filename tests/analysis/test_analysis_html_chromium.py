@@ -44,6 +44,7 @@ PROBE = """(() => {
       css(t, 'fill')]),
     spans: [...svg.querySelectorAll('g.span')].map(g => ({id: g.dataset.span, row: +g.dataset.row, shown: shown(g),
       label: g.querySelector('text').textContent, enc: g.dataset.enc, box: box(g),
+      bar: box(g.querySelector('rect')), text: box(g.querySelector('text')),
       fill: css(g.querySelector('rect'), 'fill'),
       whiskers: [...g.querySelectorAll('path.whisker')].map(w => ({w: w.getBBox().width,
         cx: w.getBBox().x + w.getBBox().width / 2,
@@ -144,6 +145,8 @@ def test_synthetic_timeline_draws_every_record(browser: Browser, synthetic: tupl
             full = f"{rec['op']} [{rec['group']}]" if rec.get("op") else rec["name"]
             assert s["label"] == full or (s["label"].endswith("…") and full.startswith(s["label"][:-1])) \
                 or s["label"] == "", (s, full)
+            if s["label"]:  # inside its bar, clear of the start whisker
+                assert s["bar"][0] + 4 <= s["text"][0] and s["text"][1] <= s["bar"][1] + 0.5, s
         assert any(s["label"] == "train_step" for s in p["spans"])
         assert any(s["label"].startswith("all_red") for s in p["spans"])
         # Whiskers stay visible at fit (at least 4 px) and carry the true bound.
