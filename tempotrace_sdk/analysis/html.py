@@ -82,27 +82,27 @@ def _fault_rows(report: AnalysisReport) -> str:
     return "\n".join(rows)
 
 
+#: A small drawing of each kind of legend swatch, as the timeline draws it ({c}: the entry's colour).
+_SWATCHES = {
+    "line": '<line x1="2" y1="7" x2="28" y2="7" stroke="{c}" stroke-width="4"/>',
+    "arrow": '<line x1="2" y1="7" x2="22" y2="7" stroke="{c}" stroke-width="1.8"/>'
+             '<path d="M20,3 L28,7 L20,11 z" fill="{c}"/>',
+    "arrow-dashed": '<line x1="2" y1="7" x2="22" y2="7" stroke="{c}" stroke-width="1.8" stroke-dasharray="6 3"/>'
+                    '<path d="M20,3 L28,7 L20,11 z" fill="{c}"/>',
+    "band": '<rect x="3" y="1" width="16" height="12" fill="{c}" opacity=".16"/>'
+            '<path d="M19,1 V13 M3,1 H19 M3,7 H19" stroke="{c}" stroke-width="2" fill="none"/>',
+    "marker": '<path d="M9,2 H21 L15,12 z" fill="{c}"/>',
+    "fill": '<rect x="2" y="2" width="26" height="10" fill="{c}" stroke="#8aa6c8"/>',
+    "whisker": '<path d="M4,7 H26 M4,2 V12 M26,2 V12" stroke="{c}" stroke-width="1.2" fill="none"/>',
+    "whisker-dashed": '<path d="M4,7 H26 M4,2 V12 M26,2 V12" stroke="{c}" stroke-width="1.2" fill="none" '
+                      'stroke-dasharray="3 2"/>',
+}
+
+
 def _swatch(kind: str, colour: str) -> str:
-    """A small drawing of one encoding, as the timeline draws it."""
-    svg = '<svg width="30" height="14" aria-hidden="true">{}</svg>'
-    if kind == "line":
-        return svg.format(f'<line x1="2" y1="7" x2="28" y2="7" stroke="{colour}" stroke-width="4"/>')
-    if kind in ("arrow", "arrow-dashed"):
-        dash = ' stroke-dasharray="6 3"' if kind == "arrow-dashed" else ""
-        return svg.format(f'<line x1="2" y1="7" x2="22" y2="7" stroke="{colour}" stroke-width="1.8"{dash}/>'
-                          f'<path d="M20,3 L28,7 L20,11 z" fill="{colour}"/>')
-    if kind == "band":
-        return svg.format(f'<rect x="3" y="1" width="16" height="12" fill="{colour}" opacity=".16"/>'
-                          f'<path d="M19,1 V13 M3,4 H19 M3,10 H19" stroke="{colour}" stroke-width="2" fill="none"/>')
-    if kind == "marker":
-        return svg.format(f'<path d="M9,2 H21 L15,12 z" fill="{colour}"/>')
-    if kind == "fill":
-        return svg.format(f'<rect x="2" y="2" width="26" height="10" fill="{colour}" stroke="#5b8bc7"/>')
-    if kind in ("whisker", "whisker-dashed"):
-        dash = ' stroke-dasharray="3 2"' if kind == "whisker-dashed" else ""
-        return svg.format(f'<path d="M4,7 H26 M4,2 V12 M26,2 V12" stroke="{colour}" stroke-width="1.2" '
-                          f'fill="none"{dash}/>')
-    return f'<b style="color:{colour}">Abc</b>'
+    if kind in _SWATCHES:
+        return f'<svg width="30" height="14" aria-hidden="true">{_SWATCHES[kind].format(c=colour)}</svg>'
+    return f'<b style="color:{colour}">Abc</b>'  # a text encoding: a row label, a note
 
 
 def _legend(keys: list[str]) -> str:
