@@ -23,9 +23,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable
 
+from .collectives import Collectives
 from .edges import EdgeJudge
 from .events import SpanRecord
 from .memory import Sender, Senders, TraceMemory, Waiting
+from .p2p import Messages
 from .report import AnalysisReport
 from .topology import Topology
 
@@ -59,11 +61,15 @@ class Analyzer:
         self.keep = keep
         self.report = AnalysisReport(source=source, topology=topology.to_dict() if topology else None)
         self.report.limits = {"window": window_spans, "hop_horizon": self.horizon, "dedup": dedup_spans}
-        self.judge = EdgeJudge(topology or Topology(), self.report)
+        topology = topology or Topology()
+        self.judge = EdgeJudge(topology, self.report)
         self.ledger = self.judge.ledger
         self.traces = TraceMemory(dedup_spans)
         self.senders = Senders()
         self.waiting = Waiting()
+        # torch collectives and point-to-point messages, gathered across parts within the hop horizon
+        self.collectives = Collectives(self.judge, self.report, topology, self.horizon, keep)
+        self.messages = Messages(self.judge, self.report, self.horizon, keep)
         # trace id -> open part, in order of first position (an OrderedDict: memory.TraceMemory says why)
         self._open: OrderedDict[str, list[SpanRecord]] = OrderedDict()
         self._pos = -1  # the last position seen
@@ -125,6 +131,8 @@ class Analyzer:
         self.senders.forget_before(limit - self.horizon)
         for receiver in self.waiting.take_before(limit - self.horizon):
             self._hop(receiver, None)
+        self.collectives.expire(limit - self.horizon)
+        self.messages.expire(limit - self.horizon)
         self._next_sweep = pos + self._step
 
     def finish(self) -> AnalysisReport:
@@ -134,6 +142,8 @@ class Analyzer:
             self._analyse(open_.popitem(last=False)[1])
         for receiver in self.waiting.take_before(None):  # senders that never showed up: blame nobody
             self._hop(receiver, None)
+        self.collectives.expire(None)  # ranks that never joined: incomplete
+        self.messages.expire(None)
         rep = self.report
         rep.faults = self.ledger.attribute()
         rep.elapsed_s = time.monotonic() - self._t0
@@ -190,6 +200,8 @@ class Analyzer:
                     if receivers is not None:
                         for r in receivers:
                             self._hop(r, sender)
+            if s.torch is not None and not self.collectives.add(s):
+                self.messages.add(s)
 
     def _hop(self, s: SpanRecord, client: Sender | None) -> None:
         """Decide one hop; a client span further than the hop horizon from its receive span is not used."""

@@ -15,7 +15,8 @@ from typing import Any
 
 import msgspec
 
-from .events import KIND_SEND, Event, SpanRecord, Stamp
+from .claims import Claim
+from .events import KIND_END, KIND_SEND, KIND_START, NO_STAMP, Event, SpanRecord, Stamp, split_clock
 from .faults import FaultLedger
 from .memory import Sender
 from .order import (
@@ -31,7 +32,7 @@ from .order import (
 from .report import AnalysisReport
 from .topology import Topology
 
-__all__ = ["EdgeJudge", "end_edge"]
+__all__ = ["EdgeJudge", "end_edge", "outcome_of"]
 
 SERVER = 2
 CONSUMER = 5
@@ -55,6 +56,12 @@ def end_edge(parent: SpanRecord, child: SpanRecord) -> bool:
     if ce.lts is not None and pe.lts is not None:
         return ce.lts < pe.lts
     return child.otel_end_ns < parent.otel_end_ns
+
+
+def outcome_of(d: Decision) -> str:
+    """A decision on a known edge (or claim) as the rendering records name it."""
+    return "consistent" if d.relation in CONSISTENT else (
+        "undecided" if d.relation is Relation.UNDECIDED else "contradiction")
 
 
 def unmerged(s: SpanRecord) -> bool:
@@ -117,6 +124,103 @@ class EdgeJudge:
             decision = (Decision(Relation.BEFORE, Method.PHYSICS, 1.0, 0.0, gap) if gap > 0
                         else Decision(Relation.AFTER, Method.PHYSICS, 1.0, 0.0, -gap))
         return _hop_record(s, host, client, remote, decision, matched) if keep else None
+
+    def collective(self, members: list[SpanRecord], claim: Claim) -> None:
+        """Count a collective's claim as one known edge (spec §1.3); its witnesses are clock-fault evidence.
+
+        For the ledger each member clock takes part in the claim's pairs that involve it (a rank of a
+        4-rank all-reduce in 6 of its 12 pairs), so a rate stays a share of pairs."""
+        c = self.counts
+        c.total += 1
+        c.by_kind["collective"] = c.by_kind.get("collective", 0) + 1
+        if claim.naive is not None and claim.naive >= 0:
+            if claim.naive:
+                c.naive_inversions += 1
+            else:
+                c.naive_ties += 1
+        edges = self.ledger_edges
+        starts, ends = set(claim.starts), set(claim.ends)
+        for i in starts | ends:
+            n = (len(ends) - (i in ends) if i in starts else 0) + (len(starts) - (i in starts) if i in ends else 0)
+            clock = members[i].clock
+            edges[clock] = edges.get(clock, 0) + n
+        d = claim.decision
+        method = d.method.value
+        if d.method is not Method.PHYSICS:
+            reason = claim.silence or "overlap"
+            c.physics_silent[reason] = c.physics_silent.get(reason, 0) + 1
+        if d.relation in CONSISTENT:
+            c.decided[method] += 1
+        elif d.relation is Relation.UNDECIDED:
+            c.decided["undecided"] += 1
+        else:
+            c.wrong[method] += 1
+            assert claim.worst is not None
+            c.wrong_pair(members[claim.worst[0]].clock, members[claim.worst[1]].clock, method)
+            for i, j, excess in claim.witnesses:
+                a, b = members[i], members[j]
+                if d.method is Method.PHYSICS:
+                    end = b.end or NO_STAMP
+                    self.ledger.physics_violation(a.clock, b.clock, excess, a.start.uncertainty_ns, end.uncertainty_ns)
+                else:
+                    self.ledger.lamport_violation(a.clock, b.clock)
+
+    def p2p(self, send: SpanRecord | None, recv: SpanRecord, keep: bool) -> dict[str, Any] | None:
+        """A torch message: the send event -> the receive's completion (spec §1.3); the record when ``keep``.
+
+        The send event is the sender's carried record (``tempotrace.torch.remote.*`` on the receive span)
+        when there is one, else the send span's start; the receive event is the receive span's end. Lamport
+        values are used only when the receive recorded a merge (``recv.lts``); a record whose send span is
+        not in the input (or is not the span the sequence numbers pair) blames no clock."""
+        t = recv.torch
+        assert t is not None
+        rep = self.report
+        remote = t.remote
+        merged = t.recv_lts is not None
+        end = recv.end or NO_STAMP
+        if not merged and end.lts is not None:
+            end = msgspec.structs.replace(end, lts=None)
+        if remote is not None:
+            rep.p2p.carried += 1
+            sent = send is not None and (t.remote_span is None or t.remote_span == send.span_id) and \
+                (not send.sends or any(lts == remote.lts for lts, _, _ in send.sends))
+            if send is not None and not sent:
+                rep.p2p.record_mismatch += 1
+            stamp = remote if merged else msgspec.structs.replace(remote, lts=None)
+            if sent and send is not None and send.degraded and not stamp.degraded:
+                stamp = msgspec.structs.replace(stamp, degraded=True)
+            sender: SpanRecord | _Sender = send if sent and send is not None else _Sender(UNKNOWN_SENDER,
+                                                                                          UNKNOWN_SENDER)
+            attributed = sent
+            a = Event(KIND_SEND, t.remote_span or (send.span_id if send else ""), sender.host, stamp, None, None)
+            raw_a = None
+        elif send is not None:
+            stamp = send.start if merged or send.start.lts is None else msgspec.structs.replace(send.start, lts=None)
+            sender, attributed, raw_a = send, True, send.otel_start_ns
+            a = Event(KIND_START, send.span_id, send.host, stamp, send.sketch, raw_a)
+        else:
+            return None  # a lone receive without its sender's record: no send event to order
+        b = Event(KIND_END, recv.span_id, recv.host, end, t.recv_sketch, recv.otel_end_ns)
+        gap = self._edge("p2p", stamp, end, sender, recv, raw_a, recv.otel_end_ns, attributed)
+        if gap == 0:
+            decision = self._logical(a, b, sender.clock, recv.clock, attributed)
+        elif not keep:
+            return None
+        else:
+            decision = (Decision(Relation.BEFORE, Method.PHYSICS, 1.0, 0.0, gap) if gap > 0
+                        else Decision(Relation.AFTER, Method.PHYSICS, 1.0, 0.0, -gap))
+        if not keep:
+            return None
+        return {
+            "trace_id": recv.trace_id, "send_span": a.span_id, "recv_span": recv.span_id,
+            "send_host": sender.host, "send_rank": split_clock(sender.clock)[1] if attributed else None,
+            "recv_host": recv.host, "recv_rank": recv.rank,
+            "send_ptp_ns": stamp.ptp_ns, "send_uncertainty_ns": stamp.uncertainty_ns,
+            "recv_ptp_ns": end.ptp_ns, "recv_uncertainty_ns": end.uncertainty_ns,
+            "matched": send is not None, "decision": decision.to_dict(), "outcome": outcome_of(decision),
+            "kind": "p2p", "op": t.op, "group": t.group, "src": t.src, "dst": t.dst, "tag": t.tag,
+            "p2p_seq": t.p2p_seq,
+        }
 
     # -- counting ------------------------------------------------------------------
     def _edge(self, kind: str, sa: Stamp, sb: Stamp, a: SpanRecord | _Sender, b: SpanRecord,
@@ -187,8 +291,6 @@ class _Sender:
 
 def _hop_record(s: SpanRecord, host: str, client: Sender | None, remote: Stamp, d: Decision,
                 matched: bool) -> dict[str, Any]:
-    from .events import split_clock
-
     return {
         "trace_id": s.trace_id,
         "send_span": s.parent_id,
@@ -203,6 +305,6 @@ def _hop_record(s: SpanRecord, host: str, client: Sender | None, remote: Stamp, 
         "recv_uncertainty_ns": s.start.uncertainty_ns,
         "matched": matched,
         "decision": d.to_dict(),
-        "outcome": "consistent" if d.relation in CONSISTENT else
-                   ("undecided" if d.relation is Relation.UNDECIDED else "contradiction"),
+        "outcome": outcome_of(d),
+        "kind": "hop",
     }

@@ -14,7 +14,8 @@ import msgspec
 from ..wire._layout import UNCERTAINTY_SATURATED
 
 __all__ = [
-    "KIND_END", "KIND_SEND", "KIND_START", "QUALITIES", "Event", "SpanRecord", "Stamp", "clock_id", "split_clock",
+    "KIND_END", "KIND_SEND", "KIND_START", "QUALITIES", "Event", "SpanRecord", "Stamp", "TorchOp", "clock_id",
+    "split_clock",
 ]
 
 KIND_START = "start"
@@ -79,6 +80,33 @@ def split_clock(key: str) -> tuple[str, int | None]:
     return (host, int(rank)) if sep else (key, None)
 
 
+class TorchOp(msgspec.Struct, frozen=True, gc=False):
+    """What a torch.distributed op span says about its op (spec/semantic-conventions.md §9.2, §9.4).
+
+    A collective has ``seq`` (and ``root`` for a rooted op); a point-to-point op has ``src``, ``dst``,
+    ``tag`` and ``p2p_seq`` (``src`` and ``p2p_seq`` are None on an any-source receive that never
+    learned its sender). ``recv_lts`` is the Lamport value of a recorded merge of carried records (None:
+    nothing merged, so the span's Lamport values say nothing about other ranks), ``recv_missing`` the
+    ranks whose record was not merged, ``recv_sketch`` the union of the merged records' sketches;
+    ``remote`` and ``remote_span`` the sender's record on a point-to-point receive."""
+
+    op: str
+    group: str | None = None
+    group_rank: int | None = None
+    seq: int | None = None
+    root: int | None = None
+    completion: str | None = None
+    src: int | None = None
+    dst: int | None = None
+    tag: int = 0
+    p2p_seq: int | None = None
+    recv_lts: int | None = None
+    recv_missing: tuple[int, ...] = ()
+    recv_sketch: int | None = None
+    remote: Stamp | None = None
+    remote_span: str | None = None
+
+
 class SpanRecord(msgspec.Struct, gc=False):
     """What the analysis keeps of one exported span (hex ids, ints, strings).
 
@@ -111,6 +139,8 @@ class SpanRecord(msgspec.Struct, gc=False):
     #: the span's policy verdict was ``degrade`` (its stamps carry it too)
     degraded: bool = False
     clock: str = ""
+    #: the torch.distributed op this span traced (spans of ``tempotrace_sdk.torch``), else None
+    torch: TorchOp | None = None
 
     def __post_init__(self) -> None:
         if not self.clock:

@@ -40,6 +40,10 @@ _LABELS = (
     ("bad_lines", "Input lines skipped (unreadable)"),
     ("bad_spans", "Spans refused (a value breaks a rule)"),
     ("export_dropped_spans", "Spans the exporters dropped before writing"),
+    ("collectives", "Collectives (torch, one per group and sequence number)"),
+    ("collectives_incomplete", "Collectives a rank never joined"),
+    ("p2p", "Point-to-point messages (torch)"),
+    ("p2p_matched", "Point-to-point messages with both sides"),
 )
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 

@@ -5,7 +5,7 @@ Every edge lies inside one trace and a trace lies inside one partition, so
 counts add up; the fault ledgers are merged and faults attributed once, over
 all the evidence, exactly as one process would. Bad-line samples are ordered
 by where they sit in the input; exporter loss takes each writer's largest
-count. The kept spans and hops (a rendering sample) are cut to ``keep``.
+count. The kept spans, hops and collectives (a rendering sample) are cut to ``keep``.
 """
 
 from __future__ import annotations
@@ -77,6 +77,14 @@ def merge_reports(parts: list[Partial], keep: int) -> AnalysisReport:
             rep.note_loss(writer, dropped)
         rep.spans_kept.extend(r.spans_kept[: max(0, keep - len(rep.spans_kept))])
         rep.hops_kept.extend(r.hops_kept[: max(0, keep - len(rep.hops_kept))])
+        rep.collectives.merge(r.collectives)
+        rep.p2p.merge(r.p2p)
+        budget = keep - sum(max(len(c["members"]), len(c["ranks"])) for c in rep.collectives_kept)
+        for record in r.collectives_kept:  # the same budget of member rows as one process
+            cost = max(len(record["members"]), len(record["ranks"]))
+            if cost <= budget:
+                budget -= cost
+                rep.collectives_kept.append(record)
     rep.samples = sorted(samples, key=lambda s: s[0])[:SAMPLES]
     rep.edges = merge_counts([r.edges for r in reports])
     rep.faults = merge_ledgers([led for _, led in parts]).attribute()

@@ -7,7 +7,7 @@ Collector's file exporter write it: lowerCamelCase field names, ids as hex
 or numbers, enums as numbers or names. msgspec decodes a line straight into
 the Structs below, checking the JSON and the shape; parts the analysis never
 reads (scopes, events, links, status, attribute kinds other than string / int
-/ array) are skipped by msgspec without building objects. Each span is kept
+/ array / bool) are skipped by msgspec without building objects. Each span is kept
 as ``msgspec.Raw`` (a view of its bytes) by the line's decode and decoded on
 its own afterwards: the objects of one span are made, read and freed while
 they are in cache, which at 10^6 spans is a fifth faster than decoding the
@@ -30,12 +30,13 @@ __all__ = ["BadLine", "LineResult", "decode_line", "shard_of"]
 
 
 class AnyValue(msgspec.Struct, frozen=True, gc=False):
-    """An attribute value: only the kinds the analysis reads are kept (bool, double, bytes and kvlist
-    values are checked as JSON and skipped)."""
+    """An attribute value: only the kinds the analysis reads are kept (double, bytes and kvlist values are
+    checked as JSON and skipped)."""
 
     stringValue: str | None = None
     intValue: int | None = None
     arrayValue: ArrayValue | None = None
+    boolValue: bool | None = None
 
 
 class ArrayValue(msgspec.Struct, frozen=True, gc=False):

@@ -1,9 +1,13 @@
 """Chrome trace-event JSON for ui.perfetto.dev (spec/analysis.md §6.2).
 
 One process track per host, one thread per rank; each span a complete ("X")
-event with its stamps, bounds and Lamport values in args; each hop a flow
-arrow ("s" -> "f") from the sending span to the receiving span, with the
-decision (method, relation, confidence) in args. Times are µs relative to the
+event with its stamps, bounds and Lamport values in args (and its torch op and
+group); each hop and each torch point-to-point message a flow arrow ("s" ->
+"f") from the sending span to the receiving span, with the decision (method,
+relation, confidence) in args; each collective one flow through its members'
+spans in arrival order ("s" at the first arriver's start, "t" at each next
+one's, "f" at the last arriver's), with the claim's decision, the outcome and
+the last arriver in args. Times are µs relative to the
 earliest stamp, since the format's ``ts`` is a double in µs and absolute TAI
 nanoseconds would lose precision.
 """
@@ -49,6 +53,7 @@ def perfetto_trace(report: AnalysisReport) -> dict[str, Any]:
                 "start_uncertainty_ns": s["start_uncertainty_ns"], "start_quality": s["start_quality"],
                 "start_lts": s["start_lts"], "end_uncertainty_ns": s["end_uncertainty_ns"],
                 "end_quality": s["end_quality"], "clock": s["clock"], "tempotrace_stamped": s["stamped"],
+                "torch_op": s.get("op"), "torch_group": s.get("group"),
             },
         })
     for n, h in enumerate(report.hops_kept, 1):
@@ -60,11 +65,30 @@ def perfetto_trace(report: AnalysisReport) -> dict[str, Any]:
         args = {"method": d["method"], "relation": d["relation"], "confidence": d["confidence"],
                 "outcome": h["outcome"], "send_uncertainty_ns": h["send_uncertainty_ns"],
                 "recv_uncertainty_ns": h["recv_uncertainty_ns"]}
-        name = f"hop ({d['method']})"
-        events.append({"ph": "s", "id": n, "name": name, "cat": "hop", "pid": send_at[0], "tid": send_at[1],
+        kind = h.get("kind", "hop")
+        name = f"{kind} ({d['method']})"
+        events.append({"ph": "s", "id": n, "name": name, "cat": kind, "pid": send_at[0], "tid": send_at[1],
                        "ts": (h["send_ptp_ns"] - t0) / 1000.0, "args": args})
-        events.append({"ph": "f", "bp": "e", "id": n, "name": name, "cat": "hop", "pid": recv_at[0],
+        events.append({"ph": "f", "bp": "e", "id": n, "name": name, "cat": kind, "pid": recv_at[0],
                        "tid": recv_at[1], "ts": (h["recv_ptp_ns"] - t0) / 1000.0, "args": args})
+    flow = len(report.hops_kept)
+    for c in report.collectives_kept:
+        chain = [(where[m["span_id"]], m["start_ptp_ns"]) for m in c["members"] if m["span_id"] in where]
+        if len(chain) < 2:
+            continue
+        flow += 1
+        d = c["decision"]
+        name = f"{c['op']} #{c['seq']} ({d['method']})"
+        args = {"op": c["op"], "group": c["group"], "seq": c["seq"], "method": d["method"],
+                "relation": d["relation"], "outcome": c["outcome"], "last_arriver": c["last_arriver"],
+                "missing_ranks": c["missing_ranks"], "spread_ns": c["spread_ns"]}
+        for k, ((pid, tid), ts) in enumerate(chain):
+            ph = "s" if k == 0 else ("f" if k == len(chain) - 1 else "t")
+            event = {"ph": ph, "id": flow, "name": name, "cat": "collective", "pid": pid, "tid": tid,
+                     "ts": (ts - t0) / 1000.0, "args": args}
+            if ph != "s":
+                event["bp"] = "e"
+            events.append(event)
     return {
         "traceEvents": events,
         "displayTimeUnit": "ns",

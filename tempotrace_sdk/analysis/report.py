@@ -14,10 +14,11 @@ from typing import Any
 
 from .events import SpanRecord, split_clock
 from .faults import HostFault
+from .torchcounts import CollectiveCounts, P2PCounts
 
 __all__ = ["SCHEMA", "AnalysisReport", "EdgeCounts"]
 
-SCHEMA = "tempotrace.analysis/2"
+SCHEMA = "tempotrace.analysis/3"
 METHODS = ("physics", "lamport", "svc")
 #: Bad lines and refused spans kept in the report with their path:line (the count covers them all).
 SAMPLES = 20
@@ -104,9 +105,12 @@ class AnalysisReport:
     edges: EdgeCounts = field(default_factory=EdgeCounts)
     faults: list[HostFault] = field(default_factory=list)
     elapsed_s: float = 0.0
+    collectives: CollectiveCounts = field(default_factory=CollectiveCounts)
+    p2p: P2PCounts = field(default_factory=P2PCounts)
     spans_kept: list[dict[str, Any]] = field(default_factory=list)
+    #: HTTP/gRPC hops ("kind": "hop") and torch point-to-point messages ("kind": "p2p")
     hops_kept: list[dict[str, Any]] = field(default_factory=list)
-    #: one rendering record per collective instance (CONTRACT: op, group, seq, members, last_arriver, decision...)
+    #: one record per collective instance (spec/analysis.md §6.1), while the budget of member rows lasts
     collectives_kept: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -143,6 +147,7 @@ class AnalysisReport:
     def keep_span(self, s: SpanRecord) -> None:
         """Keep what the renderers draw of one span."""
         end = s.end
+        torch = s.torch
         self.spans_kept.append({
             "trace_id": s.trace_id,
             "span_id": s.span_id,
@@ -159,6 +164,8 @@ class AnalysisReport:
             "end_uncertainty_ns": end.uncertainty_ns if end is not None else None,
             "end_quality": end.quality if end is not None else None,
             "stamped": s.start.ptp_ns is not None,
+            "op": torch.op if torch is not None else None,
+            "group": torch.group if torch is not None else None,
         })
 
     def summary(self) -> dict[str, Any]:
@@ -181,6 +188,10 @@ class AnalysisReport:
             "bad_lines": self.bad_lines,
             "bad_spans": self.bad_spans,
             "export_dropped_spans": self.export_dropped_spans,
+            "collectives": self.collectives.total,
+            "collectives_incomplete": self.collectives.incomplete,
+            "p2p": self.p2p.total,
+            "p2p_matched": self.p2p.matched,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -208,12 +219,21 @@ class AnalysisReport:
             "suspect_hosts": self.suspect_hosts,
             "topology": self.topology,
             "limits": dict(self.limits),
+            "collective_counts": self.collectives.to_dict(),
+            "stragglers": self.collectives.straggler_rows(),
+            "p2p": self.p2p.to_dict(),
+            "collectives": sorted(self.collectives_kept, key=_instance_order),
             "elapsed_s": round(self.elapsed_s, 3),
-            "rendered": {"spans": len(self.spans_kept), "hops": len(self.hops_kept)},
-            "collectives": self.collectives_kept,
+            "rendered": {"spans": len(self.spans_kept), "hops": len(self.hops_kept),
+                         "collectives": len(self.collectives_kept)},
         }
 
     def to_text(self) -> str:
         from .text import report_text
 
         return report_text(self)
+
+
+def _instance_order(record: dict[str, Any]) -> tuple[str, str, int, str]:
+    """Kept collectives in a fixed order, whichever partition or sweep finished them."""
+    return record["trace_id"], record["group"], record["seq"], record["members"][0]["span_id"]

@@ -11,6 +11,7 @@ costs no per-attribute dispatch.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -18,7 +19,9 @@ import msgspec
 
 from ..errors import TempoTraceError
 
-__all__ = ["HEX", "INT", "INT64_MAX", "INT_ARRAY", "MAX_NAME", "STRING", "AttributeRuleError", "Rule", "Schema"]
+__all__ = [
+    "BOOL", "HEX", "INT", "INT64_MAX", "INT_ARRAY", "MAX_NAME", "STRING", "AttributeRuleError", "Rule", "Schema",
+]
 
 INT64_MAX = 2**63 - 1
 #: Longest string the analysis keeps from a name attribute (a host, a clock): longer is not a name.
@@ -28,6 +31,7 @@ INT = "int"
 STRING = "string"
 HEX = "hex"  # a string of hex digits, read as an int
 INT_ARRAY = "int[]"
+BOOL = "bool"
 
 
 class AttributeRuleError(TempoTraceError, ValueError):
@@ -43,9 +47,10 @@ class AttributeRuleError(TempoTraceError, ValueError):
 
 
 class Rule(msgspec.Struct, frozen=True, gc=False):
-    """What one attribute must hold: ``kind`` (int, string, hex or int[]), an integer range (ints and the
-    elements of int arrays), the allowed strings, a count of hex digits, or a longest string (``max_chars``,
-    0 for free text). ``read``: the record uses it (else it is only checked)."""
+    """What one attribute must hold: ``kind`` (int, string, hex, int[] or bool), an integer range (ints and
+    the elements of int arrays), the allowed strings, a count of hex digits, a longest string (``max_chars``,
+    0 for free text), or a shape (``pattern``, a regular expression the whole string matches, with ``shape``
+    its name in words). ``read``: the record uses it (else it is only checked)."""
 
     kind: str
     lo: int = 0
@@ -54,11 +59,17 @@ class Rule(msgspec.Struct, frozen=True, gc=False):
     digits: int = 0
     max_chars: int = MAX_NAME
     read: bool = True
+    pattern: str | None = None
+    shape: str = ""
 
     def describe(self) -> str:
+        if self.kind == BOOL:
+            return "a boolean"
         if self.kind == STRING:
             if self.choices is not None:
                 return "one of " + "/".join(sorted(self.choices))
+            if self.pattern is not None:
+                return f"{self.shape} (at most {self.max_chars:,} characters)"
             return f"a string of at most {self.max_chars:,} characters" if self.max_chars else "a string"
         if self.kind == HEX:
             return f"{self.digits} hex digits"
@@ -73,7 +84,11 @@ class Rule(msgspec.Struct, frozen=True, gc=False):
                 return value  # bool is no integer here
         elif kind == STRING:
             if isinstance(value, str) and (value in self.choices if self.choices is not None
-                                           else not self.max_chars or len(value) <= self.max_chars):
+                                           else not self.max_chars or len(value) <= self.max_chars) and (
+                    self.pattern is None or re.fullmatch(self.pattern, value) is not None):
+                return value
+        elif kind == BOOL:
+            if value is True or value is False:
                 return value
         elif kind == HEX:
             if isinstance(value, str) and len(value) == self.digits:
@@ -93,6 +108,8 @@ class Rule(msgspec.Struct, frozen=True, gc=False):
         elif kind == INT_ARRAY:
             array = any_value.arrayValue
             value = None if array is None else [v.intValue for v in array.values]
+        elif kind == BOOL:
+            value = any_value.boolValue
         else:
             value = any_value.stringValue
         if value is None:
@@ -141,7 +158,10 @@ def _check_code(i: int, rule: Rule) -> list[str]:
         return [f"{v} = choices{i}.get({v}.stringValue)", f"if {v} is None: {bad}"]
     if rule.kind == STRING:
         limit = f" or len({v}) > {rule.max_chars}" if rule.max_chars else ""
-        return [f"{v} = {v}.stringValue", f"if {v} is None{limit}: {bad}"]
+        shape = f" or pattern{i}({v}) is None" if rule.pattern is not None else ""
+        return [f"{v} = {v}.stringValue", f"if {v} is None{limit}{shape}: {bad}"]
+    if rule.kind == BOOL:
+        return [f"{v} = {v}.boolValue", f"if {v} is None: {bad}"]
     if rule.kind == HEX:
         return [f"{v} = {v}.stringValue",
                 f"if {v} is None or len({v}) != {rule.digits}: {bad}",
@@ -176,6 +196,8 @@ def _compile(schema: Schema) -> Callable[[Iterable[Any]], list[Any]]:
     for i, rule in enumerate(rules):
         if rule.choices is not None:
             namespace[f"choices{i}"] = {c: c for c in rule.choices}  # one str object per choice is kept
+        if rule.pattern is not None:
+            namespace[f"pattern{i}"] = re.compile(rule.pattern).fullmatch
     exec("\n".join(body), namespace)  # our own table's code, nothing from the input
     reader: Callable[[Iterable[Any]], list[Any]] = namespace["read_otlp"]
     reader.__doc__ = "The checked values of the known attributes among OTLP KeyValues (generated from the table)."

@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from .faults import HostFault
     from .report import AnalysisReport
 
-__all__ = ["physics_note", "report_text", "warnings"]
+__all__ = ["collective_lines", "collective_warnings", "physics_note", "report_text", "warnings"]
 
 _SILENCE_WORDS = {
     "no_reading": "a side had no TempoTrace reading",
@@ -46,10 +46,55 @@ def warnings(report: AnalysisReport) -> list[str]:
         writers = sum(1 for n in report.export_loss.values() if n)
         out.append(f"the exporters dropped {dropped:,} spans before writing them ({writers:,} of "
                    f"{len(report.export_loss):,} writers): the input is incomplete")
+    out += collective_warnings(report)
     note = physics_note(report)
     if note:
         out.append(note)
     return out
+
+
+def collective_warnings(report: AnalysisReport) -> list[str]:
+    """Collectives a rank never joined, collectives whose ranks disagreed, records that name another sender."""
+    c, out = report.collectives, []
+    if c.incomplete:
+        ranks = sorted(c.missing_by_rank.items(), key=lambda rn: (-rn[1], rn[0]))
+        named = ", ".join(f"rank {r} ({n:,})" for r, n in ranks[:5]) + (" ..." if len(ranks) > 5 else "")
+        out.append(f"{c.incomplete:,} collectives incomplete: {c.missing_members:,} member spans missing"
+                   + (f" ({named})" if named else "") + "; a rank that never joined crashed, hung, ran "
+                   "uninstrumented or lost its spans (collective_counts.incomplete_first names them)")
+    if c.mismatched:
+        out.append(f"{c.mismatched:,} collectives whose ranks called different ops or roots for one sequence "
+                   "number: the program's ranks disagree (a real job hangs or corrupts data there)")
+    if report.p2p.record_mismatch:
+        out.append(f"{report.p2p.record_mismatch:,} point-to-point receives carry a record from another send than "
+                   "the sequence numbers pair: their evidence blames no clock")
+    return out
+
+
+def collective_lines(report: AnalysisReport) -> list[str]:
+    """The collectives, stragglers and point-to-point messages, when the input has any."""
+    c, p = report.collectives, report.p2p
+    lines = []
+    if c.total:
+        o = c.outcomes
+        lines.append(f"  collectives {c.total:,} ({c.complete:,} complete, {c.incomplete:,} incomplete), claims: "
+                     f"consistent {o['consistent']:,} (" + ", ".join(f"{k} {v:,}" for k, v in c.decided.items()
+                                                                    if k != "undecided")
+                     + f"), undecided {o['undecided']:,}, CONTRADICTED {o['contradiction']:,}"
+                     + (f", no claim {c.no_claim:,}" if c.no_claim else ""))
+        liars = {(f.host, f.rank) for f in report.faults}
+        for row in c.straggler_rows()[:3]:
+            mean = row["late_ns_total"] / row["last"]
+            flagged = ("  [its clock is flagged: arrival order by its readings is unreliable]"
+                       if (row["host"], row["rank"]) in liars else "")
+            who = row["host"] if row["rank"] is None else f"{row['host']} rank {row['rank']}"
+            lines.append(f"    straggler: {who} arrived last in {row['last']:,} of {row['joined']:,} "
+                         f"(certain by physics {row['last_certain']:,}), {mean / 1e6:,.3f} ms after the first "
+                         f"on average{flagged}")
+    if p.total:
+        lines.append(f"  point-to-point messages {p.total:,} ({p.matched:,} matched; unmatched: "
+                     f"{p.unmatched_sends:,} sends, {p.unmatched_recvs:,} receives; {p.carried:,} carried a record)")
+    return lines
 
 
 def _clock(f: HostFault) -> str:
@@ -77,6 +122,7 @@ def report_text(report: AnalysisReport) -> str:
         + "   " + ", ".join(f"{k} {v}" for k, v in e.wrong.items() if v),
         f"  naive (raw timestamps) inversions {pct(e.naive_inversions)}   ties {e.naive_ties:,}",
     ]
+    lines += collective_lines(report)
     if report.duplicate_spans:
         lines.append(f"  spans delivered more than once: {report.duplicate_spans:,} (counted once)")
     if report.degraded_spans:

@@ -25,12 +25,13 @@ from typing import Any
 
 from .. import semconv as S
 from ..wire._layout import TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
-from .events import NO_STAMP, QUALITIES, Sends, SpanRecord, Stamp, clock_id
-from .schema import HEX, INT, INT_ARRAY, STRING, AttributeRuleError, Rule, Schema
+from .events import NO_STAMP, QUALITIES, Sends, SpanRecord, Stamp, TorchOp, clock_id
+from .groupkey import GROUP_KEY_PATTERN, MAX_GROUP, MAX_RANK, parse_key
+from .schema import BOOL, HEX, INT, INT64_MAX, INT_ARRAY, STRING, AttributeRuleError, Rule, Schema
 
 __all__ = [
-    "EXPORT_DROPPED_SPANS", "EXPORT_WRITER_ID", "READ", "RESOURCE", "SPAN", "SPAN_RULES", "AttributeRuleError", "Rule",
-    "Schema", "build_record", "norm_id", "span_kind", "unix_nanos",
+    "COMPLETIONS", "EXPORT_DROPPED_SPANS", "EXPORT_WRITER_ID", "READ", "RESOURCE", "SPAN", "SPAN_RULES",
+    "AttributeRuleError", "Rule", "Schema", "build_record", "norm_id", "span_kind", "torch_op", "unix_nanos",
 ]
 
 #: OTLP span times are fixed64 nanoseconds.
@@ -53,8 +54,39 @@ _TENANT = Rule(INT, 0, TENANT_MAX, read=False)
 _SKETCH = Rule(HEX, digits=64)
 _NAME = Rule(STRING)
 assert set(QUALITIES) == {v.name for v in ClockQuality}
+_RANK = Rule(INT, 0, MAX_RANK)
+_COUNT = Rule(INT, read=False)
+_CHECKED_RANK = Rule(INT, 0, MAX_RANK, read=False)
+#: how a torch op's end was seen (spec/torch.md §1.3)
+COMPLETIONS = ("return", "future", "wait", "sweep", "gpu", "unfinished", "error")
 
-#: Every span attribute the analysis checks (spec/semantic-conventions.md §2-§7). One row per attribute.
+#: torch.distributed spans (spec/semantic-conventions.md §9): launch facts, op spans, carried records, the
+#: clock check, GPU timing. One row per attribute, like the rows above.
+TORCH_RULES: dict[str, Rule] = {
+    S.WORLD_SIZE: Rule(INT, 1, MAX_RANK + 1, read=False), S.LOCAL_RANK: _CHECKED_RANK, S.NODE_RANK: _CHECKED_RANK,
+    S.JOB_ID: Rule(STRING, read=False), S.RESTART: _COUNT,
+    S.TORCH_OP: _NAME, S.TORCH_GROUP: Rule(STRING, pattern=GROUP_KEY_PATTERN, shape="a group key (a, a-b, a-b:s "
+                                             "runs joined by ',', then optionally '#name'; spec/torch.md §2)"),
+    S.TORCH_GROUP_RANK: Rule(INT, 0, MAX_GROUP - 1), S.TORCH_GROUP_SIZE: Rule(INT, 1, MAX_GROUP),
+    S.TORCH_BACKEND: Rule(STRING, read=False), S.TORCH_ROOT: _RANK, S.TORCH_BYTES: _COUNT, S.TORCH_SEQ: Rule(INT),
+    S.TORCH_COMPLETION: Rule(STRING, choices=frozenset(COMPLETIONS)),
+    S.TORCH_PEER: Rule(INT, -1, MAX_RANK, read=False), S.TORCH_SRC: _RANK, S.TORCH_DST: Rule(INT, -1, MAX_RANK),
+    S.TORCH_TAG: Rule(INT, -INT64_MAX - 1, INT64_MAX), S.TORCH_P2P_SEQ: Rule(INT),
+    S.TORCH_BATCHED: Rule(BOOL, read=False), S.TORCH_BUCKET: _COUNT, S.TORCH_STEP: _COUNT,
+    S.TORCH_CARRIAGE: Rule(STRING, choices=frozenset(("none", "step", "op")), read=False),
+    S.TORCH_RECV_LTS: _LAMPORT, S.TORCH_RECV_COUNT: _COUNT, S.TORCH_RECV_MISSING: Rule(INT_ARRAY, 0, MAX_RANK),
+    S.TORCH_RECV_SKETCH: _SKETCH,
+    S.TORCH_REMOTE_PTP_NS: _TAI_NS, S.TORCH_REMOTE_UNCERTAINTY_NS: _UNCERTAINTY, S.TORCH_REMOTE_CLK_QUALITY: _QUALITY,
+    S.TORCH_REMOTE_LTS: _LAMPORT, S.TORCH_REMOTE_SPAN_ID: Rule(HEX, digits=16),
+    S.TORCH_CLOCK_REF_RANK: _CHECKED_RANK, S.TORCH_CLOCK_OFFSET_NS: Rule(INT, -INT64_MAX - 1, INT64_MAX, read=False),
+    S.TORCH_CLOCK_BOUND_NS: _COUNT, S.TORCH_CLOCK_RTT_NS: _COUNT, S.TORCH_CLOCK_TIMESTAMPS: Rule(INT_ARRAY, read=False),
+    S.TORCH_CLOCK_VERDICT: Rule(STRING, choices=frozenset(("ref", "ok", "unbounded", "irreconcilable")), read=False),
+    S.TORCH_CLOCK_SUSPECTS: Rule(INT_ARRAY, 0, MAX_RANK, read=False),
+    S.TORCH_GPU_PTP_NS: Rule(INT, read=False), S.TORCH_GPU_END_PTP_NS: Rule(INT, read=False),
+    S.TORCH_GPU_UNCERTAINTY_NS: Rule(INT, 0, UNCERTAINTY_SATURATED, read=False), S.TORCH_GPU_TS_SOURCE: _SOURCE,
+}
+
+#: Every span attribute the analysis checks (spec/semantic-conventions.md §2-§7, §9). One row per attribute.
 SPAN_RULES: dict[str, Rule] = {
     S.PTP_NS: _TAI_NS, S.UNCERTAINTY_NS: _UNCERTAINTY, S.CLK_QUALITY: _QUALITY, S.TS_SOURCE: _SOURCE,
     S.LTS: _LAMPORT, S.TENANT_ID: _TENANT, S.SVC_SKETCH: _SKETCH, S.CLOCK: _NAME, S.HOST: _NAME,
@@ -67,7 +99,8 @@ SPAN_RULES: dict[str, Rule] = {
     S.POLICY_VERDICT: Rule(STRING, choices=frozenset(POLICY_VERDICTS)),
     S.POLICY_REASON: Rule(STRING, max_chars=0, read=False), S.POLICY_TIER: Rule(STRING, read=False),
     S.POLICY_RETENTION_DAYS: Rule(INT, 1, 36500, read=False),
-    S.CLOCK_PROFILE: _NAME, S.RANK: Rule(INT, 0, 2**31 - 1),
+    S.CLOCK_PROFILE: _NAME, S.RANK: _RANK,
+    **TORCH_RULES,
 }
 
 #: The attributes build_record reads, in the order of its slots.
@@ -76,6 +109,11 @@ READ = (
     S.END_PTP_NS, S.END_UNCERTAINTY_NS, S.END_CLK_QUALITY, S.END_LTS,
     S.REMOTE_PTP_NS, S.REMOTE_UNCERTAINTY_NS, S.REMOTE_CLK_QUALITY, S.REMOTE_LTS, S.REMOTE_SVC_SKETCH, S.RECV_LTS,
     S.SEND_LTS, S.SEND_PTP_NS, S.SEND_UNCERTAINTY_NS, S.POLICY_VERDICT, S.CLOCK_PROFILE, S.RANK,
+    # torch (TorchOp): built only for spans with tempotrace.torch.op
+    S.TORCH_OP, S.TORCH_GROUP, S.TORCH_GROUP_RANK, S.TORCH_GROUP_SIZE, S.TORCH_SEQ, S.TORCH_ROOT, S.TORCH_COMPLETION,
+    S.TORCH_SRC, S.TORCH_DST, S.TORCH_TAG, S.TORCH_P2P_SEQ, S.TORCH_RECV_LTS, S.TORCH_RECV_MISSING,
+    S.TORCH_RECV_SKETCH, S.TORCH_REMOTE_PTP_NS, S.TORCH_REMOTE_UNCERTAINTY_NS, S.TORCH_REMOTE_CLK_QUALITY,
+    S.TORCH_REMOTE_LTS, S.TORCH_REMOTE_SPAN_ID,
 )
 
 #: Resource attributes the analysis reads: the host and rank its spans fall back on, an exporter's loss record.
@@ -166,7 +204,7 @@ def build_record(trace_id: str, span_id: str, parent_id: str, name: str, kind: i
                  resource_rank: int | None = None, line: int = 0, pos: int = -1) -> SpanRecord:
     """The SpanRecord of one span from its ids, times and checked slots (``SPAN.read_*``)."""
     (ptp, unc, qual, lts, sketch, clock, host, eptp, eunc, equal, elts, rptp, runc, rqual, rlts, rsketch, recv,
-     send_lts, send_ptp, send_unc, verdict, profile, rank) = slots
+     send_lts, send_ptp, send_unc, verdict, profile, rank, op, *torch) = slots
     degraded = verdict == "degrade"
     start = (NO_STAMP if not degraded else DEGRADED_NO_STAMP) if ptp is None and lts is None else \
         Stamp(ptp, _SAT if unc is None else unc, qual or "UNKNOWN", lts, degraded)
@@ -191,5 +229,26 @@ def build_record(trace_id: str, span_id: str, parent_id: str, name: str, kind: i
         trace_id, span_id, parent_id, canon(name, name), kind, host, start, end, otel_start_ns, otel_end_ns, sketch,
         rank, canon(clock, clock) if clock else "", canon(profile, profile) if profile else "",
         _sends(send_lts, send_ptp, send_unc) if send_lts is not None or send_ptp is not None or send_unc is not None
-        else (), remote, rsketch, recv, line, pos, degraded, key,
+        else (), remote, rsketch, recv, line, pos, degraded, key, None if op is None else torch_op(op, torch),
     )
+
+
+def torch_op(op: str, slots: list[Any]) -> TorchOp:
+    """The TorchOp of a span with ``tempotrace.torch.op`` from its torch slots (``READ`` order). A group key
+    must name exactly ``group_size`` ranks (so no record can claim a group larger than it says)."""
+    (group, group_rank, size, seq, root, completion, src, dst, tag, p2p_seq, recv_lts, missing, sketch, rptp, runc,
+     rqual, rlts, rspan) = slots
+    if group is not None:
+        try:
+            named = parse_key(group).size
+        except ValueError as err:
+            raise AttributeRuleError(S.TORCH_GROUP, f"a group key ({err})", group) from None
+        if size is not None and named != size:
+            raise AttributeRuleError(S.TORCH_GROUP, f"a key naming {S.TORCH_GROUP_SIZE} = {size} ranks", group)
+        if group_rank is not None and group_rank >= named:
+            raise AttributeRuleError(S.TORCH_GROUP_RANK, f"below the group's size ({named})", group_rank)
+    remote = None if rptp is None and rlts is None else \
+        Stamp(rptp, _SAT if runc is None else runc, rqual or "UNKNOWN", rlts)
+    return TorchOp(op, group, group_rank, seq, root, completion, src, dst, 0 if tag is None else tag, p2p_seq,
+                   recv_lts, tuple(missing) if missing else (), sketch, remote,
+                   None if rspan is None else f"{rspan:016x}")

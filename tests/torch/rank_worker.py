@@ -1,9 +1,10 @@
 """One rank of the 4-rank gloo job that tests/torch/test_distributed.py starts (as torchrun would: env vars).
 
 Runs every wrapped entry point once in step 0 (carriage "step"), a DDP model
-and an FSDP1 model with the comm hook in step 1, a 2-stage pipeline in step 2, per-op carriage
-with one corrupt record in step 3, then uninstruments and checks the
-originals are back. Spans go to ``$OUT/spans-<rank>.jsonl``; facts the test
+and an FSDP1 model with the comm hook in step 1, a 2-stage pipeline and an all_reduce of the
+subgroup of ranks 0-2 in step 2, per-op carriage with one corrupt record in step 3, the
+subgroup's all_reduce and barrier with per-op carriage in step 4 (rank 3 idle), then
+uninstruments and checks the originals are back. Spans go to ``$OUT/spans-<rank>.jsonl``; facts the test
 asserts on go to ``$OUT/result-<rank>.json``.
 """
 
@@ -26,6 +27,7 @@ OUT = Path(os.environ["TT_TEST_OUT"])
 RANK = int(os.environ["RANK"])
 WORLD = int(os.environ["WORLD_SIZE"])
 CORRUPT_RANK = 2  #: the rank whose op-mode record is corrupted once (step 3)
+SUBGROUP = (0, 1, 2)  #: a group without the liar (steps 2 and 4)
 
 
 def every_op(t: torch.Tensor) -> dict[str, object]:
@@ -135,6 +137,7 @@ def pipeline() -> None:
 def main() -> None:
     handle = configure(service_name="rank-test", export_path=OUT / f"spans-{RANK}.jsonl", batch=False)
     dist.init_process_group("gloo")
+    honest = dist.new_group(list(SUBGROUP))  # every rank creates it; the liar (rank 3) is not a member
     result: dict[str, object] = {"rank": RANK}
     pre = dist.P2POp(dist.isend, torch.full((4,), float(RANK)), (RANK + 1) % WORLD)
 
@@ -153,6 +156,8 @@ def main() -> None:
         fsdp_step()
     with tt.step(2):
         pipeline()
+        if RANK in SUBGROUP:  # carriage "step": the op span records no merge
+            dist.all_reduce(torch.ones(4), group=honest)
     tt.instrument(carriage="op")
     during = dist.P2POp(dist.isend, torch.full((4,), float(RANK)), (RANK + 1) % WORLD)
     with tt.step(3):
@@ -162,6 +167,10 @@ def main() -> None:
         dist.all_reduce(t.clone())
         carriage.corrupt_outgoing = None
         dist.all_reduce(t.clone(), async_op=True).wait()
+    with tt.step(4):
+        if RANK in SUBGROUP:  # carriage "op": every op span merges the others' records
+            dist.all_reduce(t.clone(), group=honest)
+            dist.barrier(group=honest)
     tt.uninstrument()
     result["restored"] = {
         name: getattr(dist, name) is getattr(c10d, name) for name in ("all_reduce", "isend", "irecv", "send",
