@@ -1,0 +1,125 @@
+"""torch spans as input: their values go through the one table of value rules (values.SPAN_RULES), and a
+run split by trace (``--jobs``, ``--engine dask``) reports the collectives and messages one process does
+(spec/analysis.md §5.1, §5.3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tempotrace_sdk.analysis import analyze
+from tempotrace_sdk.analysis.dask_engine import analyze_dask
+from tempotrace_sdk.analysis.engine import Options
+from tempotrace_sdk.analysis.inputs import expand
+from tempotrace_sdk.analysis.merge import merge_reports
+from tempotrace_sdk.analysis.values import SPAN_RULES
+
+from .torchgen import op_span, p2p_span, write
+
+MS = 1_000_000
+
+#: (extra attributes, the attribute the refusal names): each span breaks one rule.
+MALFORMED = [
+    ({"torch_group": "0-3x"}, "tempotrace.torch.group"),
+    ({"torch_group": "3-1"}, "tempotrace.torch.group"),  # b < a
+    ({"torch_group": "0-6:4"}, "tempotrace.torch.group"),  # 6 - 0 is no multiple of 4
+    ({"torch_group": "0-2147483648"}, "tempotrace.torch.group"),  # beyond the largest rank
+    ({"torch_group": "0-9999999"}, "tempotrace.torch.group"),  # 10^7 ranks: more than any group may claim
+    ({"torch_group_size": 5}, "tempotrace.torch.group"),  # the key names 4
+    ({"torch_group_rank": 4}, "tempotrace.torch.group_rank"),
+    ({"torch_completion": "maybe"}, "tempotrace.torch.completion"),
+    ({"torch_seq": -1}, "tempotrace.torch.seq"),
+    ({"torch_src": "1"}, "tempotrace.torch.src"),
+    ({"torch_recv.missing": [-1]}, "tempotrace.torch.recv.missing"),
+    ({"torch_recv.svc_sketch": "ab"}, "tempotrace.torch.recv.svc_sketch"),
+    ({"torch_remote.span_id": "not-hex-at-all!!"}, "tempotrace.torch.remote.span_id"),
+    ({"torch_batched": "yes"}, "tempotrace.torch.batched"),
+    ({"torch_carriage": "always"}, "tempotrace.torch.carriage"),
+    ({"torch_clock_check.verdict": "fine"}, "tempotrace.torch.clock_check.verdict"),
+    ({"world_size": 0}, "tempotrace.world_size"),
+]
+
+
+@pytest.mark.parametrize(("extra", "field"), MALFORMED)
+def test_a_malformed_torch_value_is_refused_and_counted(tmp_path: Path, extra: dict[str, Any], field: str) -> None:
+    """§5.1: the span is refused with the attribute and the rule named; the rest of its line is kept."""
+    spans = [op_span(0, 0, 1000, seq=0, **extra), op_span(1, 0, 1000, seq=0)]
+    report = analyze(write(str(tmp_path / "t.jsonl"), spans))
+    assert (report.bad_spans, report.spans) == (1, 1), report.bad_samples  # the other span is kept
+    assert field in report.bad_samples[0]["reason"]
+
+
+def test_every_torch_attribute_the_sdk_writes_has_a_rule() -> None:
+    """The one table knows every tempotrace.torch.* name in semconv (a new one needs its row)."""
+    from tempotrace_sdk import semconv
+
+    names = {v for k, v in vars(semconv).items() if k.startswith("TORCH_") and isinstance(v, str)}
+    assert names and names <= set(SPAN_RULES), names - set(SPAN_RULES)
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Two files read side by side: 30 steps (traces) of an 8-rank job with a liar (rank 5), a rank that
+    skips one collective, p2p messages one way around the ring, an HTTP-free job; the second file holds a
+    second delivery of a few lines (duplicates) and a bad line."""
+    folder = tmp_path_factory.mktemp("torch-engines")
+    a: list[dict[str, Any]] = []
+    for step in range(30):
+        trace = 0x5000 + step * 7919
+        t = step * 20 * MS
+        for seq in range(3):
+            for r in range(8):
+                if step == 4 and seq == 1 and r == 6:
+                    continue  # rank 6 never joined
+                off = 10 * MS if r == 5 else 0
+                a.append(op_span(r, t + seq * 3 * MS + r * 100 + off, t + seq * 3 * MS + 2 * MS + off,
+                                 group="0-7", seq=step * 3 + seq, trace=trace))
+        for r in range(8):
+            a.append(p2p_span("send", r, (r + 1) % 8, t + 10 * MS, t + 10 * MS + 500, group="0-7", trace=trace,
+                              seq=step, sid=0x10000 * (step + 1) + r + 1))
+            a.append(p2p_span("recv", (r + 1) % 8, r, t + 10 * MS + 100, t + 11 * MS, group="0-7", trace=trace,
+                              seq=step, sid=0x10000 * (step + 1) + 0x100 + r + 1))
+    first = write(str(folder / "a.jsonl"), a, per_line=16)
+    lines = Path(first).read_text().splitlines()
+    second = folder / "b.jsonl"
+    second.write_text("\n".join([*lines[5:9], "{cut sho"]) + "\n")
+    return [first, str(second)]
+
+
+def _comparable(d: dict[str, Any]) -> dict[str, Any]:
+    d = dict(d)
+    d.pop("elapsed_s")
+    return d
+
+
+WINDOW = 50
+
+
+def test_the_torch_inputs_exercise_what_partitions_could_get_wrong(mixed: list[str]) -> None:
+    d = analyze(mixed, window_spans=WINDOW, keep=10_000).to_dict()
+    assert d["trace_parts"] > d["traces"] and d["duplicate_spans"] > 0 and d["bad"]["lines"] == 1
+    assert d["collective_counts"]["incomplete"] == 1 and d["collective_counts"]["complete"] == 89
+    assert d["p2p"]["matched"] == d["p2p"]["total"] == 240
+    assert [(f["rank"], f["verdict"]) for f in d["faults"]] == [(5, "lying")]
+    assert len(d["collectives"]) == 90
+
+
+def test_jobs_give_one_processs_collectives(mixed: list[str]) -> None:
+    one = _comparable(analyze(mixed, window_spans=WINDOW, keep=10_000).to_dict())
+    assert _comparable(analyze(mixed, window_spans=WINDOW, keep=10_000, jobs=3).to_dict()) == one
+
+
+@pytest.mark.slow
+def test_dask_gives_one_processs_collectives(mixed: list[str]) -> None:
+    distributed = pytest.importorskip("distributed")
+    one = _comparable(analyze(mixed, window_spans=WINDOW, keep=10_000).to_dict())
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+        outcomes = analyze_dask(expand(mixed), None, Options(window=WINDOW, keep=10_000),
+                                scheduler=c.scheduler_address, partitions=3, chunk_bytes=50_000)
+    merged = merge_reports([o.partial for o in outcomes], 10_000).to_dict()
+    merged["elapsed_s"] = 0
+    assert _comparable(merged) == one
+    assert json.dumps(one["collectives"])  # the records are plain JSON
