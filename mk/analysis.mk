@@ -1,14 +1,15 @@
 # Causal analysis (issue 5): the HTML timeline is checked in headless Chromium
 # (tests/analysis/test_analysis_html_chromium.py), so `make test` installs
 # Debian's chromium when it is missing and we are root (CI runs as root on a
-# fresh machine); elsewhere that test skips with a reason. The benchmark
-# measures `tempotrace analyze` against json.loads of the same lines, on
-# demo-like and lighter spans, its memory, and the Dask engine's identity.
+# fresh machine); elsewhere that test skips with a reason. The benchmarks
+# measure `tempotrace analyze` against json.loads of the same lines, on
+# demo-like and lighter spans, its memory, and the Dask engine's identity;
+# and the analysis of one collective of n ranks (bench_collectives.py).
 
 # `--engine dask` is tested on a real distributed.LocalCluster: the [dask] extra is installed.
 EXTRAS += dask
 TEST_STEPS += analysis-chromium
-BENCH_STEPS += bench-analysis
+BENCH_STEPS += bench-analysis bench-collectives
 
 analysis-chromium:
 	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
@@ -25,3 +26,10 @@ BENCH_ANALYSIS_ARGS ?= --sizes 10000,100000,1000000 --dask 1000000
 
 bench-analysis: venv
 	$(PY) benchmarks/bench_analysis.py $(BENCH_ANALYSIS_ARGS)
+
+# One collective of n = 8 ... 4,096 ranks (issue 10): the analysis grows as n log n, against the claim
+# decided pair by pair up to 512 ranks. A few seconds.
+BENCH_COLLECTIVES_ARGS ?=
+
+bench-collectives: venv
+	$(PY) benchmarks/bench_collectives.py $(BENCH_COLLECTIVES_ARGS)

@@ -125,16 +125,27 @@ def _shown(any_value: Any) -> object:
 class Schema:
     """A table of rules and the attributes its readers return, in order (``read``): ``read_otlp`` (OTLP
     KeyValues) and ``read_plain`` ((name, value) pairs) return one value per ``read`` name, None when
-    absent, after checking every attribute the table knows; AttributeRuleError names a broken rule."""
+    absent, after checking every attribute the table knows; AttributeRuleError names a broken rule.
 
-    def __init__(self, rules: dict[str, Rule], read: tuple[str, ...]) -> None:
+    ``rare``: names most spans never carry (e.g. the torch attributes). The generated reader gives them
+    slots of their own, made and checked only for a span that has one of them, so they cost the other
+    spans one failed lookup per attribute the table does not know. With rare names the readers return
+    the common ``read`` values and then one more element: None when the span has no rare attribute, else
+    the list of the rare ``read`` values (in ``read`` order, where they come last)."""
+
+    def __init__(self, rules: dict[str, Rule], read: tuple[str, ...], rare: frozenset[str] = frozenset()) -> None:
         unread = [name for name in read if name not in rules]
         assert not unread, f"read but not in the table: {unread}"
         assert all(rules[name].read for name in read) and all(name in read for name, r in rules.items() if r.read)
+        common_read = [name for name in read if name not in rare]
+        assert list(read) == common_read + [name for name in read if name in rare], "rare read names come last"
         self.rules = rules
         self.read = read
-        # Slots: the read attributes first, in order, then the ones only checked.
-        self.names = (*read, *(name for name in rules if name not in read))
+        # Slots: the common attributes (read first, in order, then the ones only checked), then the rare ones.
+        self.common = (*common_read, *(name for name in rules if name not in read and name not in rare))
+        self.rare = (*(name for name in read if name in rare), *(name for name in rules if name in rare
+                                                                 and name not in read))
+        self.names = (*self.common, *self.rare)
         self.slot = {name: i for i, name in enumerate(self.names)}
         self.read_otlp: Callable[[Iterable[Any]], list[Any]] = _compile(self)
 
@@ -145,20 +156,25 @@ class Schema:
             i = self.slot.get(name)
             if i is not None:
                 slots[i] = self.rules[name].check(name, value)
-        return slots[: len(self.read)]
+        values = [slots[self.slot[name]] for name in self.read]
+        if not self.rare:
+            return values
+        common = len(self.read) - sum(1 for name in self.read if name in self.rare)
+        present = any(v is not None for v in slots[len(self.common):])
+        return [*values[:common], values[common:] if present else None]
 
 
-def _check_code(i: int, rule: Rule) -> list[str]:
-    """The lines that turn v{i} (an AnyValue, or None) into its checked value or raise (the AnyValue is
-    still in slots[i] for the message)."""
-    v, bad = f"v{i}", f"raise bad({i}, slots[{i}])"
+def _check_code(v: str, k: int, held: str, rule: Rule) -> list[str]:
+    """The lines that turn ``v`` (an AnyValue, or None) into its checked value or raise; ``k`` is the
+    attribute's index in Schema.names, ``held`` where the AnyValue still is (for the message)."""
+    bad = f"raise bad({k}, {held})"
     if rule.kind == INT:
         return [f"{v} = {v}.intValue", f"if {v} is None or {v} < {rule.lo} or {v} > {rule.hi}: {bad}"]
     if rule.kind == STRING and rule.choices is not None:
-        return [f"{v} = choices{i}.get({v}.stringValue)", f"if {v} is None: {bad}"]
+        return [f"{v} = choices{k}.get({v}.stringValue)", f"if {v} is None: {bad}"]
     if rule.kind == STRING:
         limit = f" or len({v}) > {rule.max_chars}" if rule.max_chars else ""
-        shape = f" or pattern{i}({v}) is None" if rule.pattern is not None else ""
+        shape = f" or pattern{k}({v}) is None" if rule.pattern is not None else ""
         return [f"{v} = {v}.stringValue", f"if {v} is None{limit}{shape}: {bad}"]
     if rule.kind == BOOL:
         return [f"{v} = {v}.boolValue", f"if {v} is None: {bad}"]
@@ -174,25 +190,48 @@ def _check_code(i: int, rule: Rule) -> list[str]:
 def _compile(schema: Schema) -> Callable[[Iterable[Any]], list[Any]]:
     names = schema.names
     rules = [schema.rules[name] for name in names]
-    slots = ", ".join(f"v{i}" for i in range(len(names)))
+    nc, nr = len(schema.common), len(schema.rare)
+    read_rare = sum(1 for name in schema.read if name in schema.rare)
+    read_common = len(schema.read) - read_rare
     body = [
         "def read_otlp(attributes):",
-        f"    slots = [None] * {len(names)}",
+        f"    slots = [None] * {nc}",
+        "    rare = None",
         "    for kv in attributes:",
         "        i = route(kv.key)",
         "        if i is not None:",
         "            slots[i] = kv.value",
-        f"    {slots}, = slots",
     ]
-    for i, rule in enumerate(rules):
+    if nr:
+        body += [
+            "        else:",
+            "            i = route_rare(kv.key)",
+            "            if i is not None:",
+            "                if rare is None:",
+            f"                    rare = [None] * {nr}",
+            "                rare[i] = kv.value",
+        ]
+    body.append(f"    {', '.join(f'v{i}' for i in range(nc))}, = slots")
+    for i in range(nc):
         body.append(f"    if v{i} is not None:  # {names[i]}")
-        body += [f"        {line}" for line in _check_code(i, rule)]
-    body.append(f"    return [{', '.join(f'v{i}' for i in range(len(schema.read)))}]")
+        body += [f"        {line}" for line in _check_code(f"v{i}", i, f"slots[{i}]", rules[i])]
+    common = ", ".join(f"v{i}" for i in range(read_common))
+    if nr:
+        body += ["    if rare is None:", f"        return [{common}, None]",
+                 f"    {', '.join(f'w{j}' for j in range(nr))}, = rare"]
+        for j in range(nr):
+            body.append(f"    if w{j} is not None:  # {names[nc + j]}")
+            body += [f"        {line}" for line in _check_code(f"w{j}", nc + j, f"rare[{j}]", rules[nc + j])]
+        body.append(f"    return [{common}, [{', '.join(f'w{j}' for j in range(read_rare))}]]")
+    else:
+        body.append(f"    return [{common}]")
 
     def bad(i: int, any_value: Any) -> AttributeRuleError:
         return AttributeRuleError(names[i], rules[i].describe(), _shown(any_value))
 
-    namespace: dict[str, Any] = {"route": schema.slot.get, "bad": bad, "fromhex": bytes.fromhex}
+    namespace: dict[str, Any] = {"bad": bad, "fromhex": bytes.fromhex,
+                                 "route": {name: i for i, name in enumerate(schema.common)}.get,
+                                 "route_rare": {name: j for j, name in enumerate(schema.rare)}.get}
     for i, rule in enumerate(rules):
         if rule.choices is not None:
             namespace[f"choices{i}"] = {c: c for c in rule.choices}  # one str object per choice is kept

@@ -123,7 +123,7 @@ RESOURCE_RULES: dict[str, Rule] = {
 }
 RESOURCE_READ = (S.HOST, "host.name", S.RANK, EXPORT_DROPPED_SPANS, EXPORT_WRITER_ID)
 
-SPAN = Schema(SPAN_RULES, READ)
+SPAN = Schema(SPAN_RULES, READ, frozenset(TORCH_RULES))
 RESOURCE = Schema(RESOURCE_RULES, RESOURCE_READ)
 
 
@@ -204,7 +204,7 @@ def build_record(trace_id: str, span_id: str, parent_id: str, name: str, kind: i
                  resource_rank: int | None = None, line: int = 0, pos: int = -1) -> SpanRecord:
     """The SpanRecord of one span from its ids, times and checked slots (``SPAN.read_*``)."""
     (ptp, unc, qual, lts, sketch, clock, host, eptp, eunc, equal, elts, rptp, runc, rqual, rlts, rsketch, recv,
-     send_lts, send_ptp, send_unc, verdict, profile, rank, op, *torch) = slots
+     send_lts, send_ptp, send_unc, verdict, profile, rank, torch) = slots
     degraded = verdict == "degrade"
     start = (NO_STAMP if not degraded else DEGRADED_NO_STAMP) if ptp is None and lts is None else \
         Stamp(ptp, _SAT if unc is None else unc, qual or "UNKNOWN", lts, degraded)
@@ -229,15 +229,18 @@ def build_record(trace_id: str, span_id: str, parent_id: str, name: str, kind: i
         trace_id, span_id, parent_id, canon(name, name), kind, host, start, end, otel_start_ns, otel_end_ns, sketch,
         rank, canon(clock, clock) if clock else "", canon(profile, profile) if profile else "",
         _sends(send_lts, send_ptp, send_unc) if send_lts is not None or send_ptp is not None or send_unc is not None
-        else (), remote, rsketch, recv, line, pos, degraded, key, None if op is None else torch_op(op, torch),
+        else (), remote, rsketch, recv, line, pos, degraded, key, None if torch is None else torch_op(torch),
     )
 
 
-def torch_op(op: str, slots: list[Any]) -> TorchOp:
-    """The TorchOp of a span with ``tempotrace.torch.op`` from its torch slots (``READ`` order). A group key
-    must name exactly ``group_size`` ranks (so no record can claim a group larger than it says)."""
-    (group, group_rank, size, seq, root, completion, src, dst, tag, p2p_seq, recv_lts, missing, sketch, rptp, runc,
-     rqual, rlts, rspan) = slots
+def torch_op(slots: list[Any]) -> TorchOp | None:
+    """The TorchOp of a span from its torch slots (``READ`` order), None without ``tempotrace.torch.op``
+    (a step span, a launch fact alone). A group key must name exactly ``group_size`` ranks (so no
+    record can claim a group larger than it says)."""
+    (op, group, group_rank, size, seq, root, completion, src, dst, tag, p2p_seq, recv_lts, missing, sketch, rptp,
+     runc, rqual, rlts, rspan) = slots
+    if op is None:
+        return None
     if group is not None:
         try:
             named = parse_key(group).size
