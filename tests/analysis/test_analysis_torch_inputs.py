@@ -123,3 +123,61 @@ def test_dask_gives_one_processs_collectives(mixed: list[str]) -> None:
     merged["elapsed_s"] = 0
     assert _comparable(merged) == one
     assert json.dumps(one["collectives"])  # the records are plain JSON
+
+
+def test_in_memory_sdk_spans_go_through_the_same_rules() -> None:
+    """api.records_from_readable (plain values, as the torch instrumentation sets them: tuples, bools) builds
+    the same collective as the file reader, and refuses a malformed torch value with the same error."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tempotrace_sdk.analysis import AttributeRuleError, analyze_spans
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    t0 = 1_800_000_000_000_000_000
+    with tracer.start_as_current_span("torch.step"):
+        for rank in range(2):
+            attrs = {"tempotrace.rank": rank, "tempotrace.torch.op": "barrier", "tempotrace.torch.group": "0-1",
+                     "tempotrace.torch.group_rank": rank, "tempotrace.torch.group_size": 2, "tempotrace.torch.seq": 0,
+                     "tempotrace.torch.batched": False, "tempotrace.torch.recv.missing": (1 - rank,),
+                     "tempotrace.ptp_ns": t0 + rank, "tempotrace.uncertainty_ns": 220, "tempotrace.clk_quality": "OK",
+                     "tempotrace.end.ptp_ns": t0 + 10_000, "tempotrace.end.uncertainty_ns": 220,
+                     "tempotrace.end.clk_quality": "OK"}
+            tracer.start_span("torch.barrier", attributes=attrs).end()
+    report = analyze_spans(exporter.get_finished_spans())
+    assert (report.collectives.complete, report.collectives.outcomes["consistent"]) == (1, 1)
+    bad = tracer.start_span("torch.barrier", attributes={"tempotrace.torch.op": "barrier",
+                                                         "tempotrace.torch.group": "0-1", "tempotrace.torch.seq": -3})
+    bad.end()
+    with pytest.raises(AttributeRuleError, match=r"tempotrace\.torch\.seq"):
+        analyze_spans(exporter.get_finished_spans())
+
+
+def test_groups_claiming_a_million_ranks_cost_no_more_than_their_spans(tmp_path: Path) -> None:
+    """A hostile (or broken) input: 2,000 spans, each the only member of a 2^20-rank group. Each is one
+    incomplete collective; their missing ranks are counted, not listed, and none is kept for rendering."""
+    spans = [op_span(0, 0, 1000, group=f"0-{2**20 - 1}", seq=k) for k in range(2000)]
+    report = analyze(write(str(tmp_path / "t.jsonl"), spans, per_line=500))
+    counts = report.to_dict()["collective_counts"]
+    assert (counts["incomplete"], counts["missing_members"]) == (2000, 2000 * (2**20 - 1))
+    assert counts["missing_ranks"] == [] and counts["incomplete_first"] == [] and report.collectives_kept == []
+
+
+def test_open_collectives_stay_within_the_hop_horizon(tmp_path: Path) -> None:
+    """§5.2: 3,000 collectives that never complete (rank 3 never joins), one trace each: what is gathered
+    at any time is bounded by the horizon, not by the input."""
+    from tempotrace_sdk.analysis.analyzer import Analyzer
+    from tempotrace_sdk.analysis.reader import iter_spans
+
+    spans = [op_span(r, 0, 1000, seq=0, trace=0x7000 + k) for k in range(3000) for r in range(3)]
+    analyzer = Analyzer(window_spans=100)
+    most = 0
+    for record in iter_spans(write(str(tmp_path / "t.jsonl"), spans)):
+        analyzer.add(record)
+        most = max(most, len(analyzer.collectives))
+    report = analyzer.finish()
+    assert report.collectives.incomplete == 3000 and most <= (analyzer.horizon + 2 * analyzer.window) // 3

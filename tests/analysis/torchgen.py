@@ -24,6 +24,16 @@ def sketch_of(*span_ids: int) -> str:
     return f"{bits:064x}"
 
 
+def _group_rank(group: str, rank: int) -> int:
+    """``rank``'s position in the key (without expanding a million-rank key)."""
+    before = 0
+    for first, last, step in parse_key(group).runs:
+        if first <= rank <= last and (rank - first) % step == 0:
+            return before + (rank - first) // step
+        before += (last - first) // step + 1
+    raise ValueError(f"rank {rank} is not in {group}")
+
+
 def op_span(rank: int, start: int, end: int, *, op: str = "all_reduce", group: str = "0-3", seq: int | None = 0,
             trace: int = TRACE, sid: int | None = None, u: int = 220, quality: str = "OK", host: str | None = None,
             root: int | None = None, lts: int | None = None, end_lts: int | None = None,
@@ -34,10 +44,9 @@ def op_span(rank: int, start: int, end: int, *, op: str = "all_reduce", group: s
     ``extra``: more attributes, names after ``tempotrace.`` with "_" for "." in the torch ones
     (``torch_src=0`` is tempotrace.torch.src)."""
     key = parse_key(group)
-    members = list(key.ranks())
     a: dict[str, Any] = {
         "tempotrace.rank": rank, "tempotrace.torch.op": op, "tempotrace.torch.group": group,
-        "tempotrace.torch.group_rank": members.index(rank), "tempotrace.torch.group_size": key.size,
+        "tempotrace.torch.group_rank": _group_rank(group, rank), "tempotrace.torch.group_size": key.size,
         "tempotrace.torch.completion": completion,
         "tempotrace.ptp_ns": T0 + start, "tempotrace.uncertainty_ns": u, "tempotrace.clk_quality": quality,
         "tempotrace.end.ptp_ns": T0 + end, "tempotrace.end.uncertainty_ns": u, "tempotrace.end.clk_quality": quality,
