@@ -180,18 +180,18 @@ class EdgeJudge:
         end = recv.end or NO_STAMP
         if not merged and end.lts is not None:
             end = msgspec.structs.replace(end, lts=None)
+        sender: SpanRecord | _Sender
         if remote is not None:
             rep.p2p.carried += 1
-            sent = send is not None and (t.remote_span is None or t.remote_span == send.span_id) and \
-                (not send.sends or any(lts == remote.lts for lts, _, _ in send.sends))
-            if send is not None and not sent:
-                rep.p2p.record_mismatch += 1
             stamp = remote if merged else msgspec.structs.replace(remote, lts=None)
-            if sent and send is not None and send.degraded and not stamp.degraded:
-                stamp = msgspec.structs.replace(stamp, degraded=True)
-            sender: SpanRecord | _Sender = send if sent and send is not None else _Sender(UNKNOWN_SENDER,
-                                                                                          UNKNOWN_SENDER)
-            attributed = sent
+            if send is not None and _made(send, t.remote_span, remote.lts):
+                sender, attributed = send, True
+                if send.degraded and not stamp.degraded:  # the send span's policy said degrade
+                    stamp = msgspec.structs.replace(stamp, degraded=True)
+            else:  # the sender's span is not in the input, or the record is another span's: blame nobody
+                if send is not None:
+                    rep.p2p.record_mismatch += 1
+                sender, attributed = _Sender(UNKNOWN_SENDER, UNKNOWN_SENDER), False
             a = Event(KIND_SEND, t.remote_span or (send.span_id if send else ""), sender.host, stamp, None, None)
             raw_a = None
         elif send is not None:
@@ -277,6 +277,12 @@ class EdgeJudge:
                 if d.method is Method.LAMPORT:
                     self.ledger.lamport_violation(ca, cb)
         return d
+
+
+def _made(send: SpanRecord, span_id: str | None, lts: int | None) -> bool:
+    """Did ``send`` make the record a receive carries (its span id, and one of its send events' counters)?"""
+    return (span_id is None or span_id == send.span_id) and (
+        not send.sends or any(sent == lts for sent, _, _ in send.sends))
 
 
 class _Sender:
