@@ -45,7 +45,9 @@ from tempotrace_sdk.otel import TempoTracePropagator, TempoTraceSpanProcessor, T
 from tempotrace_sdk.otel.context import get_state
 from tempotrace_sdk.otel.sdk_internals import attribute_store
 from tempotrace_sdk.otel.stamp import NativeStamp
-from tempotrace_sdk.wire import Sketch, TTExt
+from tempotrace_sdk.semconv import CLK_QUALITY, STAMPS, UNCERTAINTY_NS
+from tempotrace_sdk.stamptext import encode
+from tempotrace_sdk.wire import TTExt
 from tempotrace_sdk.wire.header import header_text
 
 
@@ -75,24 +77,24 @@ class Paired:
 
 
 class RequiredWork(SpanProcessor):
-    """Only the per-span work the spec requires, through our stamp (native when built)."""
+    """Only the per-span work the spec requires, through our stamp (native when built): a start event
+    kept until the end, an end event, the stamps text of both and the three attributes stored."""
 
     def __init__(self, state: TempoTraceState) -> None:
         self.clock, self.stamp = state.clock, TempoTraceState(clock=state.clock, host="x").stamp
+        self.open: dict[int, tuple[int, int, int, int, int]] = {}
 
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
-        ptp, unc, _, _, lts, sketch = self.stamp.start(self.clock, None, Sketch.EMPTY, span.get_span_context().span_id)
-        attrs = {"a": ptp, "b": unc, "c": "OK", "d": "CPU", "e": lts, "f": 1}
-        attrs.update({"g": sketch.to_bytes().hex(), "h": "cpu", "i": "host"})
-        store = attribute_store(span, len(attrs))
-        assert store is not None
-        store.update(attrs)
+        self.open[span.context.span_id] = self.stamp.tick(self.clock)
 
     def _on_ending(self, span: Span) -> None:
-        ptp, unc, _, _, lts = self.stamp.tick(self.clock)
-        store = attribute_store(span, 4)
+        ptp, unc, source, quality, lts = self.open.pop(span.context.span_id)
+        e_ptp, e_unc, _, e_quality, e_lts = self.stamp.tick(self.clock)
+        text = encode(lts, ptp, unc, quality, source, span.start_time or 0, (e_lts, e_ptp, e_unc, e_quality),
+                      span.end_time or 0)  # fmt: skip
+        store = attribute_store(span, 3)
         assert store is not None
-        store.update({"j": ptp, "k": unc, "l": "OK", "m": lts})
+        store.update({STAMPS: text, CLK_QUALITY: "OK", UNCERTAINTY_NS: unc})
 
 
 class NoOp(SpanProcessor):

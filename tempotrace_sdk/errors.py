@@ -17,6 +17,7 @@ __all__ = [
     "HeaderError",
     "LengthError",
     "PolicyError",
+    "StampsError",
     "TempoTraceError",
     "TextFormError",
     "VersionError",
@@ -91,3 +92,17 @@ class ClockError(TempoTraceError, OSError):
 
 class PolicyError(TempoTraceError, ValueError):
     """A confidence-policy file is malformed; names the line and field."""
+
+
+class StampsError(TempoTraceError, ValueError):
+    """A ``tempotrace.stamps`` span attribute breaks a rule of its text (semantic-conventions §1.4).
+
+    ``token`` is the tag of the token at fault (``s``, ``e``, ``r``, ``k``, ``x``), ``rule`` the rule
+    in words. Raised by readers of exported spans (a writer's own text never breaks one).
+    """
+
+    def __init__(self, token: str, rule: str) -> None:
+        self.field = "tempotrace.stamps"
+        self.token = token
+        self.rule = rule
+        super().__init__(f"tempotrace.stamps: token {token!r}: {rule}")

@@ -154,10 +154,11 @@ def decode_line(data: bytes | memoryview, line: int, pos: int, shard: tuple[int,
     for rs in doc.resourceSpans:
         host: str | None = None
         rank: int | None = None
+        clock: str | None = None
         refused: str | None = None
         if rs.resource.attributes:
             try:
-                host, rank = _resource(rs.resource.attributes, out)
+                host, rank, clock = _resource(rs.resource.attributes, out)
             except AttributeRuleError as err:
                 refused = f"resource: {err}"  # every span of this resource is refused with it
         for ss in rs.scopeSpans:
@@ -198,7 +199,7 @@ def decode_line(data: bytes | memoryview, line: int, pos: int, shard: tuple[int,
                     if not (0 <= start <= FIXED64_MAX and 0 <= end <= FIXED64_MAX):
                         start, end = unix_nanos(start, "startTimeUnixNano"), unix_nanos(end, "endTimeUnixNano")
                     records.append(build_record(trace_id, span_id, parent, span.name, kind, read(span.attributes),
-                                                start, end, host, rank, line, pos + n - 1))
+                                                start, end, host, rank, line, pos + n - 1, clock))
                 except AttributeRuleError as err:
                     _refuse(out, n - 1, f"span {span.spanId or '?'}: {err}")
     out.spans = n
@@ -211,11 +212,11 @@ def _refuse(out: LineResult, index: int, reason: str) -> None:
     out.bad.append((index, reason))
 
 
-def _resource(attrs: list[KeyValue], out: LineResult) -> tuple[str | None, int | None]:
-    """The resource's host and rank (fallbacks for its spans); notes an exporter loss record."""
-    host, host_name, rank, dropped, writer = RESOURCE.read_otlp(attrs)
+def _resource(attrs: list[KeyValue], out: LineResult) -> tuple[str | None, int | None, str | None]:
+    """The resource's host, rank and clock (fallbacks for its spans); notes an exporter loss record."""
+    host, host_name, rank, dropped, writer, clock = RESOURCE.read_otlp(attrs)
     if writer is not None and dropped is not None:
         if out.loss is None:
             out.loss = []
         out.loss.append((writer, dropped))
-    return host or host_name, rank
+    return host or host_name, rank, clock

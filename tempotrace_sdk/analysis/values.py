@@ -1,6 +1,11 @@
 """The value rules: every ``tempotrace.*`` attribute the analysis knows, its type and its range, in one
 table, and the span-record builder every reader uses (spec/analysis.md §5, spec/semantic-conventions.md).
 
+Two attribute sets are read: the current one (``tempotrace.stamps``, decoded by stamptext.py, beside the
+queryable ``clk_quality`` and ``uncertainty_ns``; host and clock on the span or its Resource) and the
+previous one (one attribute per field, semantic-conventions §1.5), which older exports hold. A span with
+a stamps text is read from it; the previous set's attributes are still checked by their rules.
+
 Two readers feed it: the OTLP JSON reader (otlp.py: values arrive wrapped,
 ``{"intValue": ...}``) and in-memory OpenTelemetry spans
 (api.records_from_readable: plain Python values). Both go through a ``Schema``
@@ -24,9 +29,12 @@ import binascii
 from typing import Any
 
 from .. import semconv as S
+from ..errors import StampsError
+from ..stamptext import decode as decode_stamps
 from ..wire._layout import TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from .events import NO_STAMP, QUALITIES, Sends, SpanRecord, Stamp, TorchOp, clock_id
 from .groupkey import GROUP_KEY_PATTERN, MAX_GROUP, MAX_RANK, parse_key
+from .order import span_mask
 from .schema import BOOL, HEX, INT, INT64_MAX, INT_ARRAY, STRING, AttributeRuleError, Rule, Schema
 
 __all__ = [
@@ -100,6 +108,7 @@ SPAN_RULES: dict[str, Rule] = {
     S.POLICY_REASON: Rule(STRING, max_chars=0, read=False), S.POLICY_TIER: Rule(STRING, read=False),
     S.POLICY_RETENTION_DAYS: Rule(INT, 1, 36500, read=False),
     S.CLOCK_PROFILE: _NAME, S.RANK: _RANK,
+    S.STAMPS: Rule(STRING, max_chars=0),  # its own rules: stamptext.decode, in build_record
     **TORCH_RULES,
 }
 
@@ -108,7 +117,7 @@ READ = (
     S.PTP_NS, S.UNCERTAINTY_NS, S.CLK_QUALITY, S.LTS, S.SVC_SKETCH, S.CLOCK, S.HOST,
     S.END_PTP_NS, S.END_UNCERTAINTY_NS, S.END_CLK_QUALITY, S.END_LTS,
     S.REMOTE_PTP_NS, S.REMOTE_UNCERTAINTY_NS, S.REMOTE_CLK_QUALITY, S.REMOTE_LTS, S.REMOTE_SVC_SKETCH, S.RECV_LTS,
-    S.SEND_LTS, S.SEND_PTP_NS, S.SEND_UNCERTAINTY_NS, S.POLICY_VERDICT, S.CLOCK_PROFILE, S.RANK,
+    S.SEND_LTS, S.SEND_PTP_NS, S.SEND_UNCERTAINTY_NS, S.POLICY_VERDICT, S.CLOCK_PROFILE, S.RANK, S.STAMPS,
     # torch (TorchOp): built only for spans with tempotrace.torch.op
     S.TORCH_OP, S.TORCH_GROUP, S.TORCH_GROUP_RANK, S.TORCH_GROUP_SIZE, S.TORCH_SEQ, S.TORCH_ROOT, S.TORCH_COMPLETION,
     S.TORCH_SRC, S.TORCH_DST, S.TORCH_TAG, S.TORCH_P2P_SEQ, S.TORCH_RECV_LTS, S.TORCH_RECV_MISSING,
@@ -116,12 +125,13 @@ READ = (
     S.TORCH_REMOTE_LTS, S.TORCH_REMOTE_SPAN_ID,
 )
 
-#: Resource attributes the analysis reads: the host and rank its spans fall back on, an exporter's loss record.
+#: Resource attributes the analysis reads: the host, rank and clock its spans fall back on (per-process
+#: attributes, semantic-conventions §1.2), an exporter's loss record.
 RESOURCE_RULES: dict[str, Rule] = {
     S.HOST: _NAME, "host.name": _NAME, S.RANK: SPAN_RULES[S.RANK],
-    EXPORT_DROPPED_SPANS: Rule(INT), EXPORT_WRITER_ID: _NAME,
+    EXPORT_DROPPED_SPANS: Rule(INT), EXPORT_WRITER_ID: _NAME, S.CLOCK: _NAME,
 }
-RESOURCE_READ = (S.HOST, "host.name", S.RANK, EXPORT_DROPPED_SPANS, EXPORT_WRITER_ID)
+RESOURCE_READ = (S.HOST, "host.name", S.RANK, EXPORT_DROPPED_SPANS, EXPORT_WRITER_ID, S.CLOCK)
 
 SPAN = Schema(SPAN_RULES, READ, frozenset(TORCH_RULES))
 RESOURCE = Schema(RESOURCE_RULES, RESOURCE_READ)
@@ -201,19 +211,28 @@ _SAT = UNCERTAINTY_SATURATED
 
 def build_record(trace_id: str, span_id: str, parent_id: str, name: str, kind: int, slots: list[Any],
                  otel_start_ns: int, otel_end_ns: int, resource_host: str | None = None,
-                 resource_rank: int | None = None, line: int = 0, pos: int = -1) -> SpanRecord:
+                 resource_rank: int | None = None, line: int = 0, pos: int = -1,
+                 resource_clock: str | None = None) -> SpanRecord:
     """The SpanRecord of one span from its ids, times and checked slots (``SPAN.read_*``)."""
     (ptp, unc, qual, lts, sketch, clock, host, eptp, eunc, equal, elts, rptp, runc, rqual, rlts, rsketch, recv,
-     send_lts, send_ptp, send_unc, verdict, profile, rank, torch) = slots
+     send_lts, send_ptp, send_unc, verdict, profile, rank, stamps, torch) = slots
     degraded = verdict == "degrade"
-    start = (NO_STAMP if not degraded else DEGRADED_NO_STAMP) if ptp is None and lts is None else \
-        Stamp(ptp, _SAT if unc is None else unc, qual or "UNKNOWN", lts, degraded)
-    end = None if eptp is None and elts is None else \
-        Stamp(eptp, _SAT if eunc is None else eunc, equal or "UNKNOWN", elts, degraded)
-    # The sender's header: its reading, judged by the sender's own policy (analyzer: a degraded client span).
-    remote = None if rptp is None and rlts is None else \
-        Stamp(rptp, _SAT if runc is None else runc, rqual or "UNKNOWN", rlts)
+    if stamps is not None:
+        start, end, remote, recv, sends, sketch = _from_stamps(stamps, span_id, parent_id, otel_start_ns, otel_end_ns,
+                                                               unc, qual, degraded)  # fmt: skip
+        rsketch = None  # the sender's own sketch: no longer written (it is inside this span's)
+    else:
+        start = (NO_STAMP if not degraded else DEGRADED_NO_STAMP) if ptp is None and lts is None else \
+            Stamp(ptp, _SAT if unc is None else unc, qual or "UNKNOWN", lts, degraded)
+        end = None if eptp is None and elts is None else \
+            Stamp(eptp, _SAT if eunc is None else eunc, equal or "UNKNOWN", elts, degraded)
+        # The sender's header: its reading, judged by the sender's own policy (analyzer: a degraded client span).
+        remote = None if rptp is None and rlts is None else \
+            Stamp(rptp, _SAT if runc is None else runc, rqual or "UNKNOWN", rlts)
+        sends = _sends(send_lts, send_ptp, send_unc) if send_lts is not None or send_ptp is not None or \
+            send_unc is not None else ()
     host = host or resource_host or "?"
+    clock = clock or resource_clock
     if rank is None:
         rank = resource_rank
     known = _CLOCKS.get((host, rank))
@@ -227,9 +246,8 @@ def build_record(trace_id: str, span_id: str, parent_id: str, name: str, kind: i
     canon = _CANON.setdefault
     return SpanRecord(
         trace_id, span_id, parent_id, canon(name, name), kind, host, start, end, otel_start_ns, otel_end_ns, sketch,
-        rank, canon(clock, clock) if clock else "", canon(profile, profile) if profile else "",
-        _sends(send_lts, send_ptp, send_unc) if send_lts is not None or send_ptp is not None or send_unc is not None
-        else (), remote, rsketch, recv, line, pos, degraded, key, None if torch is None else torch_op(torch),
+        rank, canon(clock, clock) if clock else "", canon(profile, profile) if profile else "", sends, remote,
+        rsketch, recv, line, pos, degraded, key, None if torch is None else torch_op(torch),
     )
 
 
@@ -255,3 +273,29 @@ def torch_op(slots: list[Any]) -> TorchOp | None:
     return TorchOp(op, group, group_rank, seq, root, completion, src, dst, 0 if tag is None else tag, p2p_seq,
                    recv_lts, tuple(missing) if missing else (), sketch, remote,
                    None if rspan is None else f"{rspan:016x}")
+
+
+_QUALITY_NUMBER = {name: i for i, name in enumerate(QUALITIES)}
+
+
+def _from_stamps(text: str, span_id: str, parent_id: str, otel_start_ns: int, otel_end_ns: int, unc: int | None,
+                 qual: str | None, degraded: bool) -> tuple[Stamp, Stamp | None, Stamp | None, int | None, Sends, int]:
+    """start, end, remote, recv lts, sends and sketch from a ``tempotrace.stamps`` text (semantic-conventions
+    §1.4). The sketch is the written one (a span that received a header); else the span's own id and its
+    parent's: the rest of its causal past is the trace's parent links, which the analysis follows itself."""
+    try:
+        st = decode_stamps(text, otel_start_ns, otel_end_ns, unc, None if qual is None else _QUALITY_NUMBER[qual])
+    except StampsError as err:
+        raise AttributeRuleError(S.STAMPS, err.rule + f" (token {err.token!r})", text) from None
+    s = st.start
+    start = Stamp(s.ptp_ns, s.uncertainty_ns, QUALITIES[s.clk_quality], s.lts, degraded)
+    e = st.end
+    end = None if e is None else Stamp(e.ptp_ns, e.uncertainty_ns, QUALITIES[e.clk_quality], e.lts, degraded)
+    r = st.remote
+    remote = None if r is None else Stamp(r.ptp_ns, r.uncertainty_ns, QUALITIES[r.clk_quality], r.lts)
+    sends = tuple((x.lts, x.ptp_ns, x.uncertainty_ns) for x in st.sends)
+    if st.sketch is not None:
+        sketch = int.from_bytes(st.sketch, "big")
+    else:
+        sketch = span_mask(span_id) | span_mask(parent_id) if parent_id else span_mask(span_id)
+    return start, end, remote, None if r is None else r.recv_lts, sends, sketch

@@ -32,6 +32,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
@@ -46,10 +47,11 @@ from .context import TempoTraceState, default_clock, env_host, env_tenant, get_s
 from .export import export_processor, select_exporter
 from .lifecycle import install_exit_flush
 from .policy import Policy
+from .process import process_attributes
 from .processor import TempoTraceSpanProcessor
 from .propagator import TempoTracePropagator
 
-__all__ = ["POLICY_ENV", "TempoTraceHandle", "configure"]
+__all__ = ["POLICY_ENV", "Settings", "TempoTraceHandle", "configure"]
 
 _log = logging.getLogger(__name__)
 
@@ -125,27 +127,15 @@ def configure(
     SIGTERM flushes ended spans first when this is called on the main thread.
     """
     global _current
-    resolved_clock = clock if clock is not None and not isinstance(clock, str) else default_clock(clock)
-    resolved_tenant = tenant if tenant is not None else env_tenant()
-    if not isinstance(resolved_tenant, int) or isinstance(resolved_tenant, bool) or not 0 <= resolved_tenant <= 15:
-        raise ValueError(f"tenant must be an integer 0..15, got {resolved_tenant!r}")
-    policy_source = policy if policy is not None else (os.environ.get(POLICY_ENV) or None)
-    resolved_policy = (
-        policy_source if isinstance(policy_source, Policy) or policy_source is None else Policy.load(policy_source)
-    )
+    settings = Settings.resolve(clock=clock, tenant=tenant, host=host, policy=policy)
     exporters, where = ([exporter], None) if exporter is not None else select_exporter(export_path, export_dir)
     if batch is None:
         batch = os.environ.get(SYNC_ENV, "").strip().lower() not in ("1", "true", "yes", "on")
-
-    state = get_state()
-    state.clock = resolved_clock
-    state.tenant = resolved_tenant
-    state.host = host if host is not None else env_host()
-    state.policy = resolved_policy
+    state = settings.apply()  # only now: a configuration error above leaves the process as it was
 
     if _current is not None:
         _current.shutdown()
-    provider = _provider(service_name)
+    provider = _provider(service_name, state)
     processor = TempoTraceSpanProcessor()
     provider.add_span_processor(processor)
     # Under torchrun (RANK, WORLD_SIZE set): every span says which rank it is. Never imports torch.
@@ -163,15 +153,54 @@ def configure(
         provider, processor, export_processors, str(Path(where).resolve()) if where else None, state
     )
     _current = handle
-    _log.debug("tempotrace configured: clock=%s tenant=%d export=%s", resolved_clock.name, resolved_tenant, where)
+    _log.debug("tempotrace configured: clock=%s tenant=%d export=%s", state.clock.name, state.tenant, where)
     return handle
 
 
-def _provider(service_name: str | None) -> TracerProvider:
+@dataclass(frozen=True)
+class Settings:
+    """Clock, tenant, host and policy resolved from arguments, else their environment variables."""
+
+    clock: ClockSource
+    tenant: int
+    host: str
+    policy: Policy | None
+
+    @classmethod
+    def resolve(
+        cls,
+        *,
+        clock: ClockSource | str | None = None,
+        tenant: int | None = None,
+        host: str | None = None,
+        policy: str | os.PathLike[str] | Policy | None = None,
+    ) -> Settings:
+        """Raises what ``configure()`` documents for a bad argument or variable."""
+        resolved_clock = clock if clock is not None and not isinstance(clock, str) else default_clock(clock)
+        resolved_tenant = tenant if tenant is not None else env_tenant()
+        if not isinstance(resolved_tenant, int) or isinstance(resolved_tenant, bool) or not 0 <= resolved_tenant <= 15:
+            raise ValueError(f"tenant must be an integer 0..15, got {resolved_tenant!r}")
+        source = policy if policy is not None else (os.environ.get(POLICY_ENV) or None)
+        resolved_policy = source if isinstance(source, Policy) or source is None else Policy.load(source)
+        return cls(resolved_clock, resolved_tenant, host if host is not None else env_host(), resolved_policy)
+
+    def apply(self) -> TempoTraceState:
+        """Set them on the process's state (``get_state()``) and return it."""
+        state = get_state()
+        state.clock = self.clock
+        state.tenant = self.tenant
+        state.host = self.host
+        state.policy = self.policy
+        return state
+
+
+def _provider(service_name: str | None, state: TempoTraceState) -> TracerProvider:
     current = trace.get_tracer_provider()
     if isinstance(current, TracerProvider):
-        return current
-    attributes = {"service.name": service_name} if service_name else {}
+        return current  # its Resource is fixed: the processor writes the per-process attributes on spans
+    attributes: dict[str, Any] = {"service.name": service_name} if service_name else {}
+    # What every span of this process shares goes on the Resource, once per exported batch (otel/process.py).
+    attributes.update(process_attributes(state))
     provider = TracerProvider(resource=Resource.create(attributes))
     trace.set_tracer_provider(provider)
     installed = trace.get_tracer_provider()

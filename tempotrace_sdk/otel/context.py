@@ -112,21 +112,74 @@ def remote_hop(context: context_api.Context | None = None) -> RemoteHop | None:
     return hop if isinstance(hop, RemoteHop) else None
 
 
-class SpanRecord:
-    """What we remember about an open span: its sketch and its sends.
+#: (lts, ptp_ns, uncertainty_ns, clk_quality) of one header a span sent.
+Sent = tuple[int, int, int, int]
 
-    ``sends`` and ``finished`` change only under the state's ``_sends_lock``:
-    a send either lands in ``sends`` before the end takes them, or sees
-    ``finished`` and is not recorded (the span had already ended), never
-    appended to a list the end has already written out.
+#: Unresolved sketch links above a record before its parent's sketch is computed at the child's
+#: start (see SpanRecord): keeps the chain of records one span can hold alive short.
+SKETCH_CHAIN_MAX = 32
+
+
+class SpanRecord(msgspec.Struct, gc=False):
+    """What we remember about an open span: its start reading, the header it came with, its sends,
+    and what its sketch is built on.
+
+    The span's sketch (its parent's plus its own id, spec tt-ext §8) is computed when first asked
+    for -- by a send, a child's send, or the end of a span that received a header -- not at every
+    start: most spans never send, and only receiving spans write theirs. ``base`` is the parent's
+    record (an open span of ours), a Sketch (a received header's), or None (empty); ``extra`` a span
+    id added before our own (a remote parent, or a local one this process no longer knows).
+    Resolving sets ``known`` and then drops ``base``, so a reader that sees ``base`` gone sees
+    ``known`` set (attribute writes are atomic; two threads resolving compute the same value).
+
+    ``sends`` and ``finished`` change only under the state's ``_sends_lock``: a send either lands
+    in ``sends`` before the end takes them, or sees ``finished`` and is not recorded (the span had
+    already ended), never appended to a list the end has already written out. ``written`` is how
+    many sends an end stamp written before ``end()`` (our decorators) already holds (-1: none was).
     """
 
-    __slots__ = ("finished", "sends", "sketch")
+    lts: int
+    ptp_ns: int
+    uncertainty_ns: int
+    clk_quality: int
+    ts_source: int
+    span_id: int
+    base: SpanRecord | Sketch | None = None
+    extra: int = 0
+    hop: RemoteHop | None = None
+    depth: int = 0
+    known: Sketch | None = None
+    sends: list[Sent] | None = None
+    finished: bool = False
+    written: int = -1
 
-    def __init__(self, sketch: Sketch) -> None:
-        self.sketch = sketch
-        self.sends: list[tuple[int, int, int]] | None = None  # (lts, ptp_ns, uncertainty_ns)
-        self.finished = False
+    @property
+    def sketch(self) -> Sketch:
+        """The span's sketch (computed on first use, then kept)."""
+        known = self.known
+        if known is not None:
+            return known
+        chain: list[SpanRecord] = []
+        record = self
+        while True:
+            base = record.base  # read before known: see the class doc
+            found = record.known
+            if found is not None:
+                sketch = found
+                break
+            chain.append(record)
+            if type(base) is SpanRecord:
+                record = base
+                continue
+            sketch = Sketch.EMPTY if base is None else base  # type: ignore[assignment]
+            break
+        for record in reversed(chain):
+            if record.extra:
+                sketch = sketch.with_span(record.extra)
+            sketch = sketch.with_span(record.span_id)
+            record.known = sketch
+            record.base = None
+        return sketch
 
 
 class _UnsyncedWallClock:
@@ -180,20 +233,23 @@ class TempoTraceState:
     ) -> None:
         if tenant is not None and (not isinstance(tenant, int) or isinstance(tenant, bool) or not 0 <= tenant <= 15):
             raise ValueError(f"tenant must be an integer 0..15, got {tenant!r}")
+        #: Bumped whenever clock, tenant, host or policy change: what the per-process attributes
+        #: (otel/process.py) were computed from.
+        self.version = 0
         self._clock = clock
         self._tenant = tenant
-        self.host = host if host is not None else env_host()
+        self._host = host if host is not None else env_host()
         # The counter decides the stamp: a NativeLamport (the default when the
         # native module is loaded; native_stamp=False refuses it, True demands
         # it) stamps in C, any LamportClock in Python (otel/stamp.py).
         self.lamport = lamport if lamport is not None else new_lamport(native_stamp=native_stamp)
         self.stamp = stamp_for(self.lamport)
-        self.policy = policy
+        self._policy = policy
         self.live: dict[int, SpanRecord] = {}
         # Ended spans' sketches, oldest evicted first: a plain dict and a ring
         # of its keys in end order (cheaper per span than an OrderedDict;
         # every operation on either is atomic under the GIL).
-        self.ended: dict[int, Sketch] = {}
+        self.ended: dict[int, SpanRecord] = {}
         self._ended_order: deque[int] = deque()
         # Headers received lately, as received (text or bytes), oldest evicted
         # first: a second extract of the same header is not a second receive.
@@ -216,11 +272,13 @@ class TempoTraceState:
                 _log.warning("tempotrace: no usable clock (%s); stamping with quality UNKNOWN", err)
                 clock = _UnsyncedWallClock()
             self._clock = clock
+            self.version += 1
         return clock
 
     @clock.setter
     def clock(self, clock: ClockSource) -> None:
         self._clock = clock
+        self.version += 1
 
     @property
     def tenant(self) -> int:
@@ -232,6 +290,7 @@ class TempoTraceState:
                 _log.warning("tempotrace: %s; using tenant 0", err)
                 tenant = 0
             self._tenant = tenant
+            self.version += 1
         return tenant
 
     @tenant.setter
@@ -239,6 +298,25 @@ class TempoTraceState:
         if not isinstance(tenant, int) or isinstance(tenant, bool) or not 0 <= tenant <= 15:
             raise ValueError(f"tenant must be an integer 0..15, got {tenant!r}")
         self._tenant = tenant
+        self.version += 1
+
+    @property
+    def host(self) -> str:
+        return self._host
+
+    @host.setter
+    def host(self, host: str) -> None:
+        self._host = host
+        self.version += 1
+
+    @property
+    def policy(self) -> Policy | None:
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: Policy | None) -> None:
+        self._policy = policy
+        self.version += 1
 
     @property
     def contract(self) -> Contract | None:
@@ -247,13 +325,6 @@ class TempoTraceState:
         return None if policy is None else policy.contract_for(self.tenant)
 
     # -- span records ---------------------------------------------------------
-    def open_span(self, span_id: int, sketch: Sketch) -> SpanRecord:
-        record = SpanRecord(sketch)
-        if len(self.live) >= LIVE_SPANS_MAX:
-            self.make_room()
-        self.live[span_id] = record
-        return record
-
     def make_room(self) -> None:
         """Evict the oldest open-span records: the table is full of spans that never ended."""
         live = self.live
@@ -265,29 +336,39 @@ class TempoTraceState:
         if evicted:
             self.count_error("live_evicted", evicted)
 
-    def take_sends(self, record: SpanRecord, finish: bool) -> list[tuple[int, int, int]] | None:
-        """The sends recorded so far (None when none), cleared; ``finish``: record no more."""
+    def take_sends(self, record: SpanRecord, finish: bool) -> list[Sent]:
+        """The sends recorded so far, in send order; ``finish``: record no more (the list is then final,
+        else a copy is returned: more may come)."""
         lock = self._sends_lock  # acquire/release: half the cost of ``with`` on the per-span path
         lock.acquire()
         try:
             sends = record.sends
-            record.sends = None
             if finish:
                 record.finished = True
+            elif sends:
+                sends = list(sends)
         finally:
             lock.release()
-        return sends
+        return sends or []
 
     def sketch_of(self, span_id: int) -> Sketch | None:
         record = self.live.get(span_id)
-        if record is not None:
-            return record.sketch
-        return self.ended.get(span_id)
+        if record is None:
+            record = self.ended.get(span_id)
+        return None if record is None else record.sketch
 
     def close_span(self, span_id: int) -> SpanRecord | None:
+        """Move an ended span's record from the open table to the ended one (``_remember``, inline: once per span)."""
         record = self.live.pop(span_id, None)
         if record is not None:
-            _remember(self.ended, self._ended_order, span_id, record.sketch, ENDED_SKETCHES)
+            self.ended[span_id] = record
+            order = self._ended_order
+            order.append(span_id)
+            if len(order) > ENDED_SKETCHES:
+                try:
+                    self.ended.pop(order.popleft(), None)
+                except IndexError:  # another thread emptied it first
+                    pass
         return record
 
     def remember_received(self, key: str | bytes, hop: RemoteHop) -> None:

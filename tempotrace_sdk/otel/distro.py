@@ -37,7 +37,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.util._importlib_metadata import entry_points
 
-from .configure import TempoTraceHandle, configure
+from .configure import Settings, TempoTraceHandle, configure
+from .process import process_attributes
 
 __all__ = ["ENTRY_POINT_NAME", "TempoTraceConfigurator", "TempoTraceDistro", "sdk_disabled"]
 
@@ -93,12 +94,17 @@ class TempoTraceConfigurator(_BaseConfigurator):
         version = kwargs.get("auto_instrumentation_version")
         if version:
             attributes[AUTO_VERSION_ATTRIBUTE] = version
+        # Clock, tenant, host and policy from their variables, resolved once: the Resource carries what
+        # every span shares (otel/process.py), and configure() gets the same values.
+        settings = Settings.resolve()
         if not isinstance(trace.get_tracer_provider(), TracerProvider):
             # Resource.create reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; the
             # provider reads OTEL_TRACES_SAMPLER(_ARG) and the span limits itself.
+            attributes.update(process_attributes(settings.apply()))
             provider = TracerProvider(resource=Resource.create(attributes), id_generator=_id_generator())
             trace.set_tracer_provider(provider)
-        type(self).handle = configure()
+        type(self).handle = configure(clock=settings.clock, tenant=settings.tenant, host=settings.host,
+                                      policy=settings.policy)  # fmt: skip
         _log.debug("tempotrace installed by opentelemetry-instrument (auto-instrumentation %s)", version)
 
 

@@ -13,8 +13,8 @@ merged (tt-ext §10.1: one forged header must not push every counter
 downstream to 2^63-1): the receive is a plain local tick, counted as
 ``LAMPORT_AHEAD`` in ``rejection_counts()`` and logged at debug, and the hop
 is kept -- the span it parents is still parented and still takes the
-sender's sketch -- marked ``merged=False`` so that no ``tempotrace.recv.lts``
-is written for it. The same header received again in this process (a
+sender's sketch -- marked ``merged=False`` so that its ``r`` token of
+``tempotrace.stamps`` has no receive lts. The same header received again in this process (a
 framework's extract and then the handler's own, in one request) is not a
 second receive: no merge, and the context carries the first receive's hop
 marked ``repeat`` so only one span records it. A peer's bad bytes never get
@@ -71,7 +71,7 @@ def send(
     the current one) holds no valid span context (nothing is sent, nothing ticks).
 
     The send is remembered on the current span (if we track it and it is
-    still open) and written as ``tempotrace.send.*`` arrays when it ends.
+    still open) and written as an ``x`` token of its ``tempotrace.stamps`` when it ends.
     """
     span_context = trace.get_current_span(context).get_span_context()
     span_id = span_context.span_id
@@ -93,9 +93,9 @@ def send(
             if not record.finished:
                 sends = record.sends
                 if sends is None:
-                    record.sends = [(lts, ptp_ns, uncertainty_ns)]
+                    record.sends = [(lts, ptp_ns, uncertainty_ns, quality)]
                 else:
-                    sends.append((lts, ptp_ns, uncertainty_ns))
+                    sends.append((lts, ptp_ns, uncertainty_ns, quality))
         finally:
             lock.release()
     tenant = state._tenant

@@ -1,17 +1,25 @@
-"""TempoTraceSpanProcessor: stamps every span with tt-ext fields (spec/semantic-conventions.md).
+"""TempoTraceSpanProcessor: stamps every span with tt-ext readings (spec/semantic-conventions.md).
 
-on_start makes one stamp event (otel/stamp.py: the clock reading, a Lamport
-tick and the span's sketch -- the parent's plus the span's own id -- in one
-native call where the module is built) and writes the ``tempotrace.*`` start
-attributes, the remote header's fields when the parent came over the wire,
-and the local tenant's policy verdict.
+on_start makes the span's start event (otel/stamp.py: a clock reading and a
+Lamport tick, two native calls where the module is built) and keeps it, with
+the header the span's remote parent came with and what its sketch is built
+on, in the state's open-span table. Nothing is written on the span then:
+every attribute is written once, when the span ends -- ``tempotrace.stamps``
+(start, end, received header, the sketch of a span that received one, the
+sends; stamptext.py), the queryable ``clk_quality`` and ``uncertainty_ns``,
+the per-process attributes where the span's Resource lacks them
+(otel/process.py) and a policy verdict other than "pass": one dict update of
+three attributes for most spans.
 
-The end of a span: our decorators and ``span()`` stamp ``tempotrace.end.*``
-before ``span.end()``. For any other span the SDK's on-ending hook (called
-after the end time is fixed and before any exporter's ``on_end``) stamps
-them. Either way exporters see the end stamp, whatever the processor order.
-Every use of SDK internals (the direct attribute store, the span lock, the
-hook's name) is in otel/sdk_internals.py, with the public API as fallback.
+The end: our decorators and ``span()`` call ``stamp_end`` just before
+``span.end()``; for any other span the SDK's on-ending hook (called after the
+end time is fixed and before any exporter's ``on_end``) does it. Either way
+exporters see every attribute, whatever the processor order. On an SDK
+without that hook, or whose end-time freeze cannot be lifted (probed; none
+we support), the start is written at on_start as well, and an end stamp
+that cannot be written is counted (``no_end_hook``, ``end_stamp_lost``). Every use of
+SDK internals (the direct attribute store, the span lock, the hook's name)
+is in otel/sdk_internals.py, with the public API as fallback.
 
 Hooks never block and never raise: failures are counted (``errors()``) and
 logged at debug.
@@ -21,50 +29,32 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry import context as context_api
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from opentelemetry.util import types
 
 from ..clocks.base import Timestamp
-from ..semconv import (
-    CLK_QUALITY,
-    CLOCK,
-    END_CLK_QUALITY,
-    END_LTS,
-    END_PTP_NS,
-    END_UNCERTAINTY_NS,
-    HOST,
-    LTS,
-    POLICY_REASON,
-    POLICY_RETENTION_DAYS,
-    POLICY_TIER,
-    POLICY_VERDICT,
-    PTP_NS,
-    RECV_LTS,
-    REMOTE_CLK_QUALITY,
-    REMOTE_LTS,
-    REMOTE_PTP_NS,
-    REMOTE_SVC_SKETCH,
-    REMOTE_TENANT_ID,
-    REMOTE_TS_SOURCE,
-    REMOTE_UNCERTAINTY_NS,
-    SEND_LTS,
-    SEND_PTP_NS,
-    SEND_UNCERTAINTY_NS,
-    SVC_SKETCH,
-    TENANT_ID,
-    TS_SOURCE,
-    UNCERTAINTY_NS,
-)
-from ..wire import Sketch
+from ..clocks.leapseconds import tai_to_utc_ns
+from ..semconv import CLK_QUALITY, POLICY_REASON, POLICY_VERDICT, STAMPS, UNCERTAINTY_NS
+from ..stamptext import encode, send_tokens
 from ..wire._layout import ClockQuality, TsSource
-from .context import LIVE_SPANS_MAX, REMOTE_HOP_KEY, RemoteHop, SpanRecord, TempoTraceState, get_state, hop_seen
-from .sdk_internals import PROBE, attribute_store, on_ending_hook, set_after_end, span_lock
+from .context import (
+    LIVE_SPANS_MAX,
+    REMOTE_HOP_KEY,
+    SKETCH_CHAIN_MAX,
+    RemoteHop,
+    Sent,
+    SpanRecord,
+    TempoTraceState,
+    get_state,
+    hop_seen,
+)
+from .process import ProcessAttributes
+from .sdk_internals import PROBE, attribute_store, on_ending_hook, set_after_end, span_lock, value_length_limit
 
-__all__ = ["TempoTraceSpanProcessor", "end_attributes", "pending_start", "stamp_end"]
+__all__ = ["TempoTraceSpanProcessor", "pending_start", "stamp_end"]
 
 _log = logging.getLogger(__name__)
 
@@ -74,52 +64,50 @@ pending_start: contextvars.ContextVar[tuple[int, Timestamp] | None] = contextvar
     "tempotrace_pending_start", default=None
 )
 
-
 #: The SDK calls on_ending before on_end on every span (probed): on_end has nothing left to do.
 _ON_ENDING_CALLED = PROBE["on_ending"]
+#: Every attribute can wait for the end: the hook is called and any span can be written there (the SDK's
+#: freeze can be lifted). Otherwise a span the end might not be able to write gets its start at on_start.
+_LATE_WRITE = _ON_ENDING_CALLED and PROBE["immutable_flag"]
 
-_SOURCE_NAMES = ("GTE", "SW_GCC", "CPU")
 _QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
 
+#: The most attributes one span gets: stamps, clk_quality, uncertainty_ns, 5 per-process, 2 policy.
+_ATTRS_MAX = 10
 
-def end_attributes(state: TempoTraceState, span_id: int, ts: Timestamp, start_verdict: Any) -> dict[str, Any]:
-    """The ``tempotrace.end.*`` stamp (and pending send arrays) for a span ending now."""
-    fields = (ts.ptp_ns, ts.uncertainty_ns, ts.ts_source, ts.clk_quality, state.lamport.tick())
-    return _end_attrs(state, state.live.get(span_id), fields, start_verdict, finish=False)
+#: The end event: (lts, ptp_ns, uncertainty_ns, clk_quality), and its reading's source.
+End = tuple[int, int, int, int]
+
+#: Per-process attributes are decided per Resource once, for every processor (otel/process.py).
+_PROCESS = ProcessAttributes()
 
 
 def stamp_end(state: TempoTraceState, span: Span, span_id: int, ts: Timestamp) -> None:
-    """Write the end stamp on a span still recording (our decorators, just before ``end()``).
+    """Write a span's attributes, its end read as ``ts``, while it still records (our decorators and torch's
+    spans, just before ``span.end(end_time=tai_to_utc_ns(ts.ptp_ns))``).
 
     Under the span's own lock, the one ``set_attributes`` takes, so no other
     writer and no ``end()`` can interleave; the values skip the SDK's
     per-value cleaning when the direct store allows it. Otherwise the public,
-    validating path.
+    validating path. Sends after this are added by the end hook.
     """
     record = state.live.get(span_id)
-    fields = (ts.ptp_ns, ts.uncertainty_ns, ts.ts_source, ts.clk_quality, state.lamport.tick())
-    store = attribute_store(span, _END_ATTRS_MAX)
+    if record is None:
+        return
+    end = (state.lamport.tick(), ts.ptp_ns, ts.uncertainty_ns, ts.clk_quality)
+    end_ns = tai_to_utc_ns(ts.ptp_ns)
+    store = attribute_store(span, _ATTRS_MAX)
     lock = span_lock(span) if store is not None else None
     if store is not None and lock is not None:
         with lock:
             if span.is_recording():
-                store.update(_end_attrs(state, record, fields, store.get(POLICY_VERDICT), finish=False))
-                return
-    attributes = getattr(span, "attributes", None) or {}
-    span.set_attributes(_end_attrs(state, record, fields, attributes.get(POLICY_VERDICT), finish=False))
-
-
-#: The most attributes _end_attrs writes (4 end fields, 3 send arrays, 2 policy).
-_END_ATTRS_MAX = 9
-
-
-def _send_arrays(sends: Sequence[tuple[int, int, int]]) -> dict[str, tuple[int, ...]]:
-    """The span's send.* attributes: one entry per injected header, in send order."""
-    return {
-        SEND_LTS: tuple(s[0] for s in sends),
-        SEND_PTP_NS: tuple(s[1] for s in sends),
-        SEND_UNCERTAINTY_NS: tuple(s[2] for s in sends),
-    }
+                sends = state.take_sends(record, False)
+                store.update(_attributes(state, span, record, end, ts.ts_source, end_ns, sends))
+                record.written = len(sends)
+            return
+    sends = state.take_sends(record, False)
+    span.set_attributes(_fit(state, span, _attributes(state, span, record, end, ts.ts_source, end_ns, sends)))
+    record.written = len(sends)
 
 
 def _reading(ptp_ns: int, uncertainty_ns: int, source: int, quality: int) -> Timestamp:
@@ -127,39 +115,66 @@ def _reading(ptp_ns: int, uncertainty_ns: int, source: int, quality: int) -> Tim
     return Timestamp(ptp_ns, TsSource(source), ClockQuality(quality), uncertainty_ns)
 
 
-def _end_attrs(
+def _attributes(
     state: TempoTraceState,
-    record: SpanRecord | None,
-    fields: tuple[int, int, int, int, int],
-    start_verdict: Any,
-    *,
-    finish: bool,
+    span: Span,
+    record: SpanRecord,
+    end: End | None,
+    end_source: int,
+    end_ns: int,
+    sends: Sequence[Sent],
 ) -> dict[str, Any]:
-    """The end stamp from an event's (ptp_ns, uncertainty_ns, ts_source, clk_quality, lts).
-
-    ``finish`` when no later hook will collect sends (the SDK's on-ending
-    hook). A stamp written before ``end()`` (our decorators) leaves the record
-    open: sends between the stamp and ``end()`` are collected by the hook.
-    """
-    ptp_ns, uncertainty_ns, source, quality, lts = fields
+    """Every attribute of a span (semantic-conventions §1.2): its stamps text, the queryable start quality
+    and bound, the per-process attributes its Resource lacks, a policy verdict other than pass."""
+    hop = record.hop
+    remote = recv = sketch = None
+    if hop is not None:
+        if not hop.repeat:  # a repeat takes the sender's sketch but records no receive (§8)
+            h = hop.header
+            remote = (h.ptp_ns, h.uncertainty_ns, h.clk_quality, h.ts_source, h.tenant_id, h.lts)
+            if hop.merged:  # an unmerged receive carries no Lamport evidence (tt-ext §10.1)
+                recv = hop.recv_lts
+        sketch = record.sketch.to_bytes()  # the header brought a causal past the trace may not hold
+    quality, unc = record.clk_quality, record.uncertainty_ns
     attrs: dict[str, Any] = {
-        END_PTP_NS: ptp_ns,
-        END_UNCERTAINTY_NS: uncertainty_ns,
-        END_CLK_QUALITY: _QUALITY_NAMES[quality],
-        END_LTS: lts,
-    }
-    # Without finish and no sends yet, skip the lock: a send racing us lands
-    # in the still-open record and the hook collects it.
-    sends = state.take_sends(record, finish) if record is not None and (finish or record.sends) else None
-    if sends:
-        attrs.update(_send_arrays(sends))
-    if state.policy is not None and start_verdict == "pass":
-        contract = state.contract
+        STAMPS: encode(record.lts, record.ptp_ns, unc, quality, record.ts_source, span.start_time or 0, end, end_ns,
+                       remote, recv, sketch, sends),
+        CLK_QUALITY: _QUALITY_NAMES[quality],
+        UNCERTAINTY_NS: unc,
+    }  # fmt: skip
+    resource = span.resource
+    cache = _PROCESS.cache  # ProcessAttributes.for_span's answer, checked inline (once per span)
+    if cache[0] is resource and cache[1] is state and cache[2] == state.version:
+        needed = cache[3]
+    else:
+        needed = _PROCESS.for_span(state, resource)
+    if needed is not None:
+        attrs.update(needed)
+    if state._policy is not None:
+        contract = state.contract  # the local tenant's, never the remote header's
         if contract is not None:
-            verdict, reason = contract.verdict(_reading(ptp_ns, uncertainty_ns, source, quality))
-            if verdict != "pass":  # the start kept the contract, the end did not
+            verdict, reason = contract.verdict(_reading(record.ptp_ns, unc, record.ts_source, quality))
+            if verdict == "pass" and end is not None:  # the start kept the contract; did the end?
+                verdict, reason = contract.verdict(_reading(end[1], end[2], end_source, end[3]))
+                reason = "end: " + reason
+            if verdict != "pass":
                 attrs[POLICY_VERDICT] = verdict
-                attrs[POLICY_REASON] = "end: " + reason
+                attrs[POLICY_REASON] = reason
+    return attrs
+
+
+def _fit(state: TempoTraceState, span: Span, attrs: dict[str, Any]) -> dict[str, Any]:
+    """``attrs`` for the public path: a stamps text longer than the span's value-length limit
+    (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT) loses whole tokens from its end (counted), never cut mid-token."""
+    limit = value_length_limit(span)
+    text = attrs.get(STAMPS)
+    if limit is not None and isinstance(text, str) and len(text) > limit:
+        cut = text.rfind(" ", 0, limit + 1)
+        if cut > 0:
+            attrs[STAMPS] = text[:cut]
+        else:  # not even the start token fits
+            del attrs[STAMPS]
+        state.count_error("stamps_truncated")
     return attrs
 
 
@@ -190,12 +205,7 @@ class TempoTraceSpanProcessor(SpanProcessor):
         try:
             if state is None:
                 state = get_state()
-            clock = state._clock
-            if clock is None:
-                clock = state.clock
-            pending = pending_start.get()
-            reading = pending[1] if pending is not None and pending[0] == span.start_time else None
-            own = span.get_span_context().span_id
+            own = span.context.span_id
             parent = span.parent
             hop: RemoteHop | None = None
             # Only a context that went through receive() can hold a hop: skip
@@ -205,62 +215,48 @@ class TempoTraceSpanProcessor(SpanProcessor):
                 found = ctx.get(REMOTE_HOP_KEY)
                 if isinstance(found, RemoteHop) and found.applies_to(parent):
                     hop = found
-            if parent is None:
-                sketch = Sketch.EMPTY if hop is None else hop.header.svc_sketch
-            elif parent.is_remote:
-                sketch = (hop.header.svc_sketch if hop is not None else Sketch.EMPTY).with_span(parent.span_id)
+            pending = pending_start.get()
+            source: int
+            quality: int
+            if pending is not None and pending[0] == span.start_time:
+                ts = pending[1]
+                ptp, unc, source, quality = ts.ptp_ns, ts.uncertainty_ns, ts.ts_source, ts.clk_quality
+                lts = state.lamport.tick()
             else:
-                record = state.live.get(parent.span_id)
-                if record is not None:
-                    sketch = record.sketch
-                else:
-                    known = state.ended.get(parent.span_id)
-                    if known is None:  # parent from before this process's tracking (or evicted)
-                        state.count_error("parent_sketch_missing")
-                        known = Sketch.EMPTY.with_span(parent.span_id)
-                    sketch = known
-            ptp_ns, uncertainty_ns, source, quality, lts, sketch = state.stamp.start(clock, reading, sketch, own)
+                clock = state._clock
+                ptp, unc, source, quality, lts = state.stamp.tick(clock if clock is not None else state.clock)
             live = state.live
+            if parent is None:  # a root: its sketch starts from the header's, if one came
+                record = SpanRecord(lts, ptp, unc, quality, source, own, None if hop is None else hop.header.svc_sketch,
+                                    0, hop)  # fmt: skip
+            elif parent.is_remote:  # the header's sketch (if one came) and the remote parent's id
+                record = SpanRecord(lts, ptp, unc, quality, source, own, None if hop is None else hop.header.svc_sketch,
+                                    parent.span_id, hop)  # fmt: skip
+            else:
+                base = live.get(parent.span_id)
+                if base is None:
+                    base = state.ended.get(parent.span_id)
+                if base is None:  # parent from before this process's tracking (or evicted)
+                    state.count_error("parent_sketch_missing")
+                    record = SpanRecord(lts, ptp, unc, quality, source, own, None, parent.span_id)
+                else:
+                    depth = 0 if base.known is not None else base.depth + 1
+                    if depth > SKETCH_CHAIN_MAX:  # resolve the parent now: no long chain of records kept alive
+                        base.sketch  # noqa: B018 (the property computes and keeps it)
+                        depth = 0
+                    record = SpanRecord(lts, ptp, unc, quality, source, own, base, 0, None, depth)
             if len(live) >= LIVE_SPANS_MAX:  # spans that never ended: evict the oldest
                 state.make_room()
-            live[own] = SpanRecord(sketch)
-            tenant = state._tenant
-            attrs: dict[str, types.AttributeValue] = {
-                PTP_NS: ptp_ns,
-                UNCERTAINTY_NS: uncertainty_ns,
-                CLK_QUALITY: _QUALITY_NAMES[quality],
-                TS_SOURCE: _SOURCE_NAMES[source],
-                LTS: lts,
-                TENANT_ID: state.tenant if tenant is None else tenant,
-                SVC_SKETCH: sketch.to_bytes().hex(),
-                CLOCK: clock.name,
-                HOST: state.host,
-            }
-            if hop is not None and not hop.repeat:
-                h = hop.header
-                attrs[REMOTE_PTP_NS] = h.ptp_ns
-                attrs[REMOTE_UNCERTAINTY_NS] = h.uncertainty_ns
-                attrs[REMOTE_CLK_QUALITY] = h.clk_quality.name
-                attrs[REMOTE_TS_SOURCE] = h.ts_source.name
-                attrs[REMOTE_LTS] = h.lts
-                attrs[REMOTE_TENANT_ID] = h.tenant_id
-                attrs[REMOTE_SVC_SKETCH] = h.svc_sketch.to_bytes().hex()
-                if hop.merged:  # an unmerged receive carries no Lamport evidence (tt-ext §10.1)
-                    attrs[RECV_LTS] = hop.recv_lts
-            if state.policy is not None:
-                contract = state.contract  # the local tenant's, never the remote header's
-                if contract is not None:
-                    verdict, reason = contract.verdict(_reading(ptp_ns, uncertainty_ns, source, quality))
-                    attrs[POLICY_VERDICT] = verdict
-                    attrs[POLICY_REASON] = reason
-                    attrs[POLICY_TIER] = contract.tier
-                    if contract.retention_days is not None:
-                        attrs[POLICY_RETENTION_DAYS] = contract.retention_days
-            store = attribute_store(span, len(attrs))
-            if store is not None:
-                store.update(attrs)
-            else:
-                span.set_attributes(attrs)
+            live[own] = record
+            if not (_LATE_WRITE or (_ON_ENDING_CALLED and attribute_store(span, _ATTRS_MAX) is not None)):
+                # The end might not be able to write this span (no hook, or a freeze it cannot lift):
+                # what the start knows goes on now, and the end rewrites it whole if it can.
+                attrs = _attributes(state, span, record, None, 0, 0, ())
+                store = attribute_store(span, len(attrs))
+                if store is not None:
+                    store.update(attrs)
+                else:
+                    span.set_attributes(_fit(state, span, attrs))
         except Exception:
             self._failed(state, "on_start")
 
@@ -273,29 +269,46 @@ class TempoTraceSpanProcessor(SpanProcessor):
         try:
             if state is None:
                 state = get_state()
-            own = span.get_span_context().span_id
+            own = span.context.span_id
             record = state.live.get(own)
             if record is None:  # started before this processor was added, or by another state
                 return
+            late = ""
+            attrs = None
             try:
-                store = attribute_store(span, _END_ATTRS_MAX)
-                attributes: Mapping[str, Any] = store if store is not None else (span.attributes or {})
-                if END_PTP_NS in attributes:
-                    extra: dict[str, Any] = {}
-                    sends = state.take_sends(record, True)
-                    if sends:  # sends after our decorator stamped the end: rare, keep them
-                        extra = _send_arrays(sends)
-                else:
+                written = record.written
+                if written < 0:
                     clock = state._clock
-                    fields = state.stamp.tick(clock if clock is not None else state.clock)
-                    extra = _end_attrs(state, record, fields, attributes.get(POLICY_VERDICT), finish=True)
+                    ptp, unc, source, quality, lts = state.stamp.tick(clock if clock is not None else state.clock)
+                # state.take_sends(record, True), inline: under the lock a send appends with, so a send
+                # is on the span or sees it finished (acquire/release: half the cost of ``with``).
+                lock = state._sends_lock
+                lock.acquire()
+                try:
+                    sends = record.sends
+                    record.finished = True
+                finally:
+                    lock.release()
+                if written < 0:
+                    end = (lts, ptp, unc, quality)
+                    attrs = _attributes(state, span, record, end, source, span.end_time or 0, sends or ())
+                elif sends and len(sends) > written:  # sends after our decorator wrote everything (rare)
+                    late = send_tokens(sends[written:], record.lts, record.ptp_ns, record.uncertainty_ns,
+                                       record.clk_quality)  # fmt: skip
             finally:  # the record goes whatever failed: the open-span table stays bounded
                 state.close_span(own)
-            if not extra:
+            if attrs is None and not late:
                 return
+            store = attribute_store(span, _ATTRS_MAX)
+            if attrs is None:
+                text = (store if store is not None else (span.attributes or {})).get(STAMPS)
+                if not isinstance(text, str):  # limits dropped the text: the late sends are lost with it
+                    state.count_error("end_stamp_lost")
+                    return
+                attrs = {STAMPS: text + late}
             if store is not None:
-                store.update(extra)
-            elif not set_after_end(span, extra):
+                store.update(attrs)
+            elif not set_after_end(span, _fit(state, span, attrs)):
                 state.count_error("end_stamp_lost")
         except Exception:
             self._failed(state, "on_ending")

@@ -11,7 +11,8 @@ What is used, and why:
 
 - ``Span._attributes`` (``BoundedAttributes``): its ``_dict``, ``maxlen`` and
   ``max_value_len``: the direct store, used only when no configured limit
-  could apply to our values.
+  could apply to our values; where one does, ``max_value_len`` tells how
+  long our text may be before the SDK would cut it.
 - ``Span._lock``: the end stamp written by our decorators just before
   ``end()``, under the same lock ``set_attributes`` and ``end()`` take.
 - ``BoundedAttributes._immutable``: the SDK freezes a span's attributes
@@ -40,6 +41,7 @@ __all__ = [
     "on_ending_hook",
     "set_after_end",
     "span_lock",
+    "value_length_limit",
 ]
 
 _log = logging.getLogger(__name__)
@@ -105,6 +107,13 @@ def attribute_store(span: Span, adding: int) -> dict[str, Any] | None:
     except AttributeError:  # another SDK's span (or a wrapper): the public path
         pass
     return None
+
+
+def value_length_limit(span: Span) -> int | None:
+    """The longest string value the span keeps (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT), None when unlimited or
+    unknown: the public path truncates longer strings, so the caller shortens its own first."""
+    limit = getattr(getattr(span, "_attributes", None), "max_value_len", None)
+    return limit if type(limit) is int else None
 
 
 def span_lock(span: Span) -> AbstractContextManager[Any] | None:

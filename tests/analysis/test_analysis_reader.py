@@ -37,7 +37,7 @@ def test_real_exporter_output_is_read(tmp_path: Path) -> None:
     spans = list(iter_spans(str(path)))
     assert spans and all(len(s.trace_id) == 32 and len(s.span_id) == 16 for s in spans)
     servers = [s for s in spans if s.remote is not None]
-    assert servers and all(s.kind == 2 and s.recv_lts is not None and s.remote_sketch for s in servers)
+    assert servers and all(s.kind == 2 and s.recv_lts is not None and s.sketch for s in servers)
     clients = [s for s in spans if s.sends]
     assert clients and all(s.kind == 3 for s in clients)
     assert {s.host for s in spans} == {"c", "w1", "w2"}

@@ -18,9 +18,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tempotrace_sdk import semconv as S
 from tempotrace_sdk.clocks.base import Timestamp
 from tempotrace_sdk.otel import TempoTracePropagator, TempoTraceSpanProcessor, TempoTraceState
-from tempotrace_sdk.wire import ClockQuality, TsSource
+from tempotrace_sdk.stamptext import expand
+from tempotrace_sdk.wire import ClockQuality, Sketch, TsSource
 
 #: 2027-01-01 in TAI ns, roughly: far from any leap second.
 T0 = 1_798_761_637_000_000_000
@@ -70,20 +72,53 @@ class Pipeline:
         self.propagator = TempoTracePropagator(state=state)
 
     def spans(self) -> dict[str, Any]:
+        """Exported spans by name, as a reader sees them (``Exported``)."""
+        return {s.name: Exported(s) for s in self.exporter.get_finished_spans()}
+
+    def raw_spans(self) -> dict[str, Any]:
+        """Exported spans by name, their attributes as written."""
         return {s.name: s for s in self.exporter.get_finished_spans()}
 
 
+def exported(exporter: InMemorySpanExporter) -> list[Exported]:
+    """An in-memory exporter's spans as a reader sees them (``Exported``)."""
+    return [Exported(s) for s in exporter.get_finished_spans()]
+
+
+class Exported:
+    """An exported span whose ``attributes`` are what a reader gets: ``tempotrace.stamps`` written out under
+    the names of §1.5 (``stamptext.expand``), and the Resource's per-process attributes where the span has
+    none. ``raw`` is the span itself; every other attribute is the span's."""
+
+    def __init__(self, span: Any) -> None:
+        self.raw = span
+        attrs = expand(span.attributes or {}, span.start_time, span.end_time)
+        for key, value in (span.resource.attributes if span.resource is not None else {}).items():
+            if key.startswith("tempotrace.") and key not in attrs:
+                attrs[key] = value
+        self.attributes = attrs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
 def read_spans(*paths: Path) -> list[dict[str, Any]]:
-    """Flatten OTLP JSON lines into dicts: name, trace/span/parent ids (hex), attributes."""
+    """Flatten OTLP JSON lines into dicts: name, trace/span/parent ids (hex), attributes as a reader gets
+    them (``attrs``: stamps written out, the Resource's per-process attributes added) and as written (``raw``)."""
     out = []
     for path in paths:
         for line in Path(path).read_text().splitlines():
             doc = json.loads(line)
             for rs in doc["resourceSpans"]:
-                service = {a["key"]: a["value"] for a in rs["resource"]["attributes"]}.get("service.name", {})
+                resource = {a["key"]: _value(a["value"]) for a in rs["resource"]["attributes"]}
+                service = {"stringValue": resource.get("service.name")}
                 for ss in rs["scopeSpans"]:
                     for sp in ss["spans"]:
-                        attrs = {a["key"]: _value(a["value"]) for a in sp.get("attributes", [])}
+                        raw = {a["key"]: _value(a["value"]) for a in sp.get("attributes", [])}
+                        attrs = expand(raw, int(sp["startTimeUnixNano"]), int(sp["endTimeUnixNano"]))
+                        for key, value in resource.items():  # per-process attributes (semantic-conventions §1.2)
+                            if key.startswith("tempotrace.") and key not in attrs:
+                                attrs[key] = value
                         out.append(
                             {
                                 "name": sp["name"],
@@ -94,9 +129,32 @@ def read_spans(*paths: Path) -> list[dict[str, Any]]:
                                 "start": int(sp["startTimeUnixNano"]),
                                 "end": int(sp["endTimeUnixNano"]),
                                 "attrs": attrs,
+                                "raw": raw,
                             }
                         )
     return out
+
+
+def full_sketch(span: dict[str, Any], spans: list[dict[str, Any]]) -> Sketch:
+    """A span's sketch as a reader of the whole export has it (semantic-conventions §2): the written one
+    (a span that received a header), else its parent's plus its own id (a root: its own id; a parent not
+    in the export: that id)."""
+    by_id = {s["span_id"]: s for s in spans}
+    chain, sketch = [], None
+    while span is not None:
+        written = span["attrs"].get(S.SVC_SKETCH)
+        if written:
+            sketch = Sketch.from_bytes(bytes.fromhex(written))
+            break
+        chain.append(int(span["span_id"], 16))
+        parent = span["parent"]
+        span = by_id.get(parent) if parent else None
+        if span is None:
+            sketch = Sketch.of(int(parent, 16)) if parent else Sketch.EMPTY
+    assert sketch is not None
+    for span_id in reversed(chain):
+        sketch = sketch.with_span(span_id)
+    return sketch
 
 
 def _value(v: dict[str, Any]) -> Any:

@@ -7,17 +7,22 @@ import json
 import os
 import signal
 import threading
+from typing import Any
 
 import pytest
 from _otel_helpers import Pipeline
 from opentelemetry import trace
 
 from tempotrace_sdk import semconv as S
+from tempotrace_sdk.stamptext import expand
 from tempotrace_sdk.wire import Sketch, TTExt
 
 
-def _sketch(attrs: object, key: str = S.SVC_SKETCH) -> Sketch:
-    return Sketch.from_bytes(bytes.fromhex(attrs[key]))  # type: ignore[index]
+def _sketch(pipe: Pipeline, span: Any) -> Sketch:
+    """The sketch the SDK keeps for a span (its sends carry it; only receiving spans write it)."""
+    found = pipe.state.sketch_of(span.context.span_id)
+    assert found is not None
+    return found
 
 
 def test_threads_keep_parents_sketches_and_lose_no_tick(pipe: Pipeline) -> None:
@@ -45,7 +50,7 @@ def test_threads_keep_parents_sketches_and_lose_no_tick(pipe: Pipeline) -> None:
         for i in range(per_thread):
             child = spans[f"child-{n}-{i}"]
             assert child.parent.span_id == root.context.span_id
-            assert _sketch(child.attributes).contains(root.context.span_id)
+            assert _sketch(pipe, child).contains(root.context.span_id)
             all_lts += [child.attributes[S.LTS], child.attributes[S.END_LTS]]
         assert injected[n] == sorted(injected[n])  # monotone within a thread
         all_lts += injected[n] + [root.attributes[S.LTS], root.attributes[S.END_LTS]]
@@ -72,11 +77,11 @@ def test_asyncio_tasks_keep_their_parents(pipe: Pipeline) -> None:
     for i in range(3):
         leaf_span, branch_span = spans[f"leaf-{i}"], spans[f"branch-{i}"]
         assert leaf_span.parent.span_id == branch_span.context.span_id
-        assert _sketch(branch_span.attributes).issubset(_sketch(leaf_span.attributes))
+        assert _sketch(pipe, branch_span).issubset(_sketch(pipe, leaf_span))
         assert leaf_span.attributes[S.LTS] > branch_span.attributes[S.LTS]
         for j in range(3):
             if j != i:
-                assert not _sketch(leaf_span.attributes).contains(spans[f"branch-{j}"].context.span_id)
+                assert not _sketch(pipe, leaf_span).contains(spans[f"branch-{j}"].context.span_id)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -105,9 +110,11 @@ def test_forked_child_continues_causality_even_with_locks_held(pipe: Pipeline) -
                 with pipe.tracer.start_as_current_span("in-child") as child:
                     carrier: dict[str, str] = {}
                     pipe.propagator.inject(carrier)
+                attrs = expand(child.attributes, child.start_time, child.end_time)  # type: ignore[attr-defined]
                 out = {
                     "parent": trace.format_span_id(child.parent.span_id),  # type: ignore[union-attr]
-                    "attrs": {k: v for k, v in child.attributes.items() if isinstance(v, (int, str))},
+                    "attrs": {k: v for k, v in attrs.items() if isinstance(v, (int, str))},
+                    "sketch": pipe.state.sketch_of(child.get_span_context().span_id).to_bytes().hex(),  # type: ignore[union-attr]
                     "sent_lts": TTExt.from_header(carrier["tt-ext"]).lts,
                 }
                 os.write(write_fd, json.dumps(out).encode())
@@ -122,7 +129,7 @@ def test_forked_child_continues_causality_even_with_locks_held(pipe: Pipeline) -
     assert os.WIFEXITED(status), "child deadlocked or crashed"
     assert report, "child wrote nothing"
     assert report["parent"] == trace.format_span_id(parent.get_span_context().span_id)
-    child_sketch = _sketch(report["attrs"])
+    child_sketch = Sketch.from_bytes(bytes.fromhex(report["sketch"]))
     assert child_sketch.contains(parent.get_span_context().span_id)
     assert parent_lts < report["attrs"][S.LTS] < report["sent_lts"]
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from _otel_helpers import StepClock
+from _otel_helpers import StepClock, exported
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -27,14 +27,14 @@ def setup() -> Iterator[tuple[InMemorySpanExporter, StepClock]]:
 
 
 def by_name(exporter: InMemorySpanExporter) -> dict[str, Any]:
-    return {s.name: s for s in exporter.get_finished_spans()}
+    return {s.name: s for s in exported(exporter)}
 
 
 def test_span_times_are_our_clock_in_utc(setup: tuple[InMemorySpanExporter, StepClock]) -> None:
     exporter, clock = setup
     with span("work", attributes={"k": 1}, kind=SpanKind.CLIENT) as s:
         assert s.is_recording()
-    (done,) = exporter.get_finished_spans()
+    (done,) = exported(exporter)
     start, end = clock.readings[0], clock.readings[-1]
     assert len(clock.readings) == 2  # one reading per event: no second read in on_start
     assert done.start_time == tai_to_utc_ns(start.ptp_ns)
@@ -44,6 +44,9 @@ def test_span_times_are_our_clock_in_utc(setup: tuple[InMemorySpanExporter, Step
     assert done.attributes[S.END_PTP_NS] == end.ptp_ns
     assert done.attributes[S.END_UNCERTAINTY_NS] == end.uncertainty_ns
     assert done.attributes["k"] == 1
+    # The OTel times are the readings: the text needs no dt for either (semantic-conventions §2, §3).
+    lts = done.attributes[S.LTS]
+    assert done.raw.attributes[S.STAMPS] == f"s{lts},0 e{done.attributes[S.END_LTS] - lts}"
     assert done.kind is SpanKind.CLIENT
 
 
@@ -74,7 +77,7 @@ def test_exceptions_are_recorded_and_propagate(setup: tuple[InMemorySpanExporter
 
     with pytest.raises(KeyError):
         fails()
-    (s,) = exporter.get_finished_spans()
+    (s,) = exported(exporter)
     assert s.status.status_code is StatusCode.ERROR
     assert s.events[0].name == "exception"
     assert S.END_PTP_NS in s.attributes
@@ -95,7 +98,7 @@ def test_coroutines_keep_their_own_parents(setup: tuple[InMemorySpanExporter, St
         return list(await asyncio.gather(*(task(i) for i in range(3))))
 
     assert asyncio.run(main()) == [0, 1, 2]
-    spans = exporter.get_finished_spans()
+    spans = exported(exporter)
     tasks = {s.context.span_id for s in spans if s.name == "task"}
     main_id = next(s.context.span_id for s in spans if s.name == "main")
     assert {s.parent.span_id for s in spans if s.name == "task"} == {main_id}
@@ -143,7 +146,7 @@ def test_generator_close_and_throw_end_the_span(setup: tuple[InMemorySpanExporte
     assert next(gen) == 0
     assert gen.throw(ValueError()) == -99  # thrown into the body, handled there
     gen.close()
-    (s,) = exporter.get_finished_spans()
+    (s,) = exported(exporter)
     assert s.status.status_code is not StatusCode.ERROR
     assert S.END_LTS in s.attributes
 
@@ -161,7 +164,7 @@ def test_async_generator(setup: tuple[InMemorySpanExporter, StepClock]) -> None:
         return [i async for i in ticks(3)]
 
     assert asyncio.run(consume()) == [0, 1, 2]
-    (s,) = exporter.get_finished_spans()
+    (s,) = exported(exporter)
     assert s.name == "agen" and S.END_PTP_NS in s.attributes
 
 
@@ -191,7 +194,7 @@ def test_a_failing_clock_never_fails_the_decorated_function(setup: tuple[InMemor
         return 7
 
     assert work() == 7
-    (s,) = exporter.get_finished_spans()
+    (s,) = exported(exporter)
     assert s.name == "still-runs" and s.end_time is not None
     from tempotrace_sdk.otel import get_state
 
@@ -218,7 +221,7 @@ def test_end_stamp_and_sends_with_and_without_attribute_limits(
     with span("step", tracer=provider.get_tracer("t"), attributes={"user": "kept"}) as sp:
         carrier: dict[str, str] = {}
         TempoTracePropagator().inject(carrier)
-    (done,) = exporter.get_finished_spans()
+    (done,) = exported(exporter)
     end = clock.readings[-1]
     assert done.end_time == tai_to_utc_ns(end.ptp_ns)
     assert done.attributes[S.END_PTP_NS] == end.ptp_ns

@@ -13,11 +13,19 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tempotrace_sdk import semconv as S
 from tempotrace_sdk.otel import TempoTracePropagator, TempoTraceSpanProcessor, TempoTraceState
+from tempotrace_sdk.stamptext import TAI_UTC_BASE_NS, expand
 from tempotrace_sdk.wire import ClockQuality, Sketch, TsSource, TTExt
 
 
 def sketch(attrs: Any, key: str = S.SVC_SKETCH) -> Sketch:
     return Sketch.from_bytes(bytes.fromhex(attrs[key]))
+
+
+def sketch_of(pipe: Pipeline, span: Any) -> Sketch:
+    """The sketch the SDK keeps for a span (what its sends carry; written only on receiving spans)."""
+    found = pipe.state.sketch_of(span.get_span_context().span_id)
+    assert found is not None
+    return found
 
 
 def test_start_attributes_come_from_one_clock_reading(pipe: Pipeline, clock: StepClock) -> None:
@@ -33,7 +41,52 @@ def test_start_attributes_come_from_one_clock_reading(pipe: Pipeline, clock: Ste
     assert attrs[S.TENANT_ID] == 5
     assert attrs[S.CLOCK] == "fake:step"
     assert attrs[S.HOST] == "node-a"
-    assert len(attrs[S.SVC_SKETCH]) == 64
+    assert S.SVC_SKETCH not in attrs  # a span that received no header writes no sketch (§2)
+
+
+def test_a_span_writes_its_stamps_in_three_attributes(pipe: Pipeline, clock: StepClock) -> None:
+    """§1.2: the stamps text and the two queryable start fields; host, clock and tenant only because this
+    provider's Resource does not carry them; nothing of the previous attribute set."""
+    with pipe.tracer.start_as_current_span("op"):
+        pass
+    raw = dict(pipe.raw_spans()["op"].attributes)
+    assert set(raw) == {S.STAMPS, S.CLK_QUALITY, S.UNCERTAINTY_NS, S.HOST, S.CLOCK, S.TENANT_ID}
+    start, end = clock.readings
+    span = pipe.raw_spans()["op"]
+    # start: lts 1, source GTE (0), the reading 37 s + dt after the OTel start time; end: one tick later
+    dt = start.ptp_ns - span.start_time - TAI_UTC_BASE_NS
+    edt = end.ptp_ns - span.end_time - TAI_UTC_BASE_NS
+    assert raw[S.STAMPS] == f"s1,0,{dt} e1,{edt}"
+    assert (raw[S.CLK_QUALITY], raw[S.UNCERTAINTY_NS]) == ("OK", 100)
+
+
+def test_a_resource_that_carries_the_process_attributes_keeps_them_off_the_spans(clock: StepClock) -> None:
+    """§1.2: host, clock and tenant on a Resource that says them are not repeated on every span; a
+    Resource that says another host does not count."""
+    from opentelemetry.sdk.resources import Resource
+
+    state = TempoTraceState(clock=clock, tenant=4, host="node-r")
+    for resource, on_span in (
+        (Resource({S.HOST: "node-r", S.CLOCK: "fake:step", S.TENANT_ID: 4}), False),
+        (Resource({S.HOST: "elsewhere", S.CLOCK: "fake:step", S.TENANT_ID: 4}), True),
+    ):
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider(resource=resource)
+        provider.add_span_processor(TempoTraceSpanProcessor(state=state))
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        with provider.get_tracer("t").start_as_current_span("s"):
+            pass
+        (span,) = exporter.get_finished_spans()
+        assert (S.HOST in span.attributes) is on_span
+        assert (span.attributes.get(S.HOST, "node-r"), span.attributes.get(S.TENANT_ID, 4)) == ("node-r", 4)
+    state.host = "node-s"  # a configuration change is seen at once
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource({S.HOST: "node-r", S.CLOCK: "fake:step", S.TENANT_ID: 4}))
+    provider.add_span_processor(TempoTraceSpanProcessor(state=state))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("t").start_as_current_span("s"):
+        pass
+    assert exporter.get_finished_spans()[0].attributes[S.HOST] == "node-s"
 
 
 def test_sketches_hold_every_ancestor(pipe: Pipeline) -> None:
@@ -45,11 +98,34 @@ def test_sketches_hold_every_ancestor(pipe: Pipeline) -> None:
             pass
     spans = pipe.spans()
     ids = {n: s.get_span_context().span_id for n, s in (("root", root), ("mid", mid), ("leaf", leaf))}
-    leaf_sketch = sketch(spans["leaf"].attributes)
+    leaf_sketch = sketch_of(pipe, spans["leaf"])
     assert all(leaf_sketch.contains(i) for i in ids.values())
-    assert sketch(spans["root"].attributes) == Sketch.of(ids["root"])
-    assert sketch(spans["mid"].attributes) == Sketch.of(ids["root"], ids["mid"])
-    assert not sketch(spans["sibling"].attributes).contains(ids["leaf"])  # not in its causal past
+    assert sketch_of(pipe, spans["root"]) == Sketch.of(ids["root"])
+    assert sketch_of(pipe, spans["mid"]) == Sketch.of(ids["root"], ids["mid"])
+    assert not sketch_of(pipe, spans["sibling"]).contains(ids["leaf"])  # not in its causal past
+
+
+def test_a_long_chain_of_spans_keeps_few_records_alive(pipe: Pipeline) -> None:
+    """Sketches are computed on first use; a chain of spans each started under the previous one (which
+    then ended) is resolved every SKETCH_CHAIN_MAX links, so it never holds the whole chain, and the
+    sketch at its end is still every ancestor's."""
+    from opentelemetry import trace
+
+    from tempotrace_sdk.otel.context import SKETCH_CHAIN_MAX, SpanRecord
+
+    ids, parent = [], pipe.tracer.start_span("link-0")
+    ids.append(parent.get_span_context().span_id)
+    for n in range(1, 3 * SKETCH_CHAIN_MAX):
+        child = pipe.tracer.start_span(f"link-{n}", context=trace.set_span_in_context(parent))
+        parent.end()
+        parent = child
+        ids.append(child.get_span_context().span_id)
+    record = pipe.state.live[ids[-1]]
+    held, link = 0, record  # the records this one keeps alive through its links
+    while isinstance(link.base, SpanRecord):
+        held, link = held + 1, link.base
+    assert held <= SKETCH_CHAIN_MAX
+    assert record.sketch == Sketch.of(*ids)
 
 
 def test_a_child_started_after_its_parent_ended_keeps_the_ancestry(pipe: Pipeline) -> None:
@@ -61,7 +137,7 @@ def test_a_child_started_after_its_parent_ended_keeps_the_ancestry(pipe: Pipelin
     child = pipe.tracer.start_span("late-child", context=trace.set_span_in_context(parent))
     child.end()
     spans = pipe.spans()
-    assert sketch(spans["parent"].attributes).issubset(sketch(spans["late-child"].attributes))
+    assert sketch_of(pipe, spans["parent"]).issubset(sketch_of(pipe, spans["late-child"]))
 
 
 def test_lamport_values_increase_with_every_start_and_end(pipe: Pipeline) -> None:
@@ -87,7 +163,7 @@ def _server_span(pipe: Pipeline, header: TTExt, traceparent: bool = True) -> tup
                 pass
     finally:
         context_api.detach(token)
-    return pipe.spans()["server"].attributes, pipe.spans()["handler"].attributes
+    return pipe.spans()["server"], pipe.spans()["handler"]
 
 
 def test_server_span_carries_both_ends_of_the_hop(pipe: Pipeline) -> None:
@@ -100,27 +176,29 @@ def test_server_span_carries_both_ends_of_the_hop(pipe: Pipeline) -> None:
         svc_sketch=Sketch.of(11, 22),
         tenant_id=3,
     )
-    server, handler = _server_span(pipe, remote)
+    server_span, handler_span = _server_span(pipe, remote)
+    server, handler = server_span.attributes, handler_span.attributes
     assert server[S.REMOTE_PTP_NS] == remote.ptp_ns
     assert server[S.REMOTE_UNCERTAINTY_NS] == 40
     assert server[S.REMOTE_CLK_QUALITY] == "OK"
     assert server[S.REMOTE_TS_SOURCE] == "GTE"
     assert server[S.REMOTE_TENANT_ID] == 3
     assert server[S.REMOTE_LTS] == 500 < server[S.RECV_LTS] < server[S.LTS]
-    assert sketch(server, S.REMOTE_SVC_SKETCH) == remote.svc_sketch
-    own = sketch(server)
+    own = sketch(server)  # written: the header brought a causal past (§4)
+    assert own == sketch_of(pipe, server_span)
     assert remote.svc_sketch.issubset(own)
     assert own.contains(0xB7AD6B7169203331)  # the remote parent span
+    assert S.REMOTE_SVC_SKETCH not in server  # the sender's own sketch, contained in the server's
     # The hop belongs to the server span only, not to its local children.
-    assert S.REMOTE_LTS not in handler
-    assert own.issubset(sketch(handler))
+    assert S.REMOTE_LTS not in handler and S.SVC_SKETCH not in handler
+    assert own.issubset(sketch_of(pipe, handler_span))
 
 
 def test_a_header_without_traceparent_still_roots_the_sketch(pipe: Pipeline) -> None:
     remote = TTExt(ptp_ns=5, ts_source=TsSource.CPU, clk_quality=2, uncertainty_ns=0, lts=7, svc_sketch=Sketch.of(99))
     server, _ = _server_span(pipe, remote, traceparent=False)
-    assert server[S.REMOTE_LTS] == 7
-    assert sketch(server).contains(99)
+    assert server.attributes[S.REMOTE_LTS] == 7
+    assert sketch(server.attributes).contains(99)
 
 
 def test_plain_span_end_stamp_reaches_exporters_in_any_order(clock: StepClock) -> None:
@@ -135,9 +213,10 @@ def test_plain_span_end_stamp_reaches_exporters_in_any_order(clock: StepClock) -
         pass
     for exporter in (before, after):
         (span,) = exporter.get_finished_spans()
-        assert span.attributes[S.END_PTP_NS] == clock.readings[-1].ptp_ns
-        assert span.attributes[S.END_LTS] > span.attributes[S.LTS]
-        assert span.attributes[S.END_CLK_QUALITY] == "OK"
+        attrs = expand(span.attributes, span.start_time, span.end_time)
+        assert attrs[S.END_PTP_NS] == clock.readings[-1].ptp_ns
+        assert attrs[S.END_LTS] > attrs[S.LTS]
+        assert attrs[S.END_CLK_QUALITY] == "OK"
     assert state.errors() == {}
     assert state.live == {}  # ended spans leave the live table
 
@@ -179,8 +258,8 @@ def test_several_tempotrace_processors_and_shutdown(clock: StepClock) -> None:
     with provider.get_tracer("t").start_as_current_span("after-shutdown"):
         pass
     spans = {s.name: s for s in exporter.get_finished_spans()}
-    assert S.LTS in spans["both"].attributes
-    assert S.LTS not in spans["after-shutdown"].attributes
+    assert spans["both"].attributes[S.STAMPS].startswith("s")
+    assert dict(spans["after-shutdown"].attributes) == {}
 
 
 def test_without_the_sdk_end_hook_records_are_still_released(
@@ -203,6 +282,25 @@ def test_without_the_sdk_end_hook_records_are_still_released(
             pass
     assert state.live == {}
     assert state.errors() == {"no_end_hook": 3}
+
+
+def test_without_the_sdk_end_hook_the_start_is_written_at_start(
+    clock: StepClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No end hook: every attribute would be lost if they waited for the end, so the start's go on at on_start."""
+    from tempotrace_sdk.otel import processor
+
+    monkeypatch.setattr(processor, "_ON_ENDING_CALLED", False)
+    state = TempoTraceState(clock=clock, tenant=0, host="h")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(TempoTraceSpanProcessor(state=state))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("t").start_as_current_span("s"):
+        pass
+    (span,) = exporter.get_finished_spans()
+    attrs = expand(span.attributes, span.start_time, span.end_time)
+    assert attrs[S.PTP_NS] == clock.readings[0].ptp_ns and attrs[S.LTS] == 1
 
 
 def test_a_failing_end_stamp_still_releases_the_record(state: TempoTraceState) -> None:
@@ -236,10 +334,32 @@ def test_configured_attribute_limits_are_respected(clock: StepClock) -> None:
     with provider.get_tracer("t").start_as_current_span("limited") as sp:
         TempoTracePropagator(state=state).inject({})
     (span,) = exporter.get_finished_spans()
-    assert span.attributes[S.SVC_SKETCH] == Sketch.of(sp.get_span_context().span_id).to_bytes().hex()
-    assert span.attributes[S.END_LTS] > span.attributes[S.LTS]
-    assert list(span.attributes[S.SEND_LTS]) == [span.attributes[S.LTS] + 1]
+    assert state.sketch_of(sp.get_span_context().span_id) == Sketch.of(sp.get_span_context().span_id)
+    attrs = expand(span.attributes, span.start_time, span.end_time)
+    assert attrs[S.END_LTS] > attrs[S.LTS]
+    assert list(attrs[S.SEND_LTS]) == [attrs[S.LTS] + 1]
     assert state.errors() == {}
+
+
+def test_a_value_length_limit_cuts_whole_tokens(clock: StepClock) -> None:
+    """With OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT below the text, sends are dropped from its end (counted), never
+    cut mid-token: what remains is still a valid text."""
+    from opentelemetry.sdk.trace import SpanLimits
+
+    state = TempoTraceState(clock=clock, tenant=0, host="h")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=SpanLimits(max_span_attribute_length=40))
+    provider.add_span_processor(TempoTraceSpanProcessor(state=state))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("t").start_as_current_span("limited"):
+        for _ in range(5):
+            TempoTracePropagator(state=state).inject({})
+    (span,) = exporter.get_finished_spans()
+    text = span.attributes[S.STAMPS]
+    assert len(text) <= 40 and text.startswith("s")
+    attrs = expand(span.attributes, span.start_time, span.end_time)  # decodes: no token was cut
+    assert len(attrs.get(S.SEND_LTS, ())) < 5
+    assert state.errors() == {"stamps_truncated": 1}
 
 
 def test_ended_sketches_are_kept_for_late_children_and_evicted_oldest_first(clock: StepClock) -> None:
@@ -280,7 +400,7 @@ def test_spans_that_never_end_give_way_to_new_ones(pipe: Pipeline, monkeypatch: 
                 with pipe.tracer.start_as_current_span(f"child-{n}"):
                     pass
         child = pipe.spans()[f"child-{n}"]
-        assert sketch(child.attributes).contains(grandparent.get_span_context().span_id)
+        assert sketch_of(pipe, child).contains(grandparent.get_span_context().span_id)
     # Round 0 needed three slots (one per level): the three oldest leaks went.
     assert pipe.state.errors() == {"live_evicted": 3}
     assert [span_id in pipe.state.live for span_id in leaked] == [False] * 3 + [True] * 5

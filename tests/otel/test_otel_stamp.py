@@ -1,8 +1,8 @@
 """The native stamp and its pure-Python twin agree value for value (otel/stamp.py, issue 12).
 
 A differential run on random inputs: Lamport sequences (ticks, merges,
-bounded receives, saturation), sketches (a random parent plus a random span
-id) and clock mappings (random raw readings and offsets), plus the
+bounded receives, saturation), events (readings of every source, quality
+and bound) and clock mappings (random raw readings and offsets), plus the
 properties each must keep on its own (no tick lost across threads, a stale
 mapping never stamps).
 """
@@ -23,7 +23,7 @@ from tempotrace_sdk.clocks import CpuClock
 from tempotrace_sdk.clocks._native import native, native_status
 from tempotrace_sdk.errors import FieldError
 from tempotrace_sdk.otel.stamp import NativeLamport, NativeStamp, PureStamp
-from tempotrace_sdk.wire import ClockQuality, LamportClock, Sketch, TsSource
+from tempotrace_sdk.wire import ClockQuality, LamportClock, TsSource
 from tempotrace_sdk.wire._layout import LTS_MAX, PTP_NS_MAX
 from tempotrace_sdk.wire.lamport import LAMPORT_MAX_AHEAD
 
@@ -117,23 +117,17 @@ def test_a_bad_remote_is_refused_and_leaves_the_counter(remote: Any) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    parent=st.integers(0, 2**256 - 1),
-    span_id=st.integers(1, 2**64 - 1),
     lts=st.integers(0, 10**6),
     quality=st.sampled_from(ClockQuality),
     source=st.sampled_from(TsSource),
     bound=st.integers(0, 0xFFFF),
 )
-def test_start_events_agree(
-    parent: int, span_id: int, lts: int, quality: ClockQuality, source: TsSource, bound: int
-) -> None:
-    """A span start: the same reading fields, Lamport value and sketch (parent's plus its own id, spec §8)."""
-    base = Sketch(parent)
+def test_tick_events_agree(lts: int, quality: ClockQuality, source: TsSource, bound: int) -> None:
+    """A span start, end or send: the same reading fields and Lamport value from both stamps."""
     clocks = [StepClock(source=source, quality=quality, uncertainty=bound) for _ in range(2)]
-    pure = PureStamp(LamportClock(lts)).start(clocks[0], None, base, span_id)
-    fast = NativeStamp(NativeLamport(lts)).start(clocks[1], None, base, span_id)
+    pure = PureStamp(LamportClock(lts)).tick(clocks[0])
+    fast = NativeStamp(NativeLamport(lts)).tick(clocks[1])
     assert fast == pure
-    assert fast[5] == base.with_span(span_id) and fast[5].to_bytes() == pure[5].to_bytes()
     assert fast[4] == lts + 1
 
 
@@ -175,7 +169,7 @@ def test_a_stale_mapping_falls_back_to_the_sources_own_now() -> None:
     stamp = NativeStamp(NativeLamport())
     _ptp, bound, *_ = stamp.tick(clock)
     assert clock.calls == 1 and bound == 1
-    assert stamp.start(clock, None, Sketch.EMPTY, 9)[1] == 1 and clock.calls == 2
+    assert stamp.tick(clock)[1] == 1 and clock.calls == 2
 
 
 @settings(max_examples=200, deadline=None)
@@ -211,7 +205,7 @@ def test_threads_lose_no_tick() -> None:
 
     def work(n: int) -> None:
         for i in range(2000):
-            seen[n].append(stamp.tick(clock)[4] if i % 2 else stamp.start(clock, None, Sketch.EMPTY, i + 1)[4])
+            seen[n].append(stamp.tick(clock)[4] if i % 2 else stamp.lamport.tick())
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
     for t in threads:

@@ -1,0 +1,68 @@
+"""The per-process attributes: on the Resource where it carries them, else on each span (semantic-conventions §1.2).
+
+The host, the clock's name and the local tenant -- and the tenant's policy
+tier and retention -- are the same for every span a process stamps. Written
+on each span they were a third of an exported demo span; on the Resource
+they are written once per exported batch. ``configure()`` puts them on the
+Resource of the provider it creates. A provider TempoTrace did not create
+keeps the Resource it was made with (a Resource cannot change), so for its
+spans the processor writes them on each span, as before: every span says
+them one way or the other, and a query by the unscoped name (TraceQL
+``.tempotrace.host``) finds either.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from opentelemetry.util import types
+
+from ..semconv import CLOCK, HOST, POLICY_RETENTION_DAYS, POLICY_TIER, TENANT_ID
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
+
+    from .context import TempoTraceState
+
+__all__ = ["ProcessAttributes", "process_attributes"]
+
+
+def process_attributes(state: TempoTraceState) -> dict[str, types.AttributeValue]:
+    """What every span of this process shares: host, clock, tenant, and the tenant's tier and retention."""
+    attrs: dict[str, types.AttributeValue] = {HOST: state.host, CLOCK: state.clock.name, TENANT_ID: state.tenant}
+    contract = state.contract
+    if contract is not None:
+        if contract.tier:
+            attrs[POLICY_TIER] = contract.tier
+        if contract.retention_days is not None:
+            attrs[POLICY_RETENTION_DAYS] = contract.retention_days
+    return attrs
+
+
+class ProcessAttributes:
+    """The per-process attributes a span must carry itself: none when its Resource has them all.
+
+    Decided once per (Resource, state, configuration) and kept: spans of one
+    provider share one Resource object, so the per-span cost is two identity
+    checks and an int comparison.
+    """
+
+    __slots__ = ("cache",)
+
+    #: (resource, state, version, needed) of the last answer, read inline by the processor.
+    cache: tuple[object, object, int, dict[str, types.AttributeValue] | None]
+
+    def __init__(self) -> None:
+        # (resource, state, version, needed) in one tuple: one store, so another thread reads an
+        # old answer or the new one, never a mix.
+        self.cache = (None, None, -1, None)
+
+    def for_span(self, state: TempoTraceState, resource: Resource | None) -> dict[str, types.AttributeValue] | None:
+        cache = self.cache
+        if cache[0] is resource and cache[1] is state and cache[2] == state.version:
+            return cache[3]
+        attrs = process_attributes(state)  # may resolve the clock or tenant (and bump the version)
+        carried = resource.attributes if resource is not None else {}
+        needed = None if all(carried.get(k) == v for k, v in attrs.items()) else attrs
+        self.cache = (resource, state, state.version, needed)
+        return needed
