@@ -51,7 +51,10 @@ def interrupt(proc: subprocess.Popen[str]) -> str:
 
 
 def read_spans(path: Path) -> list[dict[str, Any]]:
-    """OTLP JSON lines → one dict per span: name, kind, ids, attributes, resource attributes."""
+    """OTLP JSON lines → one dict per span: name, kind, ids, attributes (``attrs``: tempotrace.stamps written out
+    under the previous names, stamptext.expand; ``raw``: as written), resource attributes."""
+    from tempotrace_sdk.stamptext import expand
+
     spans = []
     for line in path.read_text().splitlines():
         for rs in json.loads(line)["resourceSpans"]:
@@ -65,7 +68,12 @@ def read_spans(path: Path) -> list[dict[str, Any]]:
                             "trace_id": sp["traceId"],
                             "span_id": sp["spanId"],
                             "parent": sp.get("parentSpanId") or None,
-                            "attrs": {a["key"]: _value(a["value"]) for a in sp.get("attributes", [])},
+                            "attrs": expand(
+                                {a["key"]: _value(a["value"]) for a in sp.get("attributes", [])},
+                                int(sp["startTimeUnixNano"]),
+                                int(sp["endTimeUnixNano"]),
+                            ),
+                            "raw": {a["key"]: _value(a["value"]) for a in sp.get("attributes", [])},
                             "resource": resource,
                         }
                     )

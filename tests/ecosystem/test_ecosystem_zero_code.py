@@ -21,6 +21,7 @@ import pytest
 from _eco_helpers import HERE, INSTRUMENT, clean_env, interrupt, read_line, read_spans
 
 from tempotrace_sdk import semconv as S
+from tempotrace_sdk.stamptext import expand
 
 pytestmark = [
     pytest.mark.slow,
@@ -109,7 +110,9 @@ def test_instrument_alone_installs_clock_processor_propagator_and_exporter(workd
     assert received["traceparent"].split("-")[2] == client["span_id"]
     for span, host in ((client, "cli-1"), (server, "web-1")):
         attrs = span["attrs"]
-        assert attrs[S.HOST] == host and attrs[S.TS_SOURCE] == "CPU" and S.PTP_NS in attrs and S.LTS in attrs
+        assert attrs[S.TS_SOURCE] == "CPU" and S.PTP_NS in attrs and S.LTS in attrs
+        # the configurator made the provider: host and clock are on its Resource, not on every span
+        assert span["resource"][S.HOST] == host and span["resource"][S.CLOCK] and S.HOST not in span["raw"]
         assert span["resource"]["telemetry.auto.version"], "the configurator records the auto-instrumentation"
     assert client["resource"]["deployment.environment"] == "zero-code-test"  # OTEL_RESOURCE_ATTRIBUTES
     assert len(client["attrs"][S.SEND_LTS]) == 1  # one inject, one hop
@@ -190,7 +193,10 @@ def test_traces_exporter_otlp_sends_stamped_spans_to_a_collector(
         request = trace_service.ExportTraceServiceRequest.FromString(body)
         spans += [sp for rs in request.resource_spans for ss in rs.scope_spans for sp in ss.spans]
     assert len(spans) == 1
-    attrs = {kv.key: kv.value for kv in spans[0].attributes}
-    assert attrs[S.HOST].string_value == "web-1" and attrs[S.REMOTE_LTS].int_value > 0
+    resource = {kv.key: kv.value for rs in request.resource_spans for kv in rs.resource.attributes}
+    assert resource[S.HOST].string_value == "web-1"
+    raw = {kv.key: kv.value for kv in spans[0].attributes}
+    attrs = expand({S.STAMPS: raw[S.STAMPS].string_value}, spans[0].start_time_unix_nano, spans[0].end_time_unix_nano)
+    assert attrs[S.REMOTE_LTS] > 0
     written = read_spans(workdir / "tempotrace-spans.jsonl")  # the client's default file; the server sent instead
     assert [s["resource"]["service.name"] for s in written] == ["cli"]

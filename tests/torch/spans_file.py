@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tempotrace_sdk.stamptext import expand
+
 
 def _value(v: dict[str, Any]) -> Any:
     if "intValue" in v:
@@ -43,5 +45,7 @@ def read_spans(path: Path) -> list[Span]:
             for ss in rs["scopeSpans"]:
                 for s in ss["spans"]:
                     attrs = {kv["key"]: _value(kv["value"]) for kv in s.get("attributes", [])}
+                    # tempotrace.stamps under the names of each field (semantic-conventions §1.5)
+                    attrs = expand(attrs, int(s["startTimeUnixNano"]), int(s["endTimeUnixNano"]))
                     spans.append(Span(s["name"], s["traceId"], s["spanId"], s.get("parentSpanId", ""), attrs))
     return spans
