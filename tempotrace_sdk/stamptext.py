@@ -61,6 +61,8 @@ INT63_MAX = LTS_MAX
 _UNKNOWN = int(ClockQuality.UNKNOWN)
 
 Sent = tuple[int, int, int, int]  # (lts, ptp_ns, uncertainty_ns, clk_quality) of one header sent
+_b2a = binascii.b2a_base64
+_TO_URL = bytes.maketrans(b"+/", b"-_")
 #: An enum's digit by indexing: formatting an IntEnum member in an f-string goes through Enum.__format__,
 #: several times slower, and readings carry enum members or ints.
 _DIGIT = ("0", "1", "2")
@@ -137,7 +139,7 @@ def encode(
         if recv_lts is not None:
             text += f",{lts - recv_lts}"
     if sketch is not None:
-        text += " k" + base64.urlsafe_b64encode(sketch)[:43].decode()
+        text += " k" + _b2a(sketch, newline=False)[:43].translate(_TO_URL).decode()
     if sends:
         text += send_tokens(sends, lts, ptp_ns, uncertainty_ns, clk_quality)
     return text
@@ -146,12 +148,13 @@ def encode(
 def send_tokens(sends: Iterable[Sent], lts: int, ptp_ns: int, uncertainty_ns: int, clk_quality: int) -> str:
     """`` x...`` for each send, relative to the start (lts, ptp_ns); the bound and quality only where
     they differ from the start's. Appended to a text when sends come after it was written."""
-    return "".join(
-        f" x{s_lts - lts},{s_ptp - ptp_ns}"
-        if s_unc == uncertainty_ns and s_qual == clk_quality
-        else f" x{s_lts - lts},{s_ptp - ptp_ns},{s_unc},{_DIGIT[s_qual]}"
-        for s_lts, s_ptp, s_unc, s_qual in sends
-    )
+    text = ""
+    for s_lts, s_ptp, s_unc, s_qual in sends:  # a loop, not a generator: most spans send once
+        if s_unc == uncertainty_ns and s_qual == clk_quality:
+            text += f" x{s_lts - lts},{s_ptp - ptp_ns}"
+        else:
+            text += f" x{s_lts - lts},{s_ptp - ptp_ns},{s_unc},{_DIGIT[s_qual]}"
+    return text
 
 
 # -- decode ------------------------------------------------------------------------------
