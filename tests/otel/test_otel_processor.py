@@ -404,3 +404,25 @@ def test_spans_that_never_end_give_way_to_new_ones(pipe: Pipeline, monkeypatch: 
     # Round 0 needed three slots (one per level): the three oldest leaks went.
     assert pipe.state.errors() == {"live_evicted": 3}
     assert [span_id in pipe.state.live for span_id in leaked] == [False] * 3 + [True] * 5
+
+
+def test_a_send_after_the_decorators_end_stamp_is_added_by_the_end_hook(pipe: Pipeline, clock: StepClock) -> None:
+    """§5: a header sent between stamp_end (our decorators, just before end()) and end() is not lost:
+    the end hook appends its x token to the text already written."""
+    from opentelemetry import trace
+
+    from tempotrace_sdk.otel.processor import stamp_end
+
+    sp = pipe.tracer.start_span("decorated")
+    span_id = sp.get_span_context().span_id
+    with trace.use_span(sp, end_on_exit=False):
+        pipe.propagator.inject({})  # before the end stamp
+        stamp_end(pipe.state, sp, span_id, clock.now())  # type: ignore[arg-type]
+        pipe.propagator.inject({})  # after it: only the end hook can record this one
+    sp.end()
+    raw = pipe.raw_spans()["decorated"].attributes[S.STAMPS]
+    tokens = raw.split(" ")
+    assert [t[0] for t in tokens] == ["s", "e", "x", "x"]
+    attrs = pipe.spans()["decorated"].attributes
+    assert list(attrs[S.SEND_LTS]) == [attrs[S.LTS] + 1, attrs[S.END_LTS] + 1]
+    assert pipe.state.errors() == {}
