@@ -40,18 +40,9 @@ from ..clocks.leapseconds import tai_to_utc_ns
 from ..semconv import CLK_QUALITY, POLICY_REASON, POLICY_VERDICT, STAMPS, UNCERTAINTY_NS
 from ..stamptext import encode, send_tokens
 from ..wire._layout import ClockQuality, TsSource
-from .context import (
-    LIVE_SPANS_MAX,
-    REMOTE_HOP_KEY,
-    SKETCH_CHAIN_MAX,
-    RemoteHop,
-    Sent,
-    SpanRecord,
-    TempoTraceState,
-    get_state,
-    hop_seen,
-)
+from .context import LIVE_SPANS_MAX, REMOTE_HOP_KEY, TempoTraceState, get_state, hop_seen
 from .process import ProcessAttributes
+from .records import SKETCH_CHAIN_MAX, RemoteHop, Sent, SpanRecord
 from .sdk_internals import PROBE, attribute_store, on_ending_hook, set_after_end, span_lock, value_length_limit
 
 __all__ = ["TempoTraceSpanProcessor", "pending_start", "stamp_end"]
@@ -75,7 +66,7 @@ _QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
 #: The most attributes one span gets: stamps, clk_quality, uncertainty_ns, 5 per-process, 2 policy.
 _ATTRS_MAX = 10
 
-#: The end event: (lts, ptp_ns, uncertainty_ns, clk_quality), and its reading's source.
+#: The end event: (lts, ptp_ns, uncertainty_ns, clk_quality).
 End = tuple[int, int, int, int]
 
 #: Per-process attributes are decided per Resource once, for every processor (otel/process.py).

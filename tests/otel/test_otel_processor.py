@@ -111,7 +111,7 @@ def test_a_long_chain_of_spans_keeps_few_records_alive(pipe: Pipeline) -> None:
     sketch at its end is still every ancestor's."""
     from opentelemetry import trace
 
-    from tempotrace_sdk.otel.context import SKETCH_CHAIN_MAX, SpanRecord
+    from tempotrace_sdk.otel.records import SKETCH_CHAIN_MAX, SpanRecord
 
     ids, parent = [], pipe.tracer.start_span("link-0")
     ids.append(parent.get_span_context().span_id)
