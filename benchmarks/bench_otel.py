@@ -214,6 +214,9 @@ def propagator_rows(state: TempoTraceState, rounds: int, min_time: float) -> lis
 
     clock = state.clock
     sketch = record.sketch
+    # A span's sketch is computed at its first send (records.SpanRecord): its parent's plus its own id,
+    # ids cycling past the hash's cache as new spans' ids do.
+    new_ids = itertools.cycle(range(1, 3 * 4096, 3))
 
     def inject_floor() -> str:
         # The send event and its text, nothing else: no context lookup, no send record, no carrier.
@@ -226,6 +229,7 @@ def propagator_rows(state: TempoTraceState, rounds: int, min_time: float) -> lis
             "inj": inject_ours,
             "inj_floor": inject_floor,
             "inj_span": lambda: trace.get_current_span(ctx).get_span_context(),
+            "inj_sketch": lambda: sketch.with_span(next(new_ids)),
             "ext_w3c": lambda: w3c.extract(next(fresh)),
             "ext": lambda: ours.extract(next(fresh)),
             "ext_ctx": lambda: ours.extract(next(fresh), remote_ctx),
@@ -243,6 +247,7 @@ def propagator_rows(state: TempoTraceState, rounds: int, min_time: float) -> lis
         Row("tt-ext inject (send event)", p.ns("inj"), "W3C inject", p.ratio("inj", "inj_w3c"), 0.5 * p.ns("inj_w3c")),
         Row("  floor: stamp + header text", p.ns("inj_floor"), "W3C inject", p.ratio("inj_floor", "inj_w3c")),
         Row("  floor: the current span context", p.ns("inj_span"), "W3C inject", p.ratio("inj_span", "inj_w3c")),
+        Row("  a span's first send: its sketch", p.ns("inj_sketch"), "W3C inject", p.ratio("inj_sketch", "inj_w3c")),
         Row("W3C traceparent extract", p.ns("ext_w3c")),
         Row(
             "tt-ext extract (receive event)",
@@ -275,7 +280,7 @@ Floors (issue 12 targets: overhead <= 0.20x a bare span, inject <= 0.5x and extr
   the rest, {rest:.2f}x, is what keeps causality across spans and threads -- the open-span table (a
   child's sketch is built on its parent's record; sends land there), the ended-span table (children
   that start after their parent ended), the lock a send and the end share, the per-process attribute
-  check. Before tempotrace.stamps it was 0.52-0.58x: 13 attributes written at the start and 4 at the
+  check. Before tempotrace.stamps it was 0.51-0.58x: 13 attributes written at the start and 4 at the
   end, and every span's sketch hashed and hex-encoded whether or not anything read it (now computed
   only when a send or a receiving span needs it). 0.20x is out of reach on these layers: the required
   work alone is above it. Of a bare span's ~9 us, 0.20x is ~1.9 us; the two native events cost
@@ -288,7 +293,8 @@ Floors (issue 12 targets: overhead <= 0.20x a bare span, inject <= 0.5x and extr
   sketch's text is cached), and finding the current span's context, which W3C's inject does too,
   is {inj_span:.2f}x: {inj_req:.2f}x is required before anything is recorded, above the 0.5x target.
   Ours is {inj:.2f}x: the rest is recording the send on the span (under the lock its end takes
-  the sends with) and the propagator's own frame.
+  the sends with) and the propagator's own frame. A span's first send also computes its sketch
+  (+{inj_sketch:.2f}x; before tempotrace.stamps every span's start did, sending or not).
 - Extract, every header a new one (a real receive, as in production): decoding and validating
   the text alone is {ext_floor:.2f}x W3C extract, with the bounded Lamport merge {ext_merge:.2f}x; ours
   is {ext:.2f}x, and {ext_ctx:.2f}x after tracecontext's extract (the usual composite: the remote
@@ -323,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             rest=(spans[5].ratio or 0.0) - ratio["required work alone (see doc)"],
             noop=ratio["its overhead per span"], inj_floor=ratio["floor: stamp + header text"],
             inj=ratio["tt-ext inject (send event)"], ext_floor=ratio["floor: text -> validated TTExt"],
-            inj_span=ratio["floor: the current span context"],
+            inj_span=ratio["floor: the current span context"], inj_sketch=ratio["a span's first send: its sketch"],
             inj_req=ratio["floor: stamp + header text"] + ratio["floor: the current span context"],
             ext_merge=ratio["floor: + the Lamport merge"], ext=props[5].ratio,
             ext_ctx=ratio["same, after tracecontext's extract"], ext_repeat=ratio["same header again (a repeat)"],
