@@ -44,6 +44,7 @@ from .errors import StampsError
 from .wire._layout import LTS_MAX, TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
 
 __all__ = [
+    "MAX_SENDS",
     "TAI_UTC_BASE_NS",
     "Reading",
     "Received",
@@ -53,6 +54,10 @@ __all__ = [
     "expand",
     "send_tokens",
 ]
+
+#: The most sends one span records (``x`` tokens): a reader refuses a text with more, so a hostile line cannot make
+#: it build millions of values for one span; the SDK sends more but stops recording them (counted).
+MAX_SENDS = 1 << 20
 
 #: TAI - UTC (37 s since 2017) as a constant of this encoding, not a leap-second lookup: a reader
 #: needs no leap table, and a future leap second only makes ``dt`` one second longer, still exact.
@@ -193,6 +198,8 @@ def decode(text: str, start_ns: int, end_ns: int, uncertainty_ns: int | None, cl
     UNKNOWN). Raises StampsError (a ValueError) naming the token and the rule it breaks."""
     unc = UNCERTAINTY_SATURATED if uncertainty_ns is None else uncertainty_ns
     qual = _UNKNOWN if clk_quality is None else clk_quality
+    if text.count(" x") > MAX_SENDS:  # counted before anything is built
+        raise StampsError("x", f"at most {MAX_SENDS:,} sends per span")
     tokens = text.split(" ")
     m = _START.fullmatch(tokens[0])
     if m is None:

@@ -31,6 +31,7 @@ from opentelemetry import context as context_api
 from opentelemetry import trace
 
 from ..errors import HeaderError
+from ..stamptext import MAX_SENDS
 from ..wire import Sketch, TTExt
 from ..wire.header import pack_header
 from .context import REMOTE_HOP_KEY, RemoteHop, TempoTraceState, hop_seen, remote_hop
@@ -71,7 +72,8 @@ def send(
     the current one) holds no valid span context (nothing is sent, nothing ticks).
 
     The send is remembered on the current span (if we track it and it is
-    still open) and written as an ``x`` token of its ``tempotrace.stamps`` when it ends.
+    still open) and written as an ``x`` token of its ``tempotrace.stamps`` when it ends;
+    past ``MAX_SENDS`` on one span it is sent but not recorded (counted ``sends_dropped``).
     """
     span_context = trace.get_current_span(context).get_span_context()
     span_id = span_context.span_id
@@ -89,15 +91,20 @@ def send(
         # rather than ``with``: half the cost on this path (measured).
         lock = state._sends_lock
         lock.acquire()
+        dropped = False
         try:
             if not record.finished:
                 sends = record.sends
                 if sends is None:
                     record.sends = [(lts, ptp_ns, uncertainty_ns, quality)]
-                else:
+                elif len(sends) < MAX_SENDS:
                     sends.append((lts, ptp_ns, uncertainty_ns, quality))
+                else:  # a span that never ends but keeps sending: its record stays bounded
+                    dropped = True
         finally:
             lock.release()
+        if dropped:
+            state.count_error("sends_dropped")
     tenant = state._tenant
     return form(state.tenant if tenant is None else tenant, ptp_ns, source, quality, uncertainty_ns, lts, sketch)
 

@@ -426,3 +426,18 @@ def test_a_send_after_the_decorators_end_stamp_is_added_by_the_end_hook(pipe: Pi
     attrs = pipe.spans()["decorated"].attributes
     assert list(attrs[S.SEND_LTS]) == [attrs[S.LTS] + 1, attrs[S.END_LTS] + 1]
     assert pipe.state.errors() == {}
+
+
+def test_a_span_records_at_most_max_sends(pipe: Pipeline, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A span that keeps sending keeps a bounded record: headers past MAX_SENDS still go out, unrecorded
+    and counted, so its text stays one a reader accepts."""
+    from tempotrace_sdk.otel import hop
+
+    monkeypatch.setattr(hop, "MAX_SENDS", 2)
+    with pipe.tracer.start_as_current_span("chatty"):
+        carriers: list[dict[str, str]] = [{} for _ in range(3)]
+        for carrier in carriers:
+            pipe.propagator.inject(carrier)
+    assert all("tt-ext" in c for c in carriers)
+    assert len(pipe.spans()["chatty"].attributes[S.SEND_LTS]) == 2
+    assert pipe.state.errors() == {"sends_dropped": 1}

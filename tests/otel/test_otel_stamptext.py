@@ -145,3 +145,13 @@ def test_expand_writes_a_span_out_under_the_previous_names() -> None:
         S.SEND_LTS: (8,), S.SEND_PTP_NS: (B + 10,), S.SEND_UNCERTAINTY_NS: (220,),
     }  # fmt: skip
     assert expand({"k": 1}, T, T) == {"k": 1}
+
+
+def test_more_sends_than_a_span_records_are_refused_before_any_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tempotrace_sdk import stamptext
+
+    monkeypatch.setattr(stamptext, "MAX_SENDS", 2)
+    assert len(decode("s7,0 x1,1 x2,2", T, T, 220, 0).sends) == 2
+    with pytest.raises(StampsError) as info:
+        decode("s7,0 x1,1 x2,2 x3,3", T, T, 220, 0)
+    assert info.value.token == "x" and "at most 2 sends" in info.value.rule
