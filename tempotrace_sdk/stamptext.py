@@ -22,10 +22,11 @@ source 0 GTE, 1 SW_GCC, 2 CPU).
 
 Sans-IO, like the wire codec: ``encode`` takes absolute values and returns
 the text, ``decode`` takes the text and its bases and returns absolute
-values (``decode(encode(x)) == x``); numbers are canonical decimals (no
-leading zeros, no ``-0``, at most 20 digits), so one set of values has one
-text. A text that breaks a rule raises ``StampsError`` naming the token and
-the rule. ``expand`` gives a span's values under the names of the previous
+values (``decode(encode(x)) == x``). Numbers are canonical decimals (no
+leading zeros, no ``-0``, at most 20 digits) and ``encode`` leaves out every
+optional field that holds its default, so it writes one text per set of
+values; ``decode`` also accepts those fields written out. A text that breaks
+a rule raises ``StampsError`` naming the token and the rule. ``expand`` gives a span's values under the names of the previous
 attribute set, for readers (and queries) written against those.
 """
 
