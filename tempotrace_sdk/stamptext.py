@@ -26,8 +26,9 @@ values (``decode(encode(x)) == x``). Numbers are canonical decimals (no
 leading zeros, no ``-0``, at most 20 digits) and ``encode`` leaves out every
 optional field that holds its default, so it writes one text per set of
 values; ``decode`` also accepts those fields written out. A text that breaks
-a rule raises ``StampsError`` naming the token and the rule. ``expand`` gives a span's values under the names of the previous
-attribute set, for readers (and queries) written against those.
+a rule raises ``StampsError`` naming the token and the rule. ``expand`` gives a
+span's values under the names of the previous attribute set, for readers (and
+queries) written against those.
 """
 
 from __future__ import annotations
