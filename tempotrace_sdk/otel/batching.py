@@ -7,9 +7,13 @@ rate-limited log line and no count a user can read. Here (spec/reliability.md
 - a full queue makes the ending thread wait while the exporter makes
   progress (back-pressure: the application runs at the exporter's pace);
   only an exporter that finishes no batch and uses no CPU for
-  ``block_millis`` (or one span end waiting ``MAX_WAIT_S``) causes drops,
-  and then without further waiting until it finishes one again (so a
+  ``block_millis`` (or one span end waiting ``MAX_WAIT_S`` in all) causes
+  drops, and then without further waiting until it finishes one again (so a
   stalled collector costs one wait, not one per span);
+- only the application's own threads wait (``may_wait_for_export``): a
+  gloo/NCCL callback, any thread Python did not start, TempoTrace's own
+  threads and threads inside ``no_export_wait()`` drop the span at once and
+  count it, so that a slow exporter never stalls a library's threads;
 - every dropped span is counted in the pipeline's ``LossLedger``
   (``errors()``, a rate-limited warning, the drop record in the file);
 - after fork the child gets fresh locks, an empty queue (the parent exports
@@ -29,7 +33,8 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context, attach, detach, set_value
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -46,6 +51,8 @@ __all__ = [
     "DEFAULT_MAX_QUEUE_SIZE",
     "DEFAULT_SCHEDULE_DELAY_MS",
     "TempoTraceBatchProcessor",
+    "may_wait_for_export",
+    "no_export_wait",
 ]
 
 _log = logging.getLogger(__name__)
@@ -77,6 +84,41 @@ BUSY_CPU_S = 0.01
 MAX_WAIT_S = 30.0
 #: How long shutdown waits for the worker and the last export.
 SHUTDOWN_TIMEOUT_S = 30.0
+
+
+#: TempoTrace's own threads (the batch worker, the clock refresher, the torch
+#: couriers) are named with this prefix; none of them may be held up by the queue.
+OWN_THREAD_PREFIX = "tempotrace-"
+_opted_out = threading.local()
+
+
+@contextmanager
+def no_export_wait() -> Iterator[None]:
+    """Spans ended on this thread inside the block never wait for room in a full export queue.
+
+    For a library's own worker threads (spec/reliability.md §2.1): a full queue then
+    drops the span at once and counts it (``export_dropped_queue_full_no_wait``).
+    """
+    before = getattr(_opted_out, "on", False)
+    _opted_out.on = True
+    try:
+        yield
+    finally:
+        _opted_out.on = before
+
+
+def may_wait_for_export() -> bool:
+    """True on a thread that may wait for room: one of the application's own (spec/reliability.md §2.1).
+
+    Not: a thread Python did not start (gloo/NCCL work and future callbacks, the
+    autograd engine's device threads, any C/C++ thread calling into Python: Python
+    knows them only as dummy threads), TempoTrace's own threads, and a thread inside
+    ``no_export_wait()``. Stalling those would stall the library, not the application.
+    """
+    if getattr(_opted_out, "on", False):
+        return False
+    thread = threading.current_thread()
+    return not isinstance(thread, threading._DummyThread) and not thread.name.startswith(OWN_THREAD_PREFIX)
 
 
 def _env_int(name: str, default: int, minimum: int) -> int:
@@ -163,7 +205,7 @@ class TempoTraceBatchProcessor(SpanProcessor):
         with self._start_lock:
             if self._worker is not None or self._shutdown:
                 return
-            worker = threading.Thread(target=self._run, name="TempoTraceBatchExport", daemon=True)
+            worker = threading.Thread(target=self._run, name=OWN_THREAD_PREFIX + "batch-export", daemon=True)
             worker.start()
             self._worker = worker
 
@@ -183,23 +225,40 @@ class TempoTraceBatchProcessor(SpanProcessor):
         if self._worker is None:  # the first span of a forked child
             self._start_worker()
         queue = self._queue
-        if len(queue) >= self.max_queue_size and not self._wait_for_room():
-            why = (
-                f"no batch finished for {self.block_s:g} s: spans are dropped until one does"
-                if self.block_s > 0
-                else f"waiting is off ({BLOCK_ENV}=0)"
-            )
-            self.ledger.drop(1, "queue_full", f"export queue full ({self.max_queue_size} spans), {why}")
+        if len(queue) >= self.max_queue_size and not self._room_made():
             return
         queue.append(span)
         if len(queue) >= self.max_export_batch_size and not self._wake.is_set():
             self._wake.set()
 
+    def _room_made(self) -> bool:
+        """The queue is full: wait for room where this thread may (§2.1), else drop and count; True if room."""
+        if not may_wait_for_export() or threading.get_ident() == self._worker_ident:
+            thread = threading.current_thread().name
+            self.ledger.drop(
+                1,
+                "queue_full_no_wait",
+                f"export queue full ({self.max_queue_size} spans) on thread {thread!r}, which is not the "
+                "application's own (a library or backend thread): dropped without waiting",
+            )
+            return False
+        if self._wait_for_room():
+            return True
+        why = (
+            f"no batch finished for {self.block_s:g} s (or one span waited {MAX_WAIT_S:g} s): "
+            "spans are dropped until one does"
+            if self.block_s > 0
+            else f"waiting is off ({BLOCK_ENV}=0)"
+        )
+        self.ledger.drop(1, "queue_full", f"export queue full ({self.max_queue_size} spans), {why}")
+        return False
+
     def _wait_for_room(self) -> bool:
-        if self._shedding or self.block_s <= 0 or threading.get_ident() == self._worker_ident:
+        if self._shedding or self.block_s <= 0:
             return False
         self._wake.set()
-        started = time.monotonic()
+        started = time.monotonic()  # the cap on this span end's wait counts from here
+        anchor = started  # the start of the current block_s window (moves on while the worker computes)
         cpu_seen = self._worker_cpu_s()
         with self._room:
             self._waiters += 1
@@ -211,17 +270,21 @@ class TempoTraceBatchProcessor(SpanProcessor):
                     # worker is computing one (a CPU-starved encoder on a loaded
                     # machine is slow, not stalled). An exporter that finished no
                     # batch and used no CPU for block_s is stalled: a collector
-                    # not answering, a hung file system.
+                    # not answering, a hung file system. Either way no span end
+                    # waits longer than MAX_WAIT_S in all.
                     now = time.monotonic()
-                    left = max(started, self._progress_at) + self.block_s - now
+                    cap_left = started + MAX_WAIT_S - now
+                    if cap_left <= 0:
+                        self._shedding = True
+                        return False
+                    left = max(anchor, self._progress_at) + self.block_s - now
                     if left <= 0:
                         cpu = self._worker_cpu_s()
-                        busy = cpu is not None and cpu_seen is not None and cpu - cpu_seen >= BUSY_CPU_S
-                        if not busy or now - started >= MAX_WAIT_S:
+                        if cpu is None or cpu_seen is None or cpu - cpu_seen < BUSY_CPU_S:
                             self._shedding = True
                             return False
-                        cpu_seen, started, left = cpu, now, self.block_s
-                    self._room.wait(left)
+                        cpu_seen, anchor, left = cpu, now, self.block_s
+                    self._room.wait(min(left, cap_left))
             finally:
                 self._waiters -= 1
         return True
