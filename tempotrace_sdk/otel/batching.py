@@ -51,6 +51,7 @@ __all__ = [
     "DEFAULT_MAX_QUEUE_SIZE",
     "DEFAULT_SCHEDULE_DELAY_MS",
     "TempoTraceBatchProcessor",
+    "block_millis_from_env",
     "may_wait_for_export",
     "no_export_wait",
 ]
@@ -136,7 +137,8 @@ def _env_int(name: str, default: int, minimum: int) -> int:
     return value
 
 
-def _block_ms_from_env() -> int:
+def block_millis_from_env() -> int:
+    """TEMPOTRACE_EXPORT_BLOCK_MS (default 2000); ValueError naming the variable when it is not 0..999999999."""
     raw = os.environ.get(BLOCK_ENV, "").strip()
     if not raw:
         return DEFAULT_BLOCK_MS
@@ -173,7 +175,7 @@ class TempoTraceBatchProcessor(SpanProcessor):
             else _env_int("OTEL_BSP_SCHEDULE_DELAY", DEFAULT_SCHEDULE_DELAY_MS, 1)
         )
         self.schedule_delay_s = delay_ms / 1000
-        self.block_s = (block_millis if block_millis is not None else _block_ms_from_env()) / 1000
+        self.block_s = (block_millis if block_millis is not None else block_millis_from_env()) / 1000
         if min(self.max_queue_size, self.max_export_batch_size) < 1 or self.schedule_delay_s <= 0 or self.block_s < 0:
             raise ValueError("queue and batch sizes must be >= 1, the delay > 0 and the wait >= 0")
         self._queue: deque[ReadableSpan] = deque()

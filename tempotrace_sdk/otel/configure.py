@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,9 +44,11 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ..clocks.base import ClockSource
+from .batching import block_millis_from_env
 from .context import TempoTraceState, default_clock, env_host, env_tenant, get_state
 from .export import export_processor, select_exporter
-from .lifecycle import install_exit_flush
+from .file_export import JsonLinesSpanExporter
+from .lifecycle import flush_each, install_exit_flush
 from .policy import Policy
 from .process import process_attributes
 from .processor import TempoTraceSpanProcessor
@@ -73,8 +76,12 @@ class TempoTraceHandle:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Export every ended span now; False if an exporter did not finish in time."""
-        return all(p.force_flush(timeout_millis) for p in self.export_processors)
+        """Export every ended span now, every pipeline at once within ``timeout_millis``; False if one did not finish.
+
+        A pipeline that hangs (a collector not answering) does not keep the others
+        (the local file) from being flushed.
+        """
+        return flush_each(self.export_processors, timeout_millis / 1000)
 
     def errors(self) -> dict[str, int]:
         """Failures counted instead of raised, by kind: hook errors, and export loss
@@ -127,10 +134,19 @@ def configure(
     SIGTERM flushes ended spans first when this is called on the main thread.
     """
     global _current
+    # Everything that can be wrong is found before anything changes: a configure()
+    # that raises leaves the running pipeline, the state and the files as they were.
     settings = Settings.resolve(clock=clock, tenant=tenant, host=host, policy=policy)
-    exporters, where = ([exporter], None) if exporter is not None else select_exporter(export_path, export_dir)
     if batch is None:
         batch = os.environ.get(SYNC_ENV, "").strip().lower() not in ("1", "true", "yes", "on")
+    block_millis = block_millis_from_env() if batch else None
+    # Under torchrun (RANK, WORLD_SIZE set): every span says which rank it is. Never imports torch.
+    from ..torch.launch import install_launch_facts, launch_facts
+
+    launch_env = dict(os.environ)
+    launch_facts(launch_env)  # a malformed RANK or WORLD_SIZE raises here, not halfway through
+    exporters, where = ([exporter], None) if exporter is not None else select_exporter(export_path, export_dir)
+    export_processors = _build_export_processors(exporters, batch, block_millis)
     state = settings.apply()  # only now: a configuration error above leaves the process as it was
 
     if _current is not None:
@@ -138,12 +154,10 @@ def configure(
     provider = _provider(service_name, state)
     processor = TempoTraceSpanProcessor()
     provider.add_span_processor(processor)
-    # Under torchrun (RANK, WORLD_SIZE set): every span says which rank it is. Never imports torch.
-    from ..torch.launch import install_launch_facts
-
-    install_launch_facts(provider)
-    export_processors = [export_processor(exp, batch=batch, resource=provider.resource) for exp in exporters]
-    for export in export_processors:
+    install_launch_facts(provider, launch_env)
+    for export, exp in zip(export_processors, exporters, strict=True):
+        if isinstance(exp, JsonLinesSpanExporter):
+            exp.resource = provider.resource  # what its drop records carry
         provider.add_span_processor(export)
     install_exit_flush()
 
@@ -192,6 +206,33 @@ class Settings:
         state.host = self.host
         state.policy = self.policy
         return state
+
+
+
+
+def _build_export_processors(
+    exporters: list[SpanExporter], batch: bool, block_millis: int | None
+) -> list[SpanProcessor]:
+    """One export processor per exporter; on any failure every one built is stopped and every exporter shut
+    (its file closed) before the error goes on."""
+    built: list[SpanProcessor] = []
+    try:
+        for exp in exporters:
+            built.append(export_processor(exp, batch=batch, block_millis=block_millis))
+    except BaseException:
+        for done in built:
+            _quietly(done.shutdown)
+        for exp in exporters[len(built) :]:
+            _quietly(exp.shutdown)
+        raise
+    return built
+
+
+def _quietly(stop: Callable[[], None]) -> None:
+    try:
+        stop()
+    except Exception:
+        _log.debug("tempotrace: stopping a half-built pipeline failed", exc_info=True)
 
 
 def _provider(service_name: str | None, state: TempoTraceState) -> TracerProvider:

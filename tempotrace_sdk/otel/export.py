@@ -37,6 +37,8 @@ __all__ = [
 
 EXPORT_PATH_ENV = "TEMPOTRACE_EXPORT_PATH"
 EXPORT_DIR_ENV = "TEMPOTRACE_EXPORT_DIR"
+#: The OTEL_TRACES_EXPORTER names understood.
+_EXPORTER_NAMES = ("otlp", "console", "otlp_json_file", "none")
 #: Used when neither a path, a directory nor a collector is configured.
 DEFAULT_EXPORT_PATH = "tempotrace-spans.jsonl"
 
@@ -76,11 +78,15 @@ class SyncSpanProcessor(SimpleSpanProcessor):
             return False
 
 
-def export_processor(exporter: SpanExporter, *, batch: bool, resource: Resource | None = None) -> SpanProcessor:
+def export_processor(
+    exporter: SpanExporter, *, batch: bool, resource: Resource | None = None, block_millis: float | None = None
+) -> SpanProcessor:
     """The processor that feeds ``exporter`` (batched, or each span as it ends), flushed on SIGTERM and exit."""
     if isinstance(exporter, JsonLinesSpanExporter) and resource is not None:
         exporter.resource = resource
-    processor: SpanProcessor = TempoTraceBatchProcessor(exporter) if batch else SyncSpanProcessor(exporter)
+    processor: SpanProcessor = (
+        TempoTraceBatchProcessor(exporter, block_millis=block_millis) if batch else SyncSpanProcessor(exporter)
+    )
     lifecycle.flush_on_exit(processor)
     return processor
 
@@ -117,6 +123,11 @@ def select_exporter(
         exporter, where = file_exporter(path, directory)
         return [exporter], where
     names = [n.strip() for n in os.environ.get("OTEL_TRACES_EXPORTER", "").split(",") if n.strip()]
+    unknown = [n for n in names if n not in _EXPORTER_NAMES]
+    if unknown:  # before building any: a file exporter built first would create its file
+        raise ValueError(
+            f"OTEL_TRACES_EXPORTER: unknown exporter {unknown[0]!r} ({', '.join(_EXPORTER_NAMES)})"
+        )
     if names:
         exporters: list[SpanExporter] = []
         file_path: str | None = None
@@ -129,13 +140,9 @@ def select_exporter(
                 from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
                 exporters.append(ConsoleSpanExporter())
-            elif name == "otlp_json_file":
+            else:  # otlp_json_file
                 exporter, file_path = file_exporter()
                 exporters.append(exporter)
-            else:
-                raise ValueError(
-                    f"OTEL_TRACES_EXPORTER: unknown exporter {name!r} (otlp, console, otlp_json_file, none)"
-                )
         return exporters, file_path
     if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         return [_otlp_exporter()], None

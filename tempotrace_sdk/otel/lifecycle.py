@@ -6,7 +6,8 @@ spec/reliability.md §Process lifecycle says what each guarantees:
   the child (``renew_after_fork``), so a lock held by another thread at the
   moment of the fork cannot hang the child;
 - SIGTERM (how Kubernetes, torchrun and systemd stop a process): ended spans
-  are flushed first (bounded), then the user's own Python handler runs, or,
+  are flushed first, on helper threads, within 5 s whatever locks the
+  interrupted thread holds, then the user's own Python handler runs, or,
   when there was none, the default action terminates the process as before;
   a handler the user set to ignore SIGTERM or installed from C is left alone;
 - interpreter exit: ``atexit`` flushes (also when the provider was created
@@ -24,7 +25,7 @@ import signal
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import Any, Protocol
 
@@ -32,6 +33,7 @@ __all__ = [
     "EXIT_FLUSH_TIMEOUT_S",
     "FlushLock",
     "flush_all",
+    "flush_each",
     "flush_on_exit",
     "install_exit_flush",
     "renew_after_fork",
@@ -134,22 +136,59 @@ def flush_on_exit(obj: _Flushable) -> None:
     _FLUSH.add(obj)
 
 
+def _start_daemon(target: Callable[[], None], name: str) -> threading.Thread | None:
+    """A started daemon thread, or None where none can start (Python >= 3.12 refuses at interpreter exit)."""
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:
+        return None
+    return thread
+
+
+def _flush_one(obj: _Flushable, deadline: float) -> bool:
+    left_ms = int((deadline - time.monotonic()) * 1000)
+    if left_ms <= 0:
+        return False
+    try:
+        return bool(obj.force_flush(left_ms))
+    except Exception:
+        _log.debug("tempotrace: flushing %r failed", obj, exc_info=True)
+        return False
+
+
+def flush_each(objs: Iterable[_Flushable], timeout_s: float) -> bool:
+    """Flush every one of ``objs`` at once, each on its own thread, all within ``timeout_s``; never raises.
+
+    True when every flush finished in time and succeeded. One that hangs (a
+    collector not answering, an ``export()`` that overruns, a lock it cannot
+    have) neither delays the others nor this call past ``timeout_s``: it is
+    left running on its daemon thread. Where no thread can start (interpreter
+    exit on newer Pythons) they run here one after the other, each bounded by
+    what is left (an ``export()`` already running is not interrupted).
+    """
+    deadline = time.monotonic() + timeout_s
+    results: dict[int, bool] = {}
+    threads: list[threading.Thread] = []
+    items = list(objs)
+    for i, obj in enumerate(items):
+
+        def run(i: int = i, obj: _Flushable = obj) -> None:
+            results[i] = _flush_one(obj, deadline)
+
+        thread = _start_daemon(run, "tempotrace-flush")
+        if thread is None:
+            run()
+        else:
+            threads.append(thread)
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return len(results) == len(items) and all(results.values())
+
+
 def flush_all(timeout_s: float = EXIT_FLUSH_TIMEOUT_S) -> bool:
     """Flush every registered processor and exporter within ``timeout_s`` in all; never raises."""
-    deadline = time.monotonic() + timeout_s
-    ok = True
-    # Processors first: their force_flush hands queued spans to the exporter.
-    objs = sorted(list(_FLUSH), key=lambda o: not hasattr(o, "on_end"))
-    for obj in objs:
-        left_ms = int((deadline - time.monotonic()) * 1000)
-        if left_ms <= 0:
-            return False
-        try:
-            ok = bool(obj.force_flush(left_ms)) and ok
-        except Exception:
-            _log.debug("tempotrace: flushing %r failed", obj, exc_info=True)
-            ok = False
-    return ok
+    return flush_each(list(_FLUSH), timeout_s)
 
 
 def _flush_at_exit() -> None:
@@ -172,30 +211,52 @@ def _in_multiprocessing_child(_anchor: object) -> None:
 
 
 def _on_sigterm_then(previous: Any) -> Any:
-    flushing = False
+    """Our SIGTERM handler: flush (bounded) on a helper thread, then the ``previous`` handler or the default action.
+
+    The flush never runs on the interrupted thread: that thread may hold any
+    lock the flush needs (a ledger's, a queue's, one it was just acquiring),
+    and waiting for it there would wait forever. The handler waits for the
+    helper at most EXIT_FLUSH_TIMEOUT_S, then terminates whatever the helper
+    is stuck on (spec/reliability.md §5).
+    """
+    flushing: threading.Thread | None = None  # the helper of the SIGTERM being handled
 
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        if flushing:
+        nonlocal flushing
+        if flushing is not None:
             # Another SIGTERM while the first one's flush runs (Pool.terminate
             # may send several): the first one finishes, then terminates.
             return
+        deadline = time.monotonic() + EXIT_FLUSH_TIMEOUT_S
         me = threading.get_ident()
-        if _holds_flush_lock(me):
-            # The signal interrupted this thread inside an export or a flush
-            # (a worker's exit finalizer, handle.shutdown()): flushing now
-            # would find our own locks taken, and terminating would lose that
-            # export. Act when it releases them.
-            _deferred.append((me, lambda: flush_then_terminate(signum, frame)))
-            return
-        flush_then_terminate(signum, frame)
+        inside_export = _holds_flush_lock(me)
+        # The signal interrupted this thread inside one of our exports or
+        # flushes: the helper needs what this thread holds, so this thread
+        # must go on and release it; the rest happens then (_deferred). With
+        # no handler to chain to, the helper itself ends the process once it
+        # has flushed, so an export that never ends cannot keep it alive.
+        helper_terminates = inside_export and previous is None
+        if helper_terminates:
+            signal.signal(signum, signal.SIG_DFL)  # raise_signal on the helper then kills, as the default does
 
-    def flush_then_terminate(signum: int, frame: FrameType | None) -> None:
-        nonlocal flushing
-        flushing = True
-        try:
+        def flush() -> None:
+            flush_all(max(0.0, deadline - time.monotonic()))
+            if helper_terminates:
+                signal.raise_signal(signum)
+
+        flushing = _start_daemon(flush, "tempotrace-sigterm-flush")
+        if flushing is None:  # no thread can start now: flush here, bounded between batches only
             flush_all(EXIT_FLUSH_TIMEOUT_S)
-        finally:
-            flushing = False
+        if inside_export:
+            _deferred.append((me, lambda: finish(signum, frame, deadline)))
+            return
+        finish(signum, frame, deadline)
+
+    def finish(signum: int, frame: FrameType | None, deadline: float) -> None:
+        nonlocal flushing
+        if flushing is not None:
+            flushing.join(max(0.0, deadline - time.monotonic()))
+        flushing = None
         if previous is not None:
             previous(signum, frame)
             return

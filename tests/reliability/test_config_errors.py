@@ -112,3 +112,46 @@ def test_a_path_fixed_while_running_gets_every_kept_span(tmp_path: Path) -> None
     assert report["flushed"] == [False, True]
     expected = [f"early-{i}" for i in range(10)] + [f"late-{i}" for i in range(10)]
     assert sorted(FileContents(path).names) == sorted(expected)
+
+
+RECONFIGURE_BADLY = r"""
+import json, os, sys
+from tempotrace_sdk.otel import configure, span
+from tempotrace_sdk.otel.context import get_state
+
+good, bad_path, what = sys.argv[1], sys.argv[2], sys.argv[3]
+handle = configure(service_name="app", export_path=good, tenant=3)
+with span("before"):
+    pass
+bad = {"block-ms": {"TEMPOTRACE_EXPORT_BLOCK_MS": "2s"},
+       "rank": {"RANK": "first", "WORLD_SIZE": "2"}}[what]
+os.environ.update(bad)
+try:
+    configure(service_name="app", export_path=bad_path, tenant=5)
+except ValueError as err:
+    print("raised:", err)
+for key in bad:
+    del os.environ[key]
+for i in range(20):
+    with span(f"after-{i}"):
+        pass
+flushed = handle.force_flush(10_000)
+print(json.dumps({"flushed": flushed, "tenant": get_state().tenant, "errors": handle.errors()}))
+"""
+
+
+@pytest.mark.parametrize("what", ["block-ms", "rank"])
+def test_a_failed_reconfigure_leaves_the_running_pipeline_as_it_was(tmp_path: Path, what: str) -> None:
+    """A bad setting in a second configure() raises, and nothing was replaced (spec/reliability.md §6).
+
+    Before the fix an invalid TEMPOTRACE_EXPORT_BLOCK_MS or RANK was found only after the old
+    pipeline had been shut down: every later span went nowhere and errors() said nothing.
+    """
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    result = run_python(RECONFIGURE_BADLY, str(good), str(bad), what)
+    assert result.returncode == 0, describe(result)
+    assert "raised:" in result.stdout
+    report = as_json(result)
+    assert report == {"flushed": True, "tenant": 3, "errors": {}}
+    assert sorted(FileContents(good).names) == sorted(["before"] + [f"after-{i}" for i in range(20)])
+    assert not bad.exists(), "a configure() that raised must not have created its export file"

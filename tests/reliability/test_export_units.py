@@ -199,3 +199,49 @@ def test_a_slow_exporter_that_computes_is_waited_for_and_a_sleeping_one_is_not(
     processor.shutdown()
     assert exporter.exported + counts.counts["export_dropped"] == 30
     assert (counts.counts["export_dropped_queue_full"] > 0) is drops
+
+
+class Held(SpanExporter):
+    """A collector that does not answer: export() returns only when released."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.release.wait(60)
+        return SpanExportResult.SUCCESS
+
+
+def test_handle_force_flush_flushes_every_pipeline_when_one_hangs(tmp_path: Path) -> None:
+    """A collector down must not keep the file from being flushed (spec/reliability.md §5: os._exit users).
+
+    Before the fix the handle flushed its pipelines one by one and stopped at the first
+    that did not finish: the file pipeline after a hung collector was never flushed.
+    """
+    from tempotrace_sdk.otel.configure import TempoTraceHandle
+    from tempotrace_sdk.otel.context import get_state
+    from tempotrace_sdk.otel.processor import TempoTraceSpanProcessor
+
+    path = tmp_path / "spans.jsonl"
+    held = Held()
+    collector = TempoTraceBatchProcessor(held, schedule_delay_millis=600_000)
+    to_file = TempoTraceBatchProcessor(
+        JsonLinesSpanExporter(AppendStream(lambda _pid: str(path))), schedule_delay_millis=600_000
+    )
+    provider = TracerProvider(shutdown_on_exit=False)
+    for p in (collector, to_file):
+        provider.add_span_processor(p)
+    handle = TempoTraceHandle(provider, TempoTraceSpanProcessor(), [collector, to_file], str(path), get_state())
+    try:
+        _end(provider.get_tracer("unit"), 5)
+        result: list[bool] = []
+        flusher = threading.Thread(target=lambda: result.append(handle.force_flush(1000)), daemon=True)
+        flusher.start()
+        flusher.join(30)
+        assert result == [False], "force_flush must return within its timeout, saying not everything was flushed"
+        names = [s["name"] for line in path.read_bytes().splitlines() for rs in json.loads(line)["resourceSpans"]
+                 for ss in rs["scopeSpans"] for s in ss["spans"]]  # fmt: skip
+        assert sorted(names) == [f"s{i}" for i in range(5)]
+    finally:
+        held.release.set()
+        handle.shutdown()
