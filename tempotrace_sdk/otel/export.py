@@ -14,14 +14,16 @@ from __future__ import annotations
 import importlib
 import os
 
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context, attach, detach, set_value
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import SpanProcessor
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from . import lifecycle
 from .appender import AppendStream
 from .batching import TempoTraceBatchProcessor
 from .file_export import JsonLinesSpanExporter
+from .loss import LossLedger
 
 __all__ = [
     "DEFAULT_EXPORT_PATH",
@@ -64,18 +66,55 @@ def file_exporter(
     return JsonLinesSpanExporter(stream), stream.path
 
 
-class SyncSpanProcessor(SimpleSpanProcessor):
-    """Exports each span as it ends (TEMPOTRACE_EXPORT_SYNC=1).
+class SyncSpanProcessor(SpanProcessor):
+    """Exports each span as it ends, on the thread that ends it (TEMPOTRACE_EXPORT_SYNC=1).
 
-    Unlike the SDK's, ``force_flush`` asks the exporter too: it may hold lines
-    whose write failed, and then the flush has not finished.
+    Unlike the SDK's SimpleSpanProcessor: a span the exporter loses (FAILURE
+    from an exporter that does not count its own losses, or an exception) is
+    counted in ``ledger`` (``export_dropped_export_failed``, spec/reliability.md
+    §3); after ``shutdown()`` spans are ignored quietly (``configure()`` again
+    shuts this one down, but OpenTelemetry keeps handing it every span); and
+    ``force_flush`` asks the exporter too: it may hold lines whose write failed.
     """
 
+    def __init__(self, span_exporter: SpanExporter, *, ledger: LossLedger | None = None) -> None:
+        self.span_exporter = span_exporter
+        own_ledger = getattr(span_exporter, "ledger", None)
+        self.ledger: LossLedger = ledger or (own_ledger if isinstance(own_ledger, LossLedger) else LossLedger())
+        self._exporter_counts_loss = getattr(span_exporter, "counts_own_loss", False) is True
+        self._shutdown = False
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        context = span.context
+        if context is None or not context.trace_flags.sampled or self._shutdown:
+            return
+        exporter = self.span_exporter
+        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+        try:
+            result = exporter.export((span,))
+            if result is not SpanExportResult.SUCCESS and not self._exporter_counts_loss:
+                self.ledger.drop(1, "export_failed", f"{type(exporter).__name__} failed a span")
+        except Exception as err:  # the span path never raises into the application
+            self.ledger.drop(1, "export_failed", f"{type(exporter).__name__} raised {type(err).__name__}: {err}")
+        finally:
+            detach(token)
+
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        if self._shutdown:
+            return False
         try:
             return self.span_exporter.force_flush(timeout_millis) is not False  # the SDK's base returns None
         except Exception:
             return False
+
+    def shutdown(self) -> None:
+        if self._shutdown:
+            return
+        self._shutdown = True
+        self.span_exporter.shutdown()
 
 
 def export_processor(

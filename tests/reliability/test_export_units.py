@@ -245,3 +245,55 @@ def test_handle_force_flush_flushes_every_pipeline_when_one_hangs(tmp_path: Path
     finally:
         held.release.set()
         handle.shutdown()
+
+
+class Down(SpanExporter):
+    """A collector exporter whose collector is down: every batch FAILURE, or an exception."""
+
+    def __init__(self, raises: bool = False) -> None:
+        self.raises = raises
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self.raises:
+            raise ConnectionError("connection refused")
+        return SpanExportResult.FAILURE
+
+
+@pytest.mark.parametrize("raises", [False, True], ids=["failure", "raises"])
+def test_sync_export_counts_every_span_its_exporter_loses(counts: Counts, raises: bool) -> None:
+    """TEMPOTRACE_EXPORT_SYNC=1: before the fix a FAILURE was ignored and an exception only logged."""
+    from tempotrace_sdk.otel.export import SyncSpanProcessor
+
+    processor = SyncSpanProcessor(Down(raises), ledger=LossLedger(counts))
+    _end(_tracer(processor), 7)
+    assert counts.counts == {"export_dropped": 7, "export_dropped_export_failed": 7}
+
+
+def test_sync_export_is_quiet_after_shutdown(counts: Counts, caplog: pytest.LogCaptureFixture) -> None:
+    """configure() again shuts the old processor down but the provider keeps calling it: no warning per span."""
+    from tempotrace_sdk.otel.export import SyncSpanProcessor
+
+    memory = InMemorySpanExporter()
+    processor = SyncSpanProcessor(memory, ledger=LossLedger(counts))
+    tracer = _tracer(processor)
+    _end(tracer, 3)
+    processor.shutdown()
+    with caplog.at_level(logging.DEBUG):
+        _end(tracer, 50, "late")
+    assert [s.name for s in memory.get_finished_spans()] == ["s0", "s1", "s2"]
+    assert caplog.records == [] and counts.counts == {}
+
+
+def test_sync_export_through_our_file_exporter_counts_nothing_twice(tmp_path: Path, counts: Counts) -> None:
+    """Our exporter's FAILURE means "kept to retry", counted by itself: the processor adds nothing."""
+    from tempotrace_sdk.otel.export import SyncSpanProcessor
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    exporter = JsonLinesSpanExporter(AppendStream(lambda _pid: str(blocker / "spans.jsonl")), ledger=LossLedger(counts))
+    processor = SyncSpanProcessor(exporter)
+    assert processor.ledger is exporter.ledger
+    _end(_tracer(processor), 5)
+    assert "export_dropped" not in counts.counts  # kept (8 MiB) to retry, not lost yet
+    processor.shutdown()
+    assert counts.counts["export_dropped"] == counts.counts["export_dropped_unavailable"] == 5
