@@ -74,6 +74,8 @@ class JsonLinesSpanExporter(SpanExporter):
         self._pending: deque[tuple[bytes, int]] = deque()
         self._pending_bytes = 0
         self._shutdown = False
+        #: shutdown() gave up waiting for the lock: its holder writes nothing more and closes the stream.
+        self._abandoned = False
         lifecycle.renew_after_fork(self)
         error = stream.open_error
         if error is not None:
@@ -110,13 +112,22 @@ class JsonLinesSpanExporter(SpanExporter):
             self.ledger.drop(len(spans), "write_failed", "export re-entered from a signal handler")
             return SpanExportResult.FAILURE
         try:
+            if self._abandoned:  # waited here while shutdown gave up on the export ahead of us
+                self.ledger.drop(len(spans), "shutdown_timeout", f"{self.path}: ended while shutdown ran")
+                return SpanExportResult.FAILURE
             self._keep(line, len(spans))
             ok = self._write_pending()
             if ok:
                 self._write_drop_record(force=False)
         finally:
-            self._lock.release()
+            self._release()
         return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    def _release(self) -> None:
+        """Release the lock; first, if shutdown gave up waiting for it, finish what shutdown could not."""
+        if self._abandoned:
+            self._finish_abandoned()
+        self._lock.release()
 
     def _unavailable(self) -> bool:
         """True while the file cannot even be opened (the loss reason is then ``unavailable``)."""
@@ -138,6 +149,8 @@ class JsonLinesSpanExporter(SpanExporter):
         """Write the kept lines in order; False (and the rest kept) at the first failure."""
         pending = self._pending
         while pending:
+            if self._abandoned:  # shutdown has counted the kept lines as lost: write none of them
+                return False
             line, _count = pending[0]
             try:
                 self.stream.append(line)
@@ -175,26 +188,46 @@ class JsonLinesSpanExporter(SpanExporter):
             self._write_drop_record(force=True)
             return ok
         finally:
-            self._lock.release()
+            self._release()
 
     def shutdown(self, timeout_millis: float = 30_000, **_kwargs: object) -> None:
         if self._shutdown:
             return
-        acquired = self._lock.acquire(min(_SHUTDOWN_LOCK_TIMEOUT_S, timeout_millis / 1000))
-        try:
-            self._shutdown = True
-            self._write_pending()
-            lost = sum(n for _, n in self._pending)
-            self._pending.clear()
-            self._pending_bytes = 0
-            self.ledger.drop(
-                lost, self._loss_reason(), f"{self.path}: {lost} kept span(s) could not be written by shutdown"
-            )
-            self._write_drop_record(force=True)
+        self._shutdown = True  # export() returns at once from now on
+        if self._lock.acquire(min(_SHUTDOWN_LOCK_TIMEOUT_S, timeout_millis / 1000)):
             try:
-                self.stream.close()
-            except (OSError, ValueError):
-                _log.debug("tempotrace: closing %s failed", self.path, exc_info=True)
-        finally:
-            if acquired:
+                self._write_pending()
+                lost = sum(n for _, n in self._pending)
+                self._pending.clear()
+                self._pending_bytes = 0
+                why = f"{self.path}: {lost} kept span(s) could not be written by shutdown"
+                self.ledger.drop(lost, self._loss_reason(), why)
+                self._write_drop_record(force=True)
+                self._close_stream()
+            finally:
                 self._lock.release()
+            return
+        # Another thread is inside export() or force_flush(), in a write that does
+        # not return (a hung file system), and owns the kept lines and the stream.
+        # Writing them here would put a line in the file twice; closing the stream
+        # would close the descriptor under its write, and a reused number would take
+        # span JSON into an unrelated file. So: count what is kept as lost now (the
+        # write in progress may yet arrive: at most that batch is then both in the
+        # file and counted); the holder writes nothing more and closes the stream.
+        self._abandoned = True
+        kept = sum(n for _, n in list(self._pending))  # list(): one copy under the GIL
+        self.ledger.drop(kept, "shutdown_timeout", f"{self.path}: shutdown could not wait for a write in progress")
+        if self._lock.acquire(0):  # the holder left meanwhile, perhaps before it saw _abandoned
+            self._release()
+
+    def _finish_abandoned(self) -> None:
+        """Under the lock, after shutdown gave up on it: the kept lines are counted already."""
+        self._pending.clear()
+        self._pending_bytes = 0
+        self._close_stream()
+
+    def _close_stream(self) -> None:
+        try:
+            self.stream.close()
+        except (OSError, ValueError):
+            _log.debug("tempotrace: closing %s failed", self.path, exc_info=True)

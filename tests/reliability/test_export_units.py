@@ -297,3 +297,60 @@ def test_sync_export_through_our_file_exporter_counts_nothing_twice(tmp_path: Pa
     assert "export_dropped" not in counts.counts  # kept (8 MiB) to retry, not lost yet
     processor.shutdown()
     assert counts.counts["export_dropped"] == counts.counts["export_dropped_unavailable"] == 5
+
+
+class StuckStream(AppendStream):
+    """Its first write waits (a hung file system) with the descriptor in hand, until ``release``."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(lambda _pid: str(path))
+        self.writing = threading.Event()
+        self.release = threading.Event()
+        self.writes = 0
+
+    def _append_locked(self, fd: int, record: bytes) -> None:
+        self.writes += 1
+        if self.writes == 1:
+            self.writing.set()
+            self.release.wait(60)
+        super()._append_locked(fd, record)
+
+
+def test_shutdown_without_the_lock_touches_neither_the_kept_lines_nor_the_stream(
+    tmp_path: Path, counts: Counts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export still writing when shutdown gives up waiting for it (spec/reliability.md §4).
+
+    Before the fix shutdown wrote the kept line itself (the line was then in the file twice) and
+    closed the descriptor under the write in progress (a reused number would have taken span JSON
+    into an unrelated file). Now the kept spans are counted as shutdown_timeout, the write in
+    progress finishes on its own descriptor, and whoever holds the lock closes the stream.
+    """
+    import tempotrace_sdk.otel.file_export as file_export
+
+    monkeypatch.setattr(file_export, "_SHUTDOWN_LOCK_TIMEOUT_S", 0.2)
+    path = tmp_path / "spans.jsonl"
+    stream = StuckStream(path)
+    exporter = JsonLinesSpanExporter(stream, ledger=LossLedger(counts))
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(TempoTraceBatchProcessor(memory, schedule_delay_millis=600_000))
+    _end(provider.get_tracer("unit"), 3)
+    provider.force_flush()
+    spans = memory.get_finished_spans()
+    worker = threading.Thread(target=exporter.export, args=(spans,), daemon=True)
+    worker.start()
+    try:
+        assert stream.writing.wait(30)
+        exporter.shutdown()  # gives up waiting for the lock after 0.2 s
+        assert not stream.closed, "the descriptor was closed under a write in progress"
+        assert counts.counts["export_dropped_shutdown_timeout"] == 3
+        assert stream.writes == 1, "shutdown wrote a line the stuck export still holds"
+    finally:
+        stream.release.set()
+        worker.join(30)
+    assert not worker.is_alive()
+    names = [s["name"] for line in path.read_bytes().splitlines() for rs in json.loads(line)["resourceSpans"]
+             for ss in rs["scopeSpans"] for s in ss["spans"]]  # fmt: skip
+    assert names == ["s0", "s1", "s2"]  # the write in progress arrived once (and was counted: it might not have)
+    assert stream.closed, "the export that held the lock closes the stream on its way out"
