@@ -76,11 +76,13 @@ class AppendStream(io.TextIOBase):
         self._open_failed_at = -float("inf")
         self._buffer: list[str] = []
         self.reopened = 0  # times the file was found deleted/rotated and reopened
+        #: Failed attempts to open the file. Between two attempts (REOPEN_INTERVAL_S) an
+        #: append re-raises the last error without trying: not another failed open.
+        self.open_failures = 0
         try:
             self._open()
         except OSError as err:
-            self._open_error = err
-            self._open_failed_at = time.monotonic()
+            self._open_failed(err)
 
     @property
     def path(self) -> str:
@@ -113,6 +115,11 @@ class AppendStream(io.TextIOBase):
         self._identity = (st.st_dev, st.st_ino)
         self._open_error = None
 
+    def _open_failed(self, err: OSError) -> None:
+        self._open_error = err
+        self._open_failed_at = time.monotonic()
+        self.open_failures += 1
+
     def _close_fd(self) -> None:
         if self._fd >= 0:
             try:
@@ -139,8 +146,7 @@ class AppendStream(io.TextIOBase):
             try:
                 self._open()
             except OSError as err:
-                self._open_error = err
-                self._open_failed_at = time.monotonic()
+                self._open_failed(err)
                 raise
         return self._fd
 

@@ -77,6 +77,7 @@ class JsonLinesSpanExporter(SpanExporter):
         #: shutdown() gave up waiting for the lock: its holder writes nothing more and closes the stream.
         self._abandoned = False
         lifecycle.renew_after_fork(self)
+        self._open_failures_counted = stream.open_failures
         error = stream.open_error
         if error is not None:
             self.ledger.failure(
@@ -91,6 +92,7 @@ class JsonLinesSpanExporter(SpanExporter):
 
     def after_fork_in_child(self) -> None:
         self._lock = FlushLock()
+        self._open_failures_counted = self.stream.open_failures
         self._pending.clear()
         self._pending_bytes = 0
         self.ledger.after_fork_in_child()
@@ -156,11 +158,15 @@ class JsonLinesSpanExporter(SpanExporter):
                 self.stream.append(line)
             except (OSError, ValueError) as err:
                 why = _describe(err) if isinstance(err, OSError) else str(err)
-                verb = "open" if self._unavailable() else "write to"
-                self.ledger.failure(
-                    f"export_{verb.split()[0]}_failed",
-                    f"cannot {verb} {self.path}: {why}; {sum(n for _, n in pending)} span(s) kept to retry",
-                )
+                detail = f"{self.path}: {why}; {sum(n for _, n in pending)} span(s) kept to retry"
+                if not self._unavailable():
+                    self.ledger.failure("export_write_failed", f"cannot write to {detail}")
+                    return False
+                # Open attempts, not batches: within the retry interval no attempt was made.
+                attempts = self.stream.open_failures - self._open_failures_counted
+                self._open_failures_counted = self.stream.open_failures
+                if attempts > 0:
+                    self.ledger.failure("export_open_failed", f"cannot open {detail}", attempts)
                 return False
             pending.popleft()
             self._pending_bytes -= len(line)

@@ -98,11 +98,11 @@ class LossLedger:
         self._count_error(f"export_dropped_{reason}", n)
         self._warn(detail or reason)
 
-    def failure(self, kind: str, detail: str) -> None:
-        """Count one failed operation (``export_write_failed``, ``export_open_failed``) and warn, rate-limited."""
+    def failure(self, kind: str, detail: str, n: int = 1) -> None:
+        """Count ``n`` failed operations (``export_write_failed``, ``export_open_failed``) and warn, rate-limited."""
         with self._lock:
-            self._failures[kind] += 1
-        self._count_error(kind, 1)
+            self._failures[kind] += n
+        self._count_error(kind, n)
         self._warn(detail)
 
     def _warn(self, detail: str) -> None:

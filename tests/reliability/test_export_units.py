@@ -354,3 +354,33 @@ def test_shutdown_without_the_lock_touches_neither_the_kept_lines_nor_the_stream
              for ss in rs["scopeSpans"] for s in ss["spans"]]  # fmt: skip
     assert names == ["s0", "s1", "s2"]  # the write in progress arrived once (and was counted: it might not have)
     assert stream.closed, "the export that held the lock closes the stream on its way out"
+
+
+def test_export_open_failed_counts_open_attempts_not_batches(
+    tmp_path: Path, counts: Counts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """spec/reliability.md §3: ``export_open_failed`` counts failed open attempts (at most one a second).
+
+    Before the fix every batch within the retry interval re-raised the cached error and was
+    counted as another failed open.
+    """
+    import tempotrace_sdk.otel.appender as appender
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    exporter = JsonLinesSpanExporter(AppendStream(lambda _pid: str(blocker / "spans.jsonl")), ledger=LossLedger(counts))
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(TempoTraceBatchProcessor(memory, schedule_delay_millis=600_000))
+    _end(provider.get_tracer("unit"), 1)
+    provider.force_flush()
+    batch = memory.get_finished_spans()
+    monkeypatch.setattr(appender, "REOPEN_INTERVAL_S", 3600.0)  # no new attempt during the first batches
+    for _ in range(20):
+        exporter.export(batch)
+    assert counts.counts["export_open_failed"] == 1, "one attempt (at construction) was made"
+    monkeypatch.setattr(appender, "REOPEN_INTERVAL_S", 0.0)  # now every batch tries again
+    for _ in range(3):
+        exporter.export(batch)
+    assert counts.counts["export_open_failed"] == 4
+    assert "export_write_failed" not in counts.counts
