@@ -2,8 +2,9 @@
 
 ``/dev/zero`` as a header file or a leap-second table grew the process to
 gigabytes; a FIFO without a writer hung ``open()`` forever. Where a file is
-meant, only a regular file is read, at most ``limit`` bytes, and opening
-never waits for a FIFO's writer (``O_NONBLOCK``; the FIFO is then refused).
+meant, only a regular file is read, at most ``limit`` bytes; anything else is
+refused from ``stat`` before it is opened, and the open itself never waits
+(``O_NONBLOCK``) nor takes a terminal (``O_NOCTTY``).
 """
 
 from __future__ import annotations
@@ -35,20 +36,29 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
+def _refuse_unless_regular(st: os.stat_result, name: str, limit: int) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise InputRefused(errno.EINVAL, f"{_kind(st.st_mode)}, not a regular file", name)
+    if st.st_size > limit:
+        raise InputRefused(errno.EFBIG, f"{st.st_size} bytes, over the limit of {limit}", name)
+
+
 def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
     """The bytes of regular file ``path`` if it holds at most ``limit`` of them.
 
     Raises ``InputRefused`` (EINVAL: not a regular file; EFBIG: too large)
-    or the ``OSError`` of opening/reading it.
+    or the ``OSError`` of opening/reading it. Anything but a regular file is
+    refused before it is opened: opening is itself an action for a FIFO (it
+    wakes a writer waiting for a reader), a watchdog device (it arms) or a
+    terminal (it can become the controlling one).
     """
     name = os.fspath(path)
-    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    _refuse_unless_regular(os.stat(name), name, limit)
+    # Checked again on what was opened: the path may name something else by now.
+    # O_NONBLOCK and O_NOCTTY keep even that open from waiting or taking a terminal.
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputRefused(errno.EINVAL, f"{_kind(st.st_mode)}, not a regular file", name)
-        if st.st_size > limit:
-            raise InputRefused(errno.EFBIG, f"{st.st_size} bytes, over the limit of {limit}", name)
+        _refuse_unless_regular(os.fstat(fd), name, limit)
         chunks: list[bytes] = []
         size = 0
         while True:  # the size may change while we read: keep the bound on what is read

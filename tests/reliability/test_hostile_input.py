@@ -9,14 +9,20 @@ was an ``OverflowError``. (``tempotrace analyze`` is the analysis layer's.)
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import resource
+import struct
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from _rel_helpers import subprocess_env
+
+from tempotrace_sdk._bounded import InputRefused, read_regular_file
 
 #: Far above what the CLI needs (~100-300 MB of address space with its imports), far below 5 GB.
 ADDRESS_SPACE_LIMIT = 3 << 30
@@ -161,3 +167,80 @@ def test_policy_loader_raises_policy_error_naming_file_and_rule(
     )
     assert result.returncode == 2, result.stderr
     assert result.stdout.startswith(path) and rule in result.stdout
+
+
+# -- _bounded.read_regular_file: a file that is not regular is refused before it is opened -------------------------
+_IN_OPEN = 0x20
+_IN_NONBLOCK = os.O_NONBLOCK
+
+
+def _opens_seen(path: Path, action: Callable[[], object]) -> int:
+    """How many times ``path`` was opened (inotify IN_OPEN) while ``action`` ran."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(_IN_NONBLOCK)
+    if fd < 0:
+        pytest.skip(f"inotify unavailable: errno {ctypes.get_errno()}")
+    try:
+        if libc.inotify_add_watch(fd, os.fsencode(path), _IN_OPEN) < 0:
+            pytest.skip(f"cannot watch {path}: errno {ctypes.get_errno()}")
+        with contextlib.suppress(OSError, ValueError):
+            action()
+        try:
+            events = os.read(fd, 4096)
+        except BlockingIOError:
+            return 0
+        seen, at = 0, 0
+        while at < len(events):  # struct inotify_event: wd, mask, cookie, len, name[len]
+            _wd, mask, _cookie, length = struct.unpack_from("iIII", events, at)
+            seen += bool(mask & _IN_OPEN)
+            at += 16 + length
+        return seen
+    finally:
+        os.close(fd)
+
+
+def test_a_fifo_is_refused_without_being_opened(tmp_path: Path) -> None:
+    """Opening is the side effect (spec/reliability.md §7): a FIFO's open wakes a writer waiting for a
+    reader, a watchdog device arms on open, a terminal can become the controlling one. Before the fix
+    the file was opened first and its type checked after."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert _opens_seen(fifo, lambda: os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))) == 1  # the probe sees opens
+    refused: list[Exception] = []
+
+    def read() -> None:
+        try:
+            read_regular_file(fifo, 1024)
+        except InputRefused as err:
+            refused.append(err)
+
+    assert _opens_seen(fifo, read) == 0
+    assert refused and "FIFO" in refused[0].rule
+
+
+SESSION_LEADER = r"""
+import os, sys
+from tempotrace_sdk._bounded import InputRefused, read_regular_file
+os.setsid()  # a session leader without a controlling terminal: opening a tty would acquire it
+master, slave = os.openpty()
+name = os.ttyname(slave)
+os.close(slave)
+try:
+    read_regular_file(name, 1024)
+except InputRefused as err:
+    print("refused:", err.rule)
+try:
+    os.close(os.open("/dev/tty", os.O_RDWR))
+    print("acquired a controlling terminal")
+except OSError:
+    print("no controlling terminal")
+"""
+
+
+def test_a_terminal_is_refused_without_becoming_the_controlling_terminal() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", SESSION_LEADER], env=subprocess_env(), capture_output=True, text=True, timeout=TIMEOUT_S
+    )
+    assert result.returncode == 0, result.stderr
+    assert "refused: a character device" in result.stdout
+    assert "no controlling terminal" in result.stdout, result.stdout
