@@ -16,7 +16,10 @@ Rules and constants are in spec/clocks.md §3.1, with their sources. Summary:
   chronyd unreachable for less than RESTART_GRACE_S) → DEGRADED, holdover;
 - nothing synchronised yet, chronyd serving only its own clock, absent,
   disabled, or holdover older than VOID_AFTER_S → no verdict: the caller
-  uses the kernel rule and gives ``reason``.
+  uses the kernel rule and gives ``reason``;
+- an answer no chronyd could give (``chronysanity``: a negative delay,
+  dispersion or skew, stratum outside 1..15, a reference time in the
+  future) → no verdict, and the holdover anchor is dropped.
 
 ``ChronyHealth.poll()`` does the socket exchange (refresher thread only);
 ``verdict_at()`` is arithmetic on the last poll, safe anywhere.
@@ -36,6 +39,7 @@ from ..errors import ClockError
 from ..wire._layout import ClockQuality
 from .chrony_candm import LEAP_NAMES, REFID_LOCAL, ChronyTracking
 from .chrony_client import DEFAULT_TIMEOUT_S, ChronyTarget, query_tracking, target
+from .chronysanity import implausible
 from .ptpquality import HOLDOVER_DRIFT_PPB, LOCKED_DRIFT_PPB
 
 __all__ = [
@@ -99,7 +103,7 @@ class ChronyVerdict:
     bound_ns: float
     reason: str
     #: synchronised, free running (holdover), not synchronised, no reference time,
-    #: local reference, absent (no answer), void (holdover too old), disabled
+    #: local reference, implausible, absent (no answer), void (holdover too old), disabled
     status: str
 
 
@@ -161,7 +165,10 @@ class ChronyHealth:
         ``poll()`` calls it; tests replay recorded answers through it.
         """
         anchor = self._seen[1]
-        if tracking is not None and self._status(tracking, wall_s) == "synchronised":
+        status = self._status(tracking, wall_s) if tracking is not None else ""
+        if status == "implausible":
+            anchor = None  # no holdover from a daemon caught lying
+        if tracking is not None and status == "synchronised":
             t = tracking
             rate = self.max_drift_ppb + (abs(t.skew_ppm) + abs(t.resid_freq_ppm)) * 1000
             anchor = _Anchor(as_of_ns, report_bound_ns(t), rate, t.ref_name or f"{t.ref_id:08X}")
@@ -175,6 +182,8 @@ class ChronyHealth:
             return "not synchronised"
         if t.ref_time_s <= 0:
             return "no reference time"
+        if implausible(t, wall_s) is not None:
+            return "implausible"
         if wall_s - t.ref_time_s > EMPTY_REGISTER_UPDATES * t.last_update_interval_s:
             return "free running"
         return "synchronised"
@@ -198,6 +207,9 @@ class ChronyHealth:
             return ChronyVerdict(None, math.inf, why, "absent")
         t = last.tracking
         status = self._status(t, last.wall_s)
+        if status == "implausible":
+            rule = implausible(t, last.wall_s)
+            return ChronyVerdict(None, math.inf, f"implausible chronyd answer: {rule}", status)
         if status == "synchronised" and anchor is not None:  # observe() anchored this very report
             silent_s = (mono_ns - last.as_of_ns) / 1e9
             if silent_s < RESTART_GRACE_S:  # our refresher may stall; chronyd's word holds this long

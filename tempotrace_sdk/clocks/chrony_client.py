@@ -10,6 +10,9 @@ Two ways in, tried in order by ``auto``:
   ``PrivateTmp=yes``) where a socket of ours would be invisible to it.
 - UDP to 127.0.0.1 / ::1 port 323 (``cmdport``): chronyd allows monitoring
   commands such as TRACKING from localhost by default, so any user can ask.
+  Only a port bound by root or chronyd's user is asked (``/proc/net/udp``):
+  where unprivileged ports start at 0, as in many containers, anyone could
+  bind it and answer.
 
 Every exchange is bounded by ``timeout_s`` and runs on the clock refresher
 thread, never in ``now()``. Failures raise ``ClockError`` naming the socket.
@@ -19,9 +22,11 @@ from __future__ import annotations
 
 import errno
 import os
+import pwd
 import secrets
 import shutil
 import socket
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -38,6 +43,8 @@ CHRONY_ENV = "TEMPOTRACE_CHRONY"
 DEFAULT_SOCKETS = ("/run/chrony/chronyd.sock", "/var/run/chrony/chronyd.sock")
 #: chronyd's default command port (candm.h DEFAULT_CANDM_PORT).
 UDP_PORT = 323
+#: chronyd's user in Debian/Ubuntu (_chrony) and Fedora/RHEL (chrony).
+CHRONY_USERS = ("_chrony", "chrony")
 #: One exchange on one socket. chronyc waits 1 s and retries; a refresh once a
 #: second cannot afford that, and a local daemon answers in well under 1 ms.
 DEFAULT_TIMEOUT_S = 0.25
@@ -131,9 +138,59 @@ def _query_unix(path: str, timeout_s: float) -> ChronyTracking:
         return _exchange(sock, f"unix:{path}", timeout_s)
 
 
+def _port_owners(family: int) -> set[int] | None:
+    """The uids owning UDP sockets bound to port 323 on loopback or any address; None if /proc cannot say."""
+    table = "/proc/net/udp6" if family == socket.AF_INET6 else "/proc/net/udp"
+    # /proc/net/udp{,6} print each address word in host byte order: 127.0.0.1 is
+    # 0100007F on little-endian machines; ::1 ends in 01000000 the same way.
+    loopback = socket.inet_pton(family, "::1" if family == socket.AF_INET6 else "127.0.0.1")
+    wanted = {_proc_address(loopback), _proc_address(bytes(len(loopback)))}
+    try:
+        with open(table, encoding="ascii") as f:
+            lines = f.read().splitlines()[1:]
+    except OSError:
+        return None
+    owners: set[int] = set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 8 or ":" not in fields[1]:
+            continue
+        address, port = fields[1].rsplit(":", 1)
+        if int(port, 16) == UDP_PORT and address in wanted:
+            owners.add(int(fields[7]))
+    return owners
+
+
+def _proc_address(packed: bytes) -> str:
+    return "".join(f"{int.from_bytes(packed[i : i + 4], sys.byteorder):08X}" for i in range(0, len(packed), 4))
+
+
+def _trusted_uids() -> set[int]:
+    """root (chronyd binds its command port before dropping privileges) and chronyd's own user."""
+    uids = {0}
+    for name in CHRONY_USERS:
+        try:
+            uids.add(pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            pass
+    return uids
+
+
 def _query_udp(host: str, timeout_s: float) -> ChronyTracking:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     where = f"udp:[{host}]:{UDP_PORT}" if family == socket.AF_INET6 else f"udp:{host}:{UDP_PORT}"
+    # Where unprivileged ports start at 0 (many container runtimes) anyone may
+    # bind the port: only a socket of root's or chronyd's user is chronyd.
+    owners = _port_owners(family)
+    if owners is None:
+        raise ClockError(errno.EPERM, f"chronyd at {where}: cannot tell who owns the port (no /proc/net): not asked")
+    strangers = sorted(owners - _trusted_uids())
+    if strangers:
+        raise ClockError(
+            errno.EPERM,
+            f"chronyd at {where}: the port is bound by uid {strangers[0]}, not root or chronyd's user "
+            f"({'/'.join(CHRONY_USERS)}): not asked",
+        )
     with socket.socket(family, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
         try:
             sock.connect((host, UDP_PORT))
