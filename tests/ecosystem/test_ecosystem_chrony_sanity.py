@@ -10,15 +10,14 @@ one recorded from chronyd 4.3) with one field changed per case.
 
 from __future__ import annotations
 
-import socket
 import struct
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from _chrony_golden import GOLDEN_REPLY
+from test_ecosystem_chrony_client import FakeChronyd
 
 from tempotrace_sdk.clocks.chrony import ChronyHealth
 from tempotrace_sdk.clocks.chrony_candm import encode_float
@@ -44,30 +43,15 @@ def reply(request: bytes, changes: dict[str, float]) -> bytes:
     return bytes(buf)
 
 
-class StandIn:
-    """Answers every TRACKING request with the golden reply changed by ``changes``."""
+class StandIn(FakeChronyd):
+    """The client tests' stand-in, answering every TRACKING request with the golden reply changed by ``changes``."""
 
     def __init__(self, path: Path) -> None:
         self.changes: dict[str, float] = {}
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(str(path))
-        self.sock.settimeout(0.2)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__(path, [])
 
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                request, sender = self.sock.recvfrom(1024)
-            except TimeoutError:
-                continue
-            self.sock.sendto(reply(request, self.changes), sender)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        self.sock.close()
+    def _reply(self, request: bytes, sequence_delta: int = 0, status: int = 0) -> bytes:
+        return reply(request, self.changes)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from _rel_helpers import FileContents
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -61,6 +62,16 @@ def _end(tracer: Tracer, n: int, prefix: str = "s") -> None:
     for i in range(n):
         with tracer.start_as_current_span(f"{prefix}{i}"):
             pass
+
+
+def _ended_spans(n: int) -> Sequence[ReadableSpan]:
+    """``n`` ended SDK spans named s0, s1, ... to hand to an exporter directly."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(TempoTraceBatchProcessor(memory, schedule_delay_millis=600_000))
+    _end(provider.get_tracer("unit"), n)
+    provider.force_flush()
+    return memory.get_finished_spans()
 
 
 def test_the_drop_record_is_the_contract_line(tmp_path: Path) -> None:
@@ -239,9 +250,7 @@ def test_handle_force_flush_flushes_every_pipeline_when_one_hangs(tmp_path: Path
         flusher.start()
         flusher.join(30)
         assert result == [False], "force_flush must return within its timeout, saying not everything was flushed"
-        names = [s["name"] for line in path.read_bytes().splitlines() for rs in json.loads(line)["resourceSpans"]
-                 for ss in rs["scopeSpans"] for s in ss["spans"]]  # fmt: skip
-        assert sorted(names) == [f"s{i}" for i in range(5)]
+        assert sorted(FileContents(path).names) == [f"s{i}" for i in range(5)]
     finally:
         held.release.set()
         handle.shutdown()
@@ -332,12 +341,7 @@ def test_shutdown_without_the_lock_touches_neither_the_kept_lines_nor_the_stream
     path = tmp_path / "spans.jsonl"
     stream = StuckStream(path)
     exporter = JsonLinesSpanExporter(stream, ledger=LossLedger(counts))
-    memory = InMemorySpanExporter()
-    provider = TracerProvider(shutdown_on_exit=False)
-    provider.add_span_processor(TempoTraceBatchProcessor(memory, schedule_delay_millis=600_000))
-    _end(provider.get_tracer("unit"), 3)
-    provider.force_flush()
-    spans = memory.get_finished_spans()
+    spans = _ended_spans(3)
     worker = threading.Thread(target=exporter.export, args=(spans,), daemon=True)
     worker.start()
     try:
@@ -350,9 +354,8 @@ def test_shutdown_without_the_lock_touches_neither_the_kept_lines_nor_the_stream
         stream.release.set()
         worker.join(30)
     assert not worker.is_alive()
-    names = [s["name"] for line in path.read_bytes().splitlines() for rs in json.loads(line)["resourceSpans"]
-             for ss in rs["scopeSpans"] for s in ss["spans"]]  # fmt: skip
-    assert names == ["s0", "s1", "s2"]  # the write in progress arrived once (and was counted: it might not have)
+    # The write in progress arrived, once (and was counted: it might not have).
+    assert FileContents(path).names == ["s0", "s1", "s2"]
     assert stream.closed, "the export that held the lock closes the stream on its way out"
 
 
@@ -369,12 +372,7 @@ def test_export_open_failed_counts_open_attempts_not_batches(
     blocker = tmp_path / "file"
     blocker.write_text("")
     exporter = JsonLinesSpanExporter(AppendStream(lambda _pid: str(blocker / "spans.jsonl")), ledger=LossLedger(counts))
-    memory = InMemorySpanExporter()
-    provider = TracerProvider(shutdown_on_exit=False)
-    provider.add_span_processor(TempoTraceBatchProcessor(memory, schedule_delay_millis=600_000))
-    _end(provider.get_tracer("unit"), 1)
-    provider.force_flush()
-    batch = memory.get_finished_spans()
+    batch = _ended_spans(1)
     monkeypatch.setattr(appender, "REOPEN_INTERVAL_S", 3600.0)  # no new attempt during the first batches
     for _ in range(20):
         exporter.export(batch)
