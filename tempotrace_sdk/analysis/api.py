@@ -21,7 +21,7 @@ from .progress import Progress
 from .reader import check_found
 from .report import AnalysisReport
 from .topology import Topology, load_topology
-from .values import SPAN, build_record
+from .values import RESOURCE, SPAN, build_record
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -106,8 +106,9 @@ def records_from_readable(spans: Iterable[ReadableSpan]) -> Iterable[SpanRecord]
             continue
         values = SPAN.read_plain((span.attributes or {}).items())
         parent = span.parent
-        resource = span.resource.attributes if span.resource is not None else {}
-        host = resource.get("tempotrace.host") or resource.get("host.name")
+        # The per-process fallbacks the file reader takes from the Resource (semantic-conventions §1.2).
+        resource = span.resource.attributes.items() if span.resource is not None else ()
+        host, host_name, rank, _dropped, _writer, clock = RESOURCE.read_plain(resource)
         yield build_record(
             f"{ctx.trace_id:032x}",
             f"{ctx.span_id:016x}",
@@ -117,7 +118,9 @@ def records_from_readable(spans: Iterable[ReadableSpan]) -> Iterable[SpanRecord]
             values,
             span.start_time or 0,
             span.end_time or 0,
-            host if isinstance(host, str) else None,
+            host or host_name,
+            resource_rank=rank,
+            resource_clock=clock,
         )
 
 
