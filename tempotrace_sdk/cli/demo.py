@@ -1,4 +1,4 @@
-"""``tempotrace demo``: a traced multi-process training step with skewed clocks, end to end."""
+"""``tempotrace demo``: a traced torchrun training job (or, with ``--http``, an HTTP imitation) with skewed clocks."""
 
 from __future__ import annotations
 
@@ -10,18 +10,24 @@ from ._common import EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_OK, EXIT_RUNTIME, 
 
 __all__ = ["add_demo_command"]
 
-EPILOG = f"""What it does: starts the ranks as separate processes on localhost, each with a
-simulated clock (sim:ptp, sim:ntp, sim:liar: the real clock plus a known error),
-instrumented only with configure(), @traced/span() and OTEL_PROPAGATORS=
-tracecontext,baggage,tempotrace. Each iteration runs a ring all-reduce, a
-pipeline activation chain and a barrier over HTTP, every hop carrying tt-ext.
-Then it analyses the spans and prints what a plain tracer gets wrong, how
-TempoTrace decided each known edge, and which clock lied.
+EPILOG = f"""What it does: runs a real training job under torchrun, one CPU rank (gloo) per
+clock: a small model trained with DDP (its gradient all-reduce traced through
+tempotrace_sdk.torch.comm_hook), a pipeline stage chain over send/recv and a
+barrier in every step. Each rank has a simulated clock (sim:ptp, sim:ntp,
+sim:liar: the real clock plus a known error). Before training, check_clocks
+measures every rank against rank 0 and names the clock that cannot be
+reconciled with its claim. Then it analyses the spans and prints what a plain
+tracer gets wrong, how TempoTrace decided each known edge, which clock lied
+and who straggled. torch's CPU build must be installed (`make demo` does it).
+
+--http runs the older imitation instead: one process per rank, a ring
+all-reduce, a pipeline chain and a barrier as HTTP calls carrying tt-ext.
 
 examples:
-  tempotrace demo                         # 4 honest ranks + 1 liar, 3 iterations
-  tempotrace demo --ranks 6 --iterations 10 --out /tmp/tt-demo
+  tempotrace demo                         # 4 honest ranks + 1 liar, 3 training steps
+  tempotrace demo --ranks 6 --steps 10 --out /tmp/tt-demo
   tempotrace demo --no-liar               # every clock keeps its promise: 0 wrong decisions
+  tempotrace demo --http                  # the same cast over HTTP, no torch needed
 
 {EXIT_CODES_HELP}
   (for the demo, 1 means one of its printed checks failed)"""
@@ -63,6 +69,12 @@ def _file_in_the_way(out: Path) -> Path | None:
     return None
 
 
+def _torch_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
 def run_demo_command(args: argparse.Namespace) -> int:
     # Imported here: the demo pulls in OpenTelemetry and the analysis, which
     # `tempotrace decode` has no need to load.
@@ -84,7 +96,15 @@ def run_demo_command(args: argparse.Namespace) -> int:
     if occupied is not None:
         where = "" if occupied == args.out else f"{occupied} "
         return fail("demo", f"--out {args.out}: {where}is a file, not a folder", EXIT_USAGE)
+    if not args.http and not _torch_installed():
+        return fail(
+            "demo",
+            "the training job needs torch's CPU build: run `make demo` (it installs torch==2.13.0), or "
+            "`pip install torch==2.13.0`; `tempotrace demo --http` runs without it",
+            EXIT_RUNTIME,
+        )
     config = DemoConfig(
+        http=args.http,
         ranks=args.ranks,
         iterations=args.iterations,
         out=args.out,
@@ -95,7 +115,8 @@ def run_demo_command(args: argparse.Namespace) -> int:
     try:
         result = run_demo(config)
     except WorkerError as err:
-        return fail("demo", f"a worker failed (all workers stopped): {err}", EXIT_RUNTIME)
+        what = "a worker failed (all workers stopped)" if args.http else "the training job failed (every process stopped)"
+        return fail("demo", f"{what}: {err}", EXIT_RUNTIME)
     except OSError as err:
         return fail("demo", f"{err}", EXIT_RUNTIME)
     except (TempoTraceError, ValueError) as err:
@@ -108,14 +129,16 @@ def run_demo_command(args: argparse.Namespace) -> int:
 def add_demo_command(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="run a traced multi-process training step with skewed clocks and analyse it",
-        description="A distributed training step traced across processes whose clocks disagree: what a plain "
+        help="run a traced torchrun training job whose ranks' clocks disagree, and analyse it",
+        description="A distributed training job traced across ranks whose clocks disagree: what a plain "
         "tracer shows, and what TempoTrace decides.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--ranks", type=_positive, default=4, help="honest worker processes (default 4)")
-    parser.add_argument("--iterations", type=_positive, default=3, help="training steps to run (default 3)")
+    parser.add_argument("--ranks", type=_positive, default=4, help="honest ranks (default 4; the liar is one more)")
+    parser.add_argument(
+        "--steps", "--iterations", dest="iterations", type=_positive, default=3, help="training steps (default 3)"
+    )
     parser.add_argument(
         "--out", type=Path, default=Path("tempotrace-demo-out"), help="output folder (default ./tempotrace-demo-out)"
     )
@@ -124,8 +147,11 @@ def add_demo_command(subparsers: Any) -> None:
         "--liar-offset",
         type=_duration_ns,
         metavar="DURATION",
-        help="how far off the liar is (default 10ms); more than the 220 ns it claims, and below a localhost "
-        "hop's latency nobody can catch it",
+        help="how far off the liar is (default 10ms); more than the 220 ns it claims, and below the latency "
+        "of what it stamps (a localhost message, check_clocks' round trip) nobody can catch it",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed for the simulated clocks' noise (default 1)")
+    parser.add_argument(
+        "--http", action="store_true", help="run the HTTP imitation of a training step instead of torchrun"
+    )
     parser.set_defaults(func=run_demo_command)

@@ -1,6 +1,9 @@
-"""The ``tempotrace demo``: a traced multi-process training step with simulated skewed clocks.
+"""The ``tempotrace demo``: a traced training job whose ranks' clocks disagree, analysed.
 
-For demonstration and end-to-end tests; see ``tempotrace demo --help``.
+By default a real ``torchrun`` job on CPU (gloo): DDP, a pipeline over
+send/recv, a barrier; with ``http=True`` the older imitation of a step over
+HTTP between processes. For demonstration and end-to-end tests; see
+``tempotrace demo --help``.
 """
 
 from .coordinator import run_demo

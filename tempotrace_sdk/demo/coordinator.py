@@ -1,26 +1,28 @@
-"""The demo's coordinator: start the ranks, drive the training steps, analyse, report.
+"""The demo's coordinator: cast the clocks, run the workload, analyse its spans, tell the story.
 
-The coordinator itself is not traced (like a launcher such as torchrun): it
-starts the workers, tells each the others' ports, asks every rank to run one
-iteration at a time, then stops them (they flush their spans into one OTLP
-JSON-lines file) and runs the analysis on that file.
+The workload is the torchrun training job (``torch_demo``, the default) or
+the HTTP imitation of a step (``http_demo``, ``--http``). Either way the
+coordinator itself is not traced, every process it started is stopped on
+every path out, and the analysis runs on the one span file the ranks wrote.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
+from .checks import http_checks, torch_checks
 from .model import DemoConfig, DemoResult
-from .plan import RankPlan, expected_hops, plan_ranks
-from .processes import WorkerError, WorkerSpec, check_alive, shutdown_all, start_workers, terminate_on_signals
-from .summary import checks, examples, hop_stats, offset_text, render_summary
-from .transport import post
+from .plan import RankPlan, plan_ranks
+from .summary import examples, hop_stats, offset_text, render_summary
+from .torch_story import cross_rank_edges, torch_story
 
 __all__ = ["DemoConfig", "DemoResult", "run_demo"]
+
+#: The analysis keeps at least this many spans for its renderers (more when the job made more).
+KEEP_SPANS = 20_000
 
 
 class _Progress:
@@ -32,50 +34,8 @@ class _Progress:
         print(f"[{time.monotonic() - self.t0:5.1f}s] {message}", file=self.stream, flush=True)
 
 
-def _drive(plans: list[RankPlan], config: DemoConfig, trace: Path, logs: Path, say: _Progress) -> int:
-    specs = [WorkerSpec(p.rank, p.profile, p.clock, p.host, logs / f"worker-{p.rank}.log") for p in plans]
-    workers = []
-    hops = 0
-    with terminate_on_signals():
-        try:
-            say(f"starting {len(specs)} worker processes (each imports OpenTelemetry: about a second)")
-            workers = start_workers(specs, trace)
-            ports = [w.port for w in workers]
-            say(f"{len(workers)} workers listening on 127.0.0.1 ports {', '.join(map(str, ports))}")
-            for w in workers:
-                post(w.port, "/peers", {"ports": ports}, propagate_context=False)
-            with ThreadPoolExecutor(max_workers=len(workers)) as pool:
-                for k in range(config.iterations):
-                    t0 = time.monotonic()
-                    futures = [
-                        pool.submit(post, w.port, "/step", {"iteration": k}, propagate_context=False) for w in workers
-                    ]
-                    try:
-                        answers = [f.result() for f in futures]
-                    except OSError as err:
-                        check_alive(workers)  # a dead worker explains it better than a socket error
-                        raise WorkerError(f"iteration {k + 1}: {err}") from err
-                    step_hops = sum(int(a["hops_sent"]) for a in answers)
-                    hops += step_hops
-                    say(
-                        f"iteration {k + 1}/{config.iterations}: ring all-reduce, pipeline, barrier "
-                        f"({step_hops} hops, {1e3 * (time.monotonic() - t0):.0f} ms)"
-                    )
-        finally:
-            codes = shutdown_all(workers)
-    bad = [(w.spec.rank, c) for w, c in zip(workers, codes, strict=True) if c != 0]
-    if bad:
-        rank, code = bad[0]
-        raise WorkerError(f"rank {rank} exited with code {code} while flushing its spans:\n{workers[rank].tail()}")
-    return hops
-
-
-def run_demo(config: DemoConfig, out: TextIO | None = None) -> DemoResult:
-    """Run the whole demo; raise ``WorkerError`` when a worker fails (workers are always stopped)."""
-    stream = out or sys.stdout
-    say = _Progress(stream)
-    plans = plan_ranks(config.ranks, liar=config.liar, liar_offset_ns=config.liar_offset_ns, seed=config.seed)
-    folder = config.out.resolve()
+def _paths(out: Path) -> dict[str, Path]:
+    folder = out.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     paths = {
         "out": folder,
@@ -86,32 +46,68 @@ def run_demo(config: DemoConfig, out: TextIO | None = None) -> DemoResult:
     }
     for stale in ("trace", "report", "perfetto", "html"):
         paths[stale].unlink(missing_ok=True)  # the exporter appends; a rerun must start clean
+    for old in (*folder.glob("result-*.json"), *folder.glob("rank-*.log")):
+        old.unlink(missing_ok=True)  # a torch rank that failed must not leave an older run's result behind
+    return paths
 
-    print(
-        f"TempoTrace demo: {len(plans)} ranks on localhost, {config.iterations} iterations; outputs in {folder}/",
-        file=stream,
-    )
+
+def _cast(plans: list[RankPlan], config: DemoConfig, folder: Path, stream: TextIO) -> None:
+    where = "localhost processes talking HTTP" if config.http else "CPU ranks under torchrun (gloo)"
+    print(f"TempoTrace demo: {len(plans)} {where}, {config.iterations} "
+          f"{'iterations' if config.http else 'training steps'}; outputs in {folder}/", file=stream)
     print(f"  {'rank':<5}{'host':<7}{'clock profile':<15}{'true error':>12}   claims in every tt-ext", file=stream)
     for p in plans:
         note = "   <- lies: error far beyond its claim" if p.liar else ""
         print(f"  {p.rank:<5}{p.host:<7}{p.profile:<15}{offset_text(p.offset_ns):>12}   {p.claim}{note}", file=stream)
     stream.flush()
 
-    hops = _drive(plans, config, paths["trace"], folder, say)
-    if hops != expected_hops(len(plans), config.iterations):
-        raise WorkerError(f"workload made {hops} hops, expected {expected_hops(len(plans), config.iterations)}")
-    say(f"workers stopped; spans flushed to {paths['trace'].name}")
+
+def run_demo(config: DemoConfig, out: TextIO | None = None) -> DemoResult:
+    """Run the whole demo; raise ``WorkerError`` when a worker fails (workers are always stopped)."""
+    stream = out or sys.stdout
+    say = _Progress(stream)
+    plans = plan_ranks(config.ranks, liar=config.liar, liar_offset_ns=config.liar_offset_ns, seed=config.seed)
+    paths = _paths(config.out)
+    _cast(plans, config, paths["out"], stream)
+    hops = 0
+    workload: Any = None
+    if config.http:
+        from .http_demo import run_http_workload
+
+        hops = run_http_workload(plans, config, paths["out"], say)
+    else:
+        from .torch_demo import run_torch_workload
+
+        workload = run_torch_workload(plans, config, paths["out"], say)
+
     from ..analysis import analyze_file, write_html, write_json, write_perfetto
 
-    report = analyze_file(str(paths["trace"]))
+    keep = KEEP_SPANS
+    if workload is not None:
+        keep = max(keep, 2 * sum(sum(r["ops"].values()) + 1 for r in workload.rank_results))
+    report = analyze_file(str(paths["trace"]), keep=keep)
     data = report.to_dict()
     write_json(report, str(paths["report"]))
     write_perfetto(report, str(paths["perfetto"]))
     write_html(report, str(paths["html"]))
     say(f"analysed {data['spans']:,} spans in {data['traces']:,} traces")
     result = DemoResult(plans, data, paths, hops, time.monotonic() - say.t0)
-    result.examples = examples(report.hops_kept, {p.host for p in plans if p.liar})
-    result.naive_hops, result.saturated_hops = hop_stats(report.hops_kept, plans)
-    result.checks = checks(plans, data, hops, result.saturated_hops)
+    liars = {p.host for p in plans if p.liar}
+    if workload is None:
+        result.examples = examples(report.hops_kept, liars)
+        result.naive_hops, result.saturated_hops = hop_stats(report.hops_kept, plans)
+        result.checks = http_checks(plans, data, hops, result.saturated_hops)
+    else:
+        p2p = [h for h in report.hops_kept if h.get("kind") == "p2p"]
+        collectives: list[dict[str, Any]] = list(getattr(report, "collectives_kept", None) or [])
+        story = torch_story(p2p, collectives, report.spans_kept, plans)
+        result.clock_check = workload.clock_check
+        result.rank_results = workload.rank_results
+        result.torch = story.to_dict()
+        result.torch["cross_rank_edges"] = cross = cross_rank_edges(data)
+        result.examples = story.examples
+        result.naive_hops, result.saturated_hops = story.p2p_naive, dict(story.saturated)
+        result.checks, result.not_checked = torch_checks(
+            plans, data, workload.rank_results, report.spans_kept, story, cross)
     print(render_summary(result), file=stream, flush=True)
     return result

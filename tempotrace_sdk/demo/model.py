@@ -16,11 +16,13 @@ DEFAULT_OUT = Path("tempotrace-demo-out")
 @dataclass
 class DemoConfig:
     ranks: int = 4
-    iterations: int = 3
+    iterations: int = 3  #: training steps
     out: Path = DEFAULT_OUT
     liar: bool = True
     liar_offset_ns: float | None = None
     seed: int = 1
+    #: False: the real training job under torchrun (gloo); True: the imitation of a step over HTTP
+    http: bool = False
 
 
 @dataclass
@@ -28,13 +30,19 @@ class DemoResult:
     plans: list[RankPlan]
     report: dict[str, Any]  #: the analysis report's to_dict()
     paths: dict[str, Path]
-    hops_sent: int
+    hops_sent: int  #: HTTP hops the workload made (0 for the torchrun job)
     elapsed_s: float
     checks: dict[str, bool] = field(default_factory=dict)
-    examples: list[str] = field(default_factory=list)  #: a few hops told in words
-    naive_hops: int = 0  #: hops whose raw timestamps put the receive before the send
-    #: decisions on hops with an NTP-class end (saturated bound): physics must be 0
+    #: checks this run cannot make, with the reason (printed, never counted as passed or failed)
+    not_checked: dict[str, str] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)  #: a few edges told in words
+    naive_hops: int = 0  #: hops / p2p messages whose raw timestamps put the receive before the send
+    #: decisions on cross-rank edges with an NTP-class end (saturated bound): physics must be 0
     saturated_hops: dict[str, int] = field(default_factory=dict)
+    #: the torchrun job: rank 0's check_clocks result, each rank's result file, the analysis of collectives
+    clock_check: dict[str, Any] | None = None
+    rank_results: list[dict[str, Any]] = field(default_factory=list)
+    torch: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
