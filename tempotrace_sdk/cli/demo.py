@@ -96,6 +96,9 @@ def run_demo_command(args: argparse.Namespace) -> int:
     if occupied is not None:
         where = "" if occupied == args.out else f"{occupied} "
         return fail("demo", f"--out {args.out}: {where}is a file, not a folder", EXIT_USAGE)
+    if args.http and args.carriage is not None:
+        return fail("demo", "--carriage: the HTTP imitation carries tt-ext in HTTP headers; the option is for the "
+                    "torchrun job (leave out --http)", EXIT_USAGE)
     if not args.http and not _torch_installed():
         return fail(
             "demo",
@@ -105,6 +108,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
         )
     config = DemoConfig(
         http=args.http,
+        carriage=args.carriage or "step",
         ranks=args.ranks,
         iterations=args.iterations,
         out=args.out,
@@ -151,6 +155,12 @@ def add_demo_command(subparsers: Any) -> None:
         "of what it stamps (a localhost message, check_clocks' round trip) nobody can catch it",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed for the simulated clocks' noise (default 1)")
+    parser.add_argument(
+        "--carriage",
+        choices=("none", "step", "op"),
+        help="how the ranks carry tt-ext records (tempotrace_sdk.torch.instrument; default step: one exchange per "
+        "step and a side message per send; op: an exchange after every collective too; none: spans only)",
+    )
     parser.add_argument(
         "--http", action="store_true", help="run the HTTP imitation of a training step instead of torchrun"
     )

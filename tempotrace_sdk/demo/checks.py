@@ -16,7 +16,7 @@ from typing import Any
 from .plan import RankPlan
 from .torch_story import TorchStory
 
-__all__ = ["LIAR_CHECK", "honest_wrong", "http_checks", "liar_check", "peer_list", "torch_checks"]
+__all__ = ["HONEST_CHECK", "LIAR_CHECK", "honest_wrong", "http_checks", "liar_check", "peer_list", "torch_checks"]
 
 LIAR_CHECK = "the lying clock was flagged"
 HONEST_CHECK = "no wrong decision on edges between honest clocks"

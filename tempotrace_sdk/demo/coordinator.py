@@ -100,11 +100,12 @@ def run_demo(config: DemoConfig, out: TextIO | None = None) -> DemoResult:
     else:
         p2p = [h for h in report.hops_kept if h.get("kind") == "p2p"]
         collectives: list[dict[str, Any]] = list(getattr(report, "collectives_kept", None) or [])
-        story = torch_story(p2p, collectives, report.spans_kept, plans)
+        story = torch_story(p2p, collectives, report.spans_kept, plans, data.get("stragglers"))
         result.clock_check = workload.clock_check
         result.rank_results = workload.rank_results
         result.torch = story.to_dict()
         result.torch["cross_rank_edges"] = cross = cross_rank_edges(data)
+        result.torch["carriage"] = config.carriage
         result.examples = story.examples
         result.naive_hops, result.saturated_hops = story.p2p_naive, dict(story.saturated)
         result.checks, result.not_checked = torch_checks(

@@ -23,6 +23,8 @@ class DemoConfig:
     seed: int = 1
     #: False: the real training job under torchrun (gloo); True: the imitation of a step over HTTP
     http: bool = False
+    #: how the torch ranks carry tt-ext records (tempotrace_sdk.torch.instrument): "none" | "step" | "op"
+    carriage: str = "step"
 
 
 @dataclass

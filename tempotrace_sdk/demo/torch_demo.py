@@ -99,7 +99,7 @@ def run_torch_workload(plans: list[RankPlan], config: DemoConfig, folder: Path,
     """Run the training job to its end; ``WorkerError`` when a rank or torchrun fails (everything stopped)."""
     world = len(plans)
     cast = json.dumps([{"clock": p.clock, "host": p.host} for p in plans])
-    args = ["--out", str(folder), "--cast", cast, "--steps", str(config.iterations)]
+    args = ["--out", str(folder), "--cast", cast, "--steps", str(config.iterations), "--carriage", config.carriage]
     say(f"torchrun: {world} ranks on this machine, gloo backend (CPU); each rank imports torch (a few seconds)")
     check: dict[str, Any] | None = None
     failed: list[dict[str, Any]] = []
@@ -115,8 +115,8 @@ def run_torch_workload(plans: list[RankPlan], config: DemoConfig, folder: Path,
                     check = event
                     say(_clock_check_line(event, plans))
                 elif kind == "built":
-                    say(f"instrumented; DDP model ({event['parameters']:,} parameters, comm_hook on its gradient "
-                        f"buckets) and one pipeline stage per rank built")
+                    say(f"instrumented (carriage={config.carriage}); DDP model ({event['parameters']:,} "
+                        "parameters, comm_hook on its gradient buckets) and one pipeline stage per rank built")
                 elif kind == "step":
                     say(f"step {event['step'] + 1}/{config.iterations}: DDP ({event['buckets']} gradient bucket"
                         f"{'s' if event['buckets'] != 1 else ''} all-reduced through comm_hook), pipeline "

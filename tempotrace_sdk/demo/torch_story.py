@@ -51,7 +51,8 @@ class TorchStory:
     collectives_naive: int = 0  #: raw timestamps show a rank leaving before another arrived
     collectives_by: Counter[str] = field(default_factory=Counter)
     ops: Counter[str] = field(default_factory=Counter)
-    stragglers: Counter[str] = field(default_factory=Counter)  #: last arriver's host, per collective
+    #: per clock that arrived last at least once: {"host", "last", "certain", "joined"}, most often last first
+    stragglers: list[dict[str, Any]] = field(default_factory=list)
     saturated: Counter[str] = field(default_factory=Counter)  #: decisions on those touching an NTP-class clock
     examples: list[str] = field(default_factory=list)
 
@@ -78,8 +79,12 @@ def _how(decision: dict[str, Any]) -> str:
 
 
 def torch_story(p2p: list[dict[str, Any]], collectives: list[dict[str, Any]], spans_kept: list[dict[str, Any]],
-                plans: list[RankPlan]) -> TorchStory:
-    """Counts and examples from the report's p2p and collective records."""
+                plans: list[RankPlan], stragglers: list[dict[str, Any]] | None = None) -> TorchStory:
+    """Counts and examples from the report's p2p and collective records.
+
+    ``stragglers``: the report's own per-clock tally (over every collective, not only the kept
+    records), when it has one; else it is counted from the records.
+    """
     liars = {p.host for p in plans if p.liar}
     ntp = {p.host for p in plans if p.profile == "ntp"}
     story = TorchStory()
@@ -105,6 +110,9 @@ def torch_story(p2p: list[dict[str, Any]], collectives: list[dict[str, Any]], sp
 
     spans = {s["span_id"]: s for s in spans_kept}
     honest_coll: list[tuple[int, str, str, dict[str, Any]]] = []
+    last_count: Counter[str] = Counter()
+    certain_count: Counter[str] = Counter()
+    joined: Counter[str] = Counter()
     for c in collectives:
         story.collectives += 1
         story.collectives_complete += not c.get("missing_ranks")
@@ -114,14 +122,26 @@ def torch_story(p2p: list[dict[str, Any]], collectives: list[dict[str, Any]], sp
         hosts = {str(m["host"]) for m in c.get("members", [])}
         if hosts & ntp:
             story.saturated[label] += 1
-        if c.get("last_arriver"):
-            story.stragglers[str(c["last_arriver"]["host"])] += 1
+        last = c.get("last_arriver")
+        if last:
+            host = str(last["host"])
+            last_count[host] += 1
+            certain_count[host] += bool(last.get("certain"))
+        for host in hosts:
+            joined[host] += 1
         spread = _spread(c.get("members", []), spans) if c.get("op") in EVERY_START_BEFORE_EVERY_END else None
         if spread is not None and spread[0] > 0:
             story.collectives_naive += 1
             if label in ("lamport", "svc", "physics") and not hosts & liars:
                 honest_coll.append((spread[0], spread[1], spread[2], c))
 
+    if stragglers is None:
+        stragglers = [{"host": h, "last": n, "last_certain": certain_count[h], "joined": joined[h]}
+                      for h, n in last_count.items()]
+    story.stragglers = sorted(
+        ({"host": str(s["host"]), "last": int(s["last"]), "certain": int(s.get("last_certain", 0)),
+          "joined": int(s.get("joined", 0))} for s in stragglers if s.get("last")),
+        key=lambda s: (-s["last"], s["host"]))
     if honest_p2p:
         early, h = max(honest_p2p, key=lambda t: t[0])
         story.examples.append(

@@ -73,6 +73,23 @@ def naive_detail(result: DemoResult) -> str:
     return ", incl. " + " and ".join(parts) if parts else ""
 
 
+def _stragglers(result: DemoResult) -> list[str]:
+    stragglers = result.torch.get("stragglers") or []
+    if not stragglers:
+        return []
+    total = result.torch.get("collectives", 0)
+    shown = ", ".join(f"{s['host']} last in {s['last']}" + (f" ({s['certain']} certainly)" if s["certain"] else "")
+                      for s in stragglers[:STRAGGLERS_SHOWN])
+    rest = sum(s["last"] for s in stragglers[STRAGGLERS_SHOWN:])
+    lines = [f"  stragglers, by their own start stamps, of {total} collectives: {shown}"
+             + (f", others {rest}" if rest else "")]
+    lying = set(result.report.get("lying_hosts", [])) | set(result.report.get("suspect_hosts", []))
+    if stragglers[0]["host"] in lying:
+        lines.append(f"    {stragglers[0]['host']} only looks last: its clock is flagged below, and its stamps are "
+                     "as late as its lie")
+    return lines
+
+
 def torch_lines(result: DemoResult) -> list[str]:
     """Collectives, p2p messages, NTP-class edges and stragglers; or why the analysis has none of them."""
     story = result.torch
@@ -87,11 +104,12 @@ def torch_lines(result: DemoResult) -> list[str]:
         total = sum(story["saturated"].values())
         lines.append(f"  of these, {total} touch an NTP-class clock (bound saturated, physics cannot use it): "
                      + labels(story["saturated"]))
-    stragglers = sorted(story.get("stragglers", {}).items(), key=lambda kv: (-kv[1], kv[0]))
-    if stragglers:
-        shown = ", ".join(f"{host} {n}" for host, n in stragglers[:STRAGGLERS_SHOWN])
-        rest = sum(n for _, n in stragglers[STRAGGLERS_SHOWN:])
-        lines.append(f"  stragglers (last to arrive, per collective): {shown}" + (f", others {rest}" if rest else ""))
+    undecided = story.get("collectives_by", {}).get("undecided", 0)
+    if undecided and story.get("carriage") != "op":
+        lines.append(f"  the {undecided} undecided collective{'s' if undecided != 1 else ''} said so: with carriage="
+                     f"{story.get('carriage')} no record crosses ranks at each collective, so only physics could "
+                     "order one, and an NTP-class member's bound is saturated (--carriage op carries one each)")
+    lines += _stragglers(result)
     if not story.get("cross_rank_edges"):
         lines.append(
             "  this analysis orders each rank's own edges (parent/child) only: the collectives and p2p messages "

@@ -1,4 +1,5 @@
-"""The demo end to end: real processes, real sockets, simulated clocks, real analysis (issue 6)."""
+"""The HTTP demo (``tempotrace demo --http``) end to end: real processes, real sockets, simulated clocks, real
+analysis (issue 6). The torchrun job is tests/demo/test_demo_torchrun.py."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def test_with_a_liar_every_hop_is_traced_honest_edges_are_never_wrong_and_the_li
     out = io.StringIO()
     # 30 ms: far beyond any localhost hop even on a loaded CI machine, so every
     # edge it stamps with an honest PTP-class peer contradicts its 220 ns claim.
-    result = run_demo(DemoConfig(ranks=3, iterations=2, out=tmp_path, liar_offset_ns=30e6), out)
+    result = run_demo(DemoConfig(http=True, ranks=3, iterations=2, out=tmp_path, liar_offset_ns=30e6), out)
     report = result.report
     plans = result.plans
     assert [p.profile for p in plans] == ["ptp", "liar", "ptp", "ntp"]
@@ -76,7 +77,7 @@ def test_with_a_liar_every_hop_is_traced_honest_edges_are_never_wrong_and_the_li
 
 
 def test_honest_clocks_only_give_zero_wrong_decisions_and_no_faults(tmp_path: Path) -> None:
-    result = run_demo(DemoConfig(ranks=2, iterations=1, out=tmp_path, liar=False), io.StringIO())
+    result = run_demo(DemoConfig(http=True, ranks=2, iterations=1, out=tmp_path, liar=False), io.StringIO())
     assert [p.profile for p in result.plans] == ["ptp", "ntp"]
     assert result.report["edges"]["wrong_total"] == 0
     assert result.report["faults"] == []
@@ -87,7 +88,7 @@ def test_honest_clocks_only_give_zero_wrong_decisions_and_no_faults(tmp_path: Pa
 def test_with_one_ptp_witness_the_liar_is_a_suspect_not_a_verdict(tmp_path: Path) -> None:
     """One PTP-class peer cannot tell who lied: both are suspects, and the demo says exactly that."""
     out = io.StringIO()
-    result = run_demo(DemoConfig(ranks=2, iterations=1, out=tmp_path, liar_offset_ns=30e6), out)
+    result = run_demo(DemoConfig(http=True, ranks=2, iterations=1, out=tmp_path, liar_offset_ns=30e6), out)
     assert [p.profile for p in result.plans] == ["ptp", "liar", "ntp"]
     report = result.report
     assert report["lying_hosts"] == []
@@ -98,8 +99,8 @@ def test_with_one_ptp_witness_the_liar_is_a_suspect_not_a_verdict(tmp_path: Path
 
 
 def test_a_rerun_in_the_same_folder_starts_from_a_clean_trace(tmp_path: Path) -> None:
-    first = run_demo(DemoConfig(ranks=2, iterations=1, out=tmp_path, liar=False), io.StringIO())
-    second = run_demo(DemoConfig(ranks=2, iterations=1, out=tmp_path, liar=False), io.StringIO())
+    first = run_demo(DemoConfig(http=True, ranks=2, iterations=1, out=tmp_path, liar=False), io.StringIO())
+    second = run_demo(DemoConfig(http=True, ranks=2, iterations=1, out=tmp_path, liar=False), io.StringIO())
     assert second.report["spans"] == first.report["spans"]
 
 
@@ -121,7 +122,7 @@ def test_a_worker_that_cannot_start_fails_the_demo_and_no_process_is_left(
     monkeypatch.setattr(processes_module.subprocess, "Popen", recording_popen)
     monkeypatch.setattr(coordinator_module, "plan_ranks", broken_plan)
     with pytest.raises(WorkerError, match="exited before it was ready") as info:
-        run_demo(DemoConfig(ranks=3, iterations=1, out=tmp_path, liar=False), io.StringIO())
+        run_demo(DemoConfig(http=True, ranks=3, iterations=1, out=tmp_path, liar=False), io.StringIO())
     assert "unknown profile 'no-such-profile'" in str(info.value)  # the worker's own reason, from its log
     assert len(started) == 3
     assert all(p.poll() is not None for p in started)
@@ -148,6 +149,7 @@ def test_interrupting_the_demo_stops_every_worker(tmp_path: Path, sig: signal.Si
             "-m",
             "tempotrace_sdk",
             "demo",
+            "--http",
             "--ranks",
             "2",
             "--iterations",
@@ -194,7 +196,7 @@ def test_a_lie_smaller_than_a_hop_cannot_be_caught_and_the_demo_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A liar 1 µs off hides inside the hop latency: no edge contradicts it; exit code 1 (a check failed)."""
-    code = main(["demo", "--ranks", "3", "--iterations", "1", "--liar-offset", "1us", "--out", str(tmp_path)])
+    code = main(["demo", "--http", "--ranks", "3", "--iterations", "1", "--liar-offset", "1us", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 1
     assert "[FAILED] the lying clock was flagged" in out
@@ -217,7 +219,7 @@ def test_an_analysis_that_fails_is_a_runtime_failure_with_a_message_not_a_traceb
         return real_analyze(path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(analysis, "analyze_file", analyze_after_nothing_was_flushed)
-    code = main(["demo", "--ranks", "2", "--iterations", "1", "--no-liar", "--out", str(tmp_path)])
+    code = main(["demo", "--http", "--ranks", "2", "--iterations", "1", "--no-liar", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 3
     assert err.startswith("tempotrace demo: the analysis of the demo's trace failed")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tempotrace_sdk.demo.plan import plan_ranks
-from tempotrace_sdk.demo.summary import checks, honest_wrong
+from tempotrace_sdk.demo.checks import honest_wrong, http_checks
 
 HONEST = "no wrong decision on edges between honest clocks"
 PLANS = plan_ranks(3, liar=True)  # node0 ptp, node1 liar, node2 ptp, node3 ntp
@@ -53,7 +53,7 @@ def _pair(a: str, b: str, method: str, count: int) -> dict[str, Any]:
 def test_wrongs_explained_by_the_liar_pass(with_pairs: bool) -> None:
     by_pair = [_pair("node0", "node1", "physics", 3), _pair("node1", "node2", "physics", 2)] if with_pairs else None
     report = _report({"physics": 5}, [_liar_fault(5, ["node0", "node2"])], by_pair)
-    assert checks(PLANS, report, 10, {})[HONEST] is True
+    assert http_checks(PLANS, report, 10, {})[HONEST] is True
     assert honest_wrong(PLANS, report) == {}
 
 
@@ -62,20 +62,20 @@ def test_an_svc_wrong_between_honest_hosts_fails_even_beside_a_liar(with_pairs: 
     """The liar's faults explain physics wrongs; an SVC wrong is no clock's doing and must never print [ok]."""
     by_pair = [_pair("node0", "node1", "physics", 3), _pair("node0", "node2", "svc", 1)] if with_pairs else None
     report = _report({"physics": 3, "svc": 1}, [_liar_fault(3, ["node0"])], by_pair)
-    assert checks(PLANS, report, 10, {})[HONEST] is False
+    assert http_checks(PLANS, report, 10, {})[HONEST] is False
     assert honest_wrong(PLANS, report) == {"svc": 1}
 
 
 def test_a_physics_wrong_between_two_honest_hosts_fails_though_no_fault_names_them() -> None:
     by_pair = [_pair("node1", "node2", "physics", 4), _pair("node0", "node3", "physics", 1)]
     report = _report({"physics": 5}, [_liar_fault(4, ["node2"])], by_pair)
-    assert checks(PLANS, report, 10, {})[HONEST] is False
+    assert http_checks(PLANS, report, 10, {})[HONEST] is False
     assert honest_wrong(PLANS, report) == {"physics": 1}
 
 
 def test_unattributed_wrongs_cannot_be_blamed_on_the_liar() -> None:
     report = _report({"physics": 2}, [], [], unattributed=2)
-    assert checks(PLANS, report, 10, {})[HONEST] is False
+    assert http_checks(PLANS, report, 10, {})[HONEST] is False
     assert honest_wrong(PLANS, report) == {"unattributed": 2}
 
 
@@ -91,13 +91,13 @@ def test_an_honest_suspect_whose_peers_are_not_all_listed_is_not_assumed_to_face
         "peer_sample": ["node1"] * 10,
     }
     report = _report({"physics": 12}, [fault], None)
-    assert checks(many, report, 10, {})[HONEST] is False
+    assert http_checks(many, report, 10, {})[HONEST] is False
     fault_all_listed = {**fault, "peers": 1, "peer_sample": ["node1"]}
-    assert checks(many, _report({"physics": 12}, [fault_all_listed], None), 10, {})[HONEST] is True
+    assert http_checks(many, _report({"physics": 12}, [fault_all_listed], None), 10, {})[HONEST] is True
 
 
 def test_without_a_liar_any_wrong_decision_fails() -> None:
     plans = plan_ranks(2, liar=False)
     report = _report({"lamport": 1}, [], None)
-    assert checks(plans, report, 10, {})[HONEST] is False
-    assert checks(plans, _report({}, [], [], 0), 10, {})[HONEST] is True
+    assert http_checks(plans, report, 10, {})[HONEST] is False
+    assert http_checks(plans, _report({}, [], [], 0), 10, {})[HONEST] is True
