@@ -119,7 +119,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
     try:
         result = run_demo(config)
     except WorkerError as err:
-        what = "a worker failed (all workers stopped)" if args.http else "the training job failed (every process stopped)"
+        what = "a worker failed (all workers stopped)" if args.http else "the training job failed (all stopped)"
         return fail("demo", f"{what}: {err}", EXIT_RUNTIME)
     except OSError as err:
         return fail("demo", f"{err}", EXIT_RUNTIME)

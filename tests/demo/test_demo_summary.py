@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tempotrace_sdk.demo.plan import plan_ranks
 from tempotrace_sdk.demo.checks import honest_wrong, http_checks
+from tempotrace_sdk.demo.plan import plan_ranks
 
 HONEST = "no wrong decision on edges between honest clocks"
 PLANS = plan_ranks(3, liar=True)  # node0 ptp, node1 liar, node2 ptp, node3 ntp

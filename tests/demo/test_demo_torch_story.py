@@ -40,8 +40,11 @@ def _span(rank: int, seq: int, start: int, end: int) -> dict[str, Any]:
             "start_ptp_ns": start, "end_ptp_ns": end}
 
 
+Record = dict[str, Any]
+
+
 def _collective(seq: int, times: dict[int, tuple[int, int]], method: str, outcome: str = "consistent",
-                last: int | None = None, missing: list[int] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                last: int | None = None, missing: list[int] | None = None) -> tuple[Record, list[Record]]:
     spans = [_span(r, seq, s, e) for r, (s, e) in times.items()]
     record = {
         "trace_id": "ab" * 16, "op": "all_reduce", "group": "0-3", "seq": seq, "root": None, "ranks": [0, 1, 2, 3],
