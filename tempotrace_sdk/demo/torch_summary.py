@@ -106,7 +106,8 @@ def torch_lines(result: DemoResult) -> list[str]:
                      + labels(story["saturated"]))
     undecided = story.get("collectives_by", {}).get("undecided", 0)
     if undecided and story.get("carriage") != "op":
-        lines.append(f"  the {undecided} undecided collective{'s' if undecided != 1 else ''} said so rather than guess: "
+        plural = "s" if undecided != 1 else ""
+        lines.append(f"  the {undecided} undecided collective{plural} said so rather than guess: "
                      f"with carriage={story.get('carriage')} no record crosses ranks at each collective, so Lamport "
                      "and SVC have nothing to go on, and physics cannot use an NTP-class member's saturated bound "
                      "(--carriage op carries a record at every collective)")

@@ -140,15 +140,23 @@ def _kept_spans(folder: Path) -> list[dict[str, object]]:
 
 
 def test_honest_clocks_only_exit_0_with_no_wrong_decision_and_no_clock_named(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code = main(["demo", "--ranks", "2", "--steps", "1", "--no-liar", "--out", str(tmp_path)])
+    """Also: the user's own settings neither redirect the ranks' spans nor change their clocks or job."""
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    for key, value in {"TEMPOTRACE_EXPORT_PATH": str(elsewhere), "TEMPOTRACE_CLOCK": "sim:unsynced",
+                       "TEMPOTRACE_HOST": "somewhere", "OTEL_TRACES_EXPORTER": "console"}.items():
+        monkeypatch.setenv(key, value)
+    out = tmp_path / "out"
+    code = main(["demo", "--ranks", "2", "--steps", "1", "--no-liar", "--out", str(out)])
     text = capsys.readouterr().out
     assert code == 0, text
-    report = json.loads((tmp_path / "report.json").read_text())
+    report = json.loads((out / "report.json").read_text())
     assert report["edges"]["wrong_total"] == 0 and report["faults"] == []
     assert "[ok] check_clocks named no clock" in text and "suspects: none" in text
-    assert not list(tmp_path.glob("rank-2.log"))  # two ranks, no liar
+    assert sorted(p.name for p in out.glob("rank-*.log")) == ["rank-0.log", "rank-1.log"]  # two ranks, no liar
+    assert not elsewhere.exists()
+    assert {s["host"] for s in _kept_spans(out)} == {"node0", "node1"}
 
 
 def test_a_lie_smaller_than_the_check_s_round_trip_is_not_caught_exit_1(
