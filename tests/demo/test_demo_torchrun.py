@@ -201,7 +201,8 @@ def test_a_rank_that_fails_stops_the_job_with_its_reason_and_no_process_is_left(
     ids=["ctrl-c", "sigterm", "sigkill"],
 )
 def test_stopping_the_demo_stops_torchrun_and_every_rank(tmp_path: Path, sig: signal.Signals, code: int) -> None:
-    """Ctrl-C and SIGTERM: the demo stops them and exits 130; SIGKILL: the ranks see their stdin close and exit."""
+    """Ctrl-C and SIGTERM: the demo stops them and exits 130; SIGKILL: the ranks notice (their stdout pipe breaks
+    at the next progress line, their stdin closes) and exit, and torchrun with them."""
     demo = subprocess.Popen(
         [sys.executable, "-m", "tempotrace_sdk", "demo", "--ranks", "2", "--steps", "100000", "--out", str(tmp_path)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -222,3 +223,21 @@ def test_stopping_the_demo_stops_torchrun_and_every_rank(tmp_path: Path, sig: si
     if code == 130:
         assert "interrupted" in err
     assert _wait_gone(below) == []
+
+
+def test_a_rank_exits_when_its_stdin_closes_even_while_it_prints_nothing() -> None:
+    """A rank busy in a long step writes no progress; a coordinator killed meanwhile is noticed through stdin."""
+    code = ("import threading, time\n"
+            "from tempotrace_sdk.demo.rank import _watch_stdin\n"
+            "threading.Thread(target=_watch_stdin, daemon=True).start()\n"
+            "print('up', flush=True)\n"
+            "time.sleep(120)\n")
+    rank = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert rank.stdout is not None and rank.stdout.readline() == "up\n"
+        assert rank.stdin is not None
+        rank.stdin.close()
+        assert rank.wait(timeout=30) == 3
+    finally:
+        if rank.poll() is None:
+            rank.kill()
