@@ -123,12 +123,15 @@ def run_torch_workload(plans: list[RankPlan], config: DemoConfig, folder: Path,
                         f"{pipeline_text(world)} and back ({2 * (world - 1)} send/recv), barrier; mean loss "
                         f"{event['loss']:.2f} ({event['ms']:.0f} ms)")
                 elif kind == "failed":
+                    # Stop now: the other ranks may sit in a collective (in C, where SIGTERM waits) until
+                    # torchrun gives up on them after 30 s.
                     failed.append(event)
+                    break
                 elif kind == "done":
                     done += 1
                     if done == world:
                         say(f"training done; {world} ranks flushed their spans (torchrun now stops them)")
-            code = job.wait()
+            code = job.wait() if not failed else 1
         finally:
             job.stop()
     if failed or code != 0:
