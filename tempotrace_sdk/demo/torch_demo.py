@@ -102,7 +102,7 @@ def run_torch_workload(plans: list[RankPlan], config: DemoConfig, folder: Path,
     args = ["--out", str(folder), "--cast", cast, "--steps", str(config.iterations), "--carriage", config.carriage]
     say(f"torchrun: {world} ranks on this machine, gloo backend (CPU); each rank imports torch (a few seconds)")
     check: dict[str, Any] | None = None
-    failed: list[dict[str, Any]] = []
+    failed: dict[str, Any] | None = None  #: the first rank that reported its own failure
     done = 0
     with terminate_on_signals():
         job = TorchrunJob(world, args, _environment(), folder / "torchrun.log")
@@ -125,20 +125,19 @@ def run_torch_workload(plans: list[RankPlan], config: DemoConfig, folder: Path,
                 elif kind == "failed":
                     # Stop now: the other ranks may sit in a collective (in C, where SIGTERM waits) until
                     # torchrun gives up on them after 30 s.
-                    failed.append(event)
+                    failed = event
                     break
                 elif kind == "done":
                     done += 1
                     if done == world:
                         say(f"training done; {world} ranks flushed their spans (torchrun now stops them)")
-            code = job.wait() if not failed else 1
+            code = job.wait() if failed is None else 1
         finally:
             job.stop()
-    if failed or code != 0:
-        if failed:
-            first = failed[0]
-            rank = int(first["rank"])
-            raise WorkerError(f"rank {rank} failed: {first['error']}\n{_rank_log_tail(folder, rank)}")
+    if failed is not None:
+        rank = int(failed["rank"])
+        raise WorkerError(f"rank {rank} failed: {failed['error']}\n{_rank_log_tail(folder, rank)}")
+    if code != 0:
         raise WorkerError(f"torchrun exited with code {code}:\n{job.tail()}")
     results = _read_results(folder, world)
     if check is None:
