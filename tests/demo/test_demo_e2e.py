@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from proc_tree import children, wait_gone  # tests/demo is on sys.path (no package: pytest's rootdir insertion)
 
 from tempotrace_sdk.cli.main import main
 from tempotrace_sdk.demo import DemoConfig, plan_ranks, run_demo
@@ -128,19 +127,6 @@ def test_a_worker_that_cannot_start_fails_the_demo_and_no_process_is_left(
     assert all(p.poll() is not None for p in started)
 
 
-def _children(pid: int) -> list[int]:
-    kids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                kids.append(int(entry))
-    return kids
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_interrupting_the_demo_stops_every_worker(tmp_path: Path, sig: signal.Signals) -> None:
     demo = subprocess.Popen(
@@ -166,7 +152,7 @@ def test_interrupting_the_demo_stops_every_worker(tmp_path: Path, sig: signal.Si
         for line in demo.stdout:
             if "iteration 2/" in line:
                 break
-        workers = _children(demo.pid)
+        workers = children(demo.pid)
         assert len(workers) == 3
         demo.send_signal(sig)
         _, err = demo.communicate(timeout=30)
@@ -174,10 +160,7 @@ def test_interrupting_the_demo_stops_every_worker(tmp_path: Path, sig: signal.Si
         if demo.poll() is None:
             demo.kill()
     assert demo.returncode == 130 and "interrupted" in err
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
-        time.sleep(0.05)
-    assert not [w for w in workers if Path(f"/proc/{w}").exists()]
+    assert wait_gone(workers, 5.0) == []
 
 
 def test_demo_command_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:

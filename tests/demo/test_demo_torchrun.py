@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch")
+
+from proc_tree import alive, descendants, wait_gone  # tests/demo is on sys.path (no package)
 
 from tempotrace_sdk.cli.main import main
 from tempotrace_sdk.demo import DemoConfig, plan_ranks, run_demo
@@ -35,43 +35,6 @@ pytestmark = pytest.mark.slow
 #: Every op each rank of the job calls (rank.py), plus the clock check's span.
 OPS = {"torch.step", "torch.ddp.bucket", "torch.all_reduce", "torch.send", "torch.recv", "torch.barrier",
        "torch.check_clocks"}
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (torchrun and its ranks, which torchrun puts in sessions of their own)."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-    out, frontier = [], [pid]
-    while frontier:
-        kids = [p for p, parent in parents.items() if parent in frontier]
-        out += kids
-        frontier = kids
-    return out
-
-
-def _alive(pids: list[int]) -> list[int]:
-    out = []
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            out.append(pid)
-    return out
-
-
-def _wait_gone(pids: list[int], timeout_s: float = 30.0) -> list[int]:
-    deadline = time.monotonic() + timeout_s
-    while _alive(pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return _alive(pids)
 
 
 def test_the_training_job_is_traced_on_every_rank_the_liar_is_named_and_honest_clocks_are_never_wrong(
@@ -193,7 +156,7 @@ def test_a_rank_that_fails_stops_the_job_with_its_reason_and_no_process_is_left(
     assert "unknown profile 'no-such-profile'" in str(info.value)  # the rank's own reason
     (job,) = jobs
     assert job.process.poll() is not None
-    assert not _alive(sorted(job.rank_pids))
+    assert not alive(sorted(job.rank_pids))
 
 
 @pytest.mark.parametrize(
@@ -212,7 +175,7 @@ def test_stopping_the_demo_stops_torchrun_and_every_rank(tmp_path: Path, sig: si
         for line in demo.stdout:
             if "step 2/" in line:
                 break
-        below = _descendants(demo.pid)
+        below = descendants(demo.pid)
         assert len(below) >= 4  # torchrun and its 3 ranks
         demo.send_signal(sig)
         _, err = demo.communicate(timeout=60)
@@ -222,7 +185,7 @@ def test_stopping_the_demo_stops_torchrun_and_every_rank(tmp_path: Path, sig: si
     assert demo.returncode == code
     if code == 130:
         assert "interrupted" in err
-    assert _wait_gone(below) == []
+    assert wait_gone(below) == []
 
 
 def test_a_rank_exits_when_its_stdin_closes_even_while_it_prints_nothing() -> None:
