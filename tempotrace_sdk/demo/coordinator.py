@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .checks import http_checks, torch_checks
+from .formatting import offset_text
 from .model import DemoConfig, DemoResult
 from .plan import RankPlan, plan_ranks
-from .summary import examples, hop_stats, offset_text, render_summary
+from .summary import examples, hop_stats, render_summary
 from .torch_story import cross_rank_edges, torch_story
 
 __all__ = ["DemoConfig", "DemoResult", "run_demo"]

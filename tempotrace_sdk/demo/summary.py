@@ -9,10 +9,12 @@ from collections import Counter
 from typing import Any
 
 from .checks import honest_wrong, peer_list
+from .formatting import labels, offset_text
 from .model import DemoResult
 from .plan import RankPlan
+from .torch_summary import clock_check_table, naive_detail, torch_lines
 
-__all__ = ["examples", "hop_stats", "labels", "offset_text", "render_summary"]
+__all__ = ["examples", "hop_stats", "render_summary"]
 
 
 def hop_stats(hops: list[dict[str, Any]], plans: list[RankPlan]) -> tuple[int, dict[str, int]]:
@@ -44,16 +46,12 @@ def render_summary(result: DemoResult) -> str:
     torch_run = result.clock_check is not None
     lines = [""]
     if torch_run:
-        from .torch_summary import clock_check_table
-
         lines += clock_check_table(result)
         lines.append("")
     matched = "" if torch_run else f"; {rep['hops']['matched']:,}/{result.hops_sent:,} hops matched"
     lines.append(f"Known causal edges: {total:,} ({kinds}){matched}")
     naive = f"  plain tracer (raw timestamps): {_pct(edges['naive_inversions'], total)} edges shown reversed"
     if torch_run:
-        from .torch_summary import naive_detail, torch_lines
-
         lines.append(naive + naive_detail(result))
     else:
         lines.append(naive + f", incl. {result.naive_hops} of {rep['hops']['total']} hops with the receive before "
@@ -89,13 +87,6 @@ def render_summary(result: DemoResult) -> str:
     lines.append("")
     lines += _outputs(result)
     return "\n".join(lines)
-
-
-def labels(counts: dict[str, int]) -> str:
-    """'physics a, lamport b, svc c, undecided d[, contradiction e]': decisions on some edges, by label."""
-    main = ("physics", "lamport", "svc", "undecided")
-    return ", ".join([f"{k} {counts.get(k, 0):,}" for k in main] + [f"{k} {v:,}" for k, v in counts.items()
-                                                                     if k not in main])
 
 
 def _faults(result: DemoResult) -> list[str]:
@@ -195,11 +186,3 @@ def _peers(fault: dict[str, Any]) -> str:
     count = fault["peers"] if isinstance(fault.get("peers"), int) else len(peers)
     more = f" (+{count - len(peers)} more)" if count > len(peers) else ""
     return ", ".join(peers) + more
-
-
-def offset_text(ns: float) -> str:
-    if abs(ns) >= 1_000_000:
-        return f"{ns / 1e6:+.3f} ms"
-    if abs(ns) >= 1_000:
-        return f"{ns / 1e3:+,.0f} µs"
-    return f"{ns:+.0f} ns"

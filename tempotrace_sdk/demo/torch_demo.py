@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .formatting import offset_text
 from .launch import TorchrunJob
 from .model import DemoConfig
 from .plan import RankPlan
 from .processes import WorkerError, terminate_on_signals
-from .summary import offset_text
 
 __all__ = ["TorchWorkload", "pipeline_text", "run_torch_workload"]
 

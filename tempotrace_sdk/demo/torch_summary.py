@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .formatting import labels
 from .model import DemoResult
-from .summary import labels
 
 __all__ = ["clock_check_table", "naive_detail", "torch_lines"]
 
