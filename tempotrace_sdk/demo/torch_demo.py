@@ -130,7 +130,7 @@ def run_torch_workload(plans: list[RankPlan], config: DemoConfig, folder: Path,
                 elif kind == "done":
                     done += 1
                     if done == world:
-                        say(f"training done; {world} ranks flushed their spans (torchrun now stops them)")
+                        say(f"training done; {world} ranks flushed their spans and wrote their results")
             code = job.wait() if failed is None else 1
         finally:
             job.stop()
