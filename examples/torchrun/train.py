@@ -51,5 +51,6 @@ for i in range(5):
 tt.uninstrument()
 if rank == 0:
     print("carried records:", tt.carriage_counts())
+del model, opt  # DDP's reducer holds the process group: let it go before the group is destroyed
 dist.destroy_process_group()
 handle.shutdown()
