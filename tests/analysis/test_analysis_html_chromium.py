@@ -319,9 +319,13 @@ def test_empty_report_draws_an_empty_timeline(browser: Browser, tmp_path: Path) 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, AnalysisReport]:
-    """`tempotrace demo` as a user runs it: 4 honest ranks and a liar as separate processes."""
+    """`tempotrace demo --http` as a user runs it: 4 honest ranks and a liar as separate processes.
+
+    The HTTP imitation, because its hops are what the arrows are checked against here; the torchrun
+    job's outputs (report, Perfetto, page) are written and checked in tests/demo."""
     out = tmp_path_factory.mktemp("demo")
-    subprocess.run([sys.executable, "-m", "tempotrace_sdk.cli.main", "demo", "--out", str(out), "--iterations", "3"],
+    subprocess.run([sys.executable, "-m", "tempotrace_sdk.cli.main", "demo", "--http", "--out", str(out),
+                    "--iterations", "3"],
                    check=True, capture_output=True, timeout=300)
     report = analyze_file(str(out / "trace.jsonl"), keep=10_000)
     page = out / "report.html"

@@ -94,9 +94,11 @@ def _kept_spans(folder: Path) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for line in (folder / "trace.jsonl").read_text().splitlines():
         for rs in json.loads(line).get("resourceSpans", []):
+            # host is per process, on the Resource (semantic-conventions §1.2); rank too, or on the span
+            resource = {a["key"]: a["value"] for a in rs.get("resource", {}).get("attributes", [])}
             for ss in rs["scopeSpans"]:
                 for s in ss["spans"]:
-                    attrs = {a["key"]: a["value"] for a in s.get("attributes", [])}
+                    attrs = {**resource, **{a["key"]: a["value"] for a in s.get("attributes", [])}}
                     out.append({"rank": int(attrs["tempotrace.rank"]["intValue"]),
                                 "host": attrs["tempotrace.host"]["stringValue"], "name": s["name"]})
     return out
