@@ -71,8 +71,9 @@ def add_analyze_command(subparsers: argparse._SubParsersAction) -> argparse.Argu
     p.add_argument("--dedup", type=_at_least(0), default=DEFAULT_DEDUP, metavar="SPANS",  # type: ignore[arg-type]
                    help=f"how far back (input positions) a span delivered twice is still recognised "
                         f"(default {DEFAULT_DEDUP:,})")
-    p.add_argument("--keep", type=_at_least(0), default=DEFAULT_KEEP, metavar="SPANS",  # type: ignore[arg-type]
-                   help=f"spans kept for --perfetto/--html (default {DEFAULT_KEEP:,})")
+    p.add_argument("--keep", type=_at_least(0), default=None, metavar="SPANS",  # type: ignore[arg-type]
+                   help=f"spans (with their hops and collectives) kept for --perfetto/--html (default "
+                        f"{DEFAULT_KEEP:,}), and listed by --json when given")
     p.add_argument("--max-line-mb", type=_at_least(1), default=DEFAULT_MAX_LINE >> 20,  # type: ignore[arg-type]
                    metavar="MB", help=f"longest line read; longer ones are skipped (default {DEFAULT_MAX_LINE >> 20})")
     p.add_argument("--jobs", type=_at_least(1), default=1, metavar="N",  # type: ignore[arg-type]
@@ -92,10 +93,18 @@ def _total_bytes(sources: list[Source]) -> int | None:
     return None if any(size is None for size in sizes) else sum(size or 0 for size in sizes)
 
 
+def _keep(args: argparse.Namespace) -> int:
+    """How many spans the analysis keeps: the drawings need them; --json lists them only when asked,
+    since a cluster's report would otherwise carry 20,000 spans nobody requested."""
+    if args.perfetto or args.html:
+        return DEFAULT_KEEP if args.keep is None else int(args.keep)
+    return int(args.keep) if (args.json and args.keep is not None) else 0
+
+
 def run_analyze(args: argparse.Namespace) -> int:
     if args.scheduler and args.engine != "dask":
         return fail("analyze", "--scheduler needs --engine dask", EXIT_USAGE)
-    keep = args.keep if (args.perfetto or args.html) else 0
+    keep = _keep(args)
     try:
         sources = expand(args.inputs)
         progress = Progress.for_stream(sys.stderr, _total_bytes(sources), args.quiet or args.json)

@@ -3,6 +3,7 @@ never a silently clamped option or a report of zeros."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,14 @@ def test_trace_lines_without_spans_are_bad_input(tmp_path: Path, jobs: int,
         analyze_file(str(f), jobs=jobs)
     assert _cli(["analyze", str(f), "--quiet"]) == 2
     assert f"{f}: no spans" in capsys.readouterr().err
+
+
+def test_json_lists_kept_records_only_when_keep_is_given(trace: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """--json alone stays small on a cluster trace; --keep N asks for the rendering records too."""
+    assert _cli(["analyze", trace, "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert _cli(["analyze", trace, "--json", "--keep", "1000"]) == 0
+    kept = json.loads(capsys.readouterr().out)
+    assert plain["rendered"] == {"spans": 0, "hops": 0, "collectives": 0} and plain["collectives"] == []
+    assert kept["rendered"]["spans"] == kept["spans"] > 0 and kept["rendered"]["hops"] > 0
+    assert plain["edges"] == kept["edges"]
