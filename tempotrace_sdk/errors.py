@@ -98,11 +98,14 @@ class StampsError(TempoTraceError, ValueError):
     """A ``tempotrace.stamps`` span attribute breaks a rule of its text (semantic-conventions §1.4).
 
     ``token`` is the tag of the token at fault (``s``, ``e``, ``r``, ``k``, ``x``), ``rule`` the rule
-    in words. Raised by readers of exported spans (a writer's own text never breaks one).
+    in words, ``error_class`` the rule's stable, language-neutral name used by the conformance vectors
+    (``STAMPS_START``, ``STAMPS_RANGE``, ...: semantic-conventions §1.4). Raised by readers of exported
+    spans (a writer's own text never breaks one).
     """
 
-    def __init__(self, token: str, rule: str) -> None:
+    def __init__(self, token: str, rule: str, *, error_class: str) -> None:
         self.field = "tempotrace.stamps"
         self.token = token
         self.rule = rule
+        self.error_class = error_class
         super().__init__(f"tempotrace.stamps: token {token!r}: {rule}")

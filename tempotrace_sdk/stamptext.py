@@ -186,11 +186,17 @@ _RULES = {
 }
 #: Where each tag may come: s first, then e, r, k at most once each in that order, then x*.
 _ORDER = {"s": 0, "e": 1, "r": 2, "k": 3, "x": 4}
+#: The stable name of each rule (StampsError.error_class; the conformance vectors' errorClass, §1.4).
+_SYNTAX = {"s": "STAMPS_START", "e": "STAMPS_END", "r": "STAMPS_RECEIVE", "k": "STAMPS_SKETCH", "x": "STAMPS_SEND"}
+
+
+def _syntax(tag: str) -> StampsError:
+    return StampsError(tag, "must be " + _RULES[tag], error_class=_SYNTAX[tag])
 
 
 def _check(token: str, what: str, value: int, hi: int) -> int:
     if not 0 <= value <= hi:
-        raise StampsError(token, f"{what} must be 0..{hi}, got {value}")
+        raise StampsError(token, f"{what} must be 0..{hi}, got {value}", error_class="STAMPS_RANGE")
     return value
 
 
@@ -201,11 +207,11 @@ def decode(text: str, start_ns: int, end_ns: int, uncertainty_ns: int | None, cl
     unc = UNCERTAINTY_SATURATED if uncertainty_ns is None else uncertainty_ns
     qual = _UNKNOWN if clk_quality is None else clk_quality
     if text.count(" x") > MAX_SENDS:  # counted before anything is built
-        raise StampsError("x", f"at most {MAX_SENDS:,} sends per span")
+        raise StampsError("x", f"at most {MAX_SENDS:,} sends per span", error_class="STAMPS_TOO_MANY_SENDS")
     tokens = text.split(" ")
     m = _START.fullmatch(tokens[0])
     if m is None:
-        raise StampsError(tokens[0][:1] or "s", "the text must start with " + _RULES["s"])
+        raise StampsError(tokens[0][:1] or "s", "the text must start with " + _RULES["s"], error_class="STAMPS_START")
     lts = int(m[1])
     _check("s", "lts", lts, INT63_MAX)
     ptp = _check("s", "ptp_ns", start_ns + TAI_UTC_BASE_NS + int(m[3] or 0), INT63_MAX)
@@ -220,27 +226,29 @@ def decode(text: str, start_ns: int, end_ns: int, uncertainty_ns: int | None, cl
         order = _ORDER.get(tag, -1)
         if order <= place and not (order == place == 4):
             if order < 0:
-                raise StampsError(tag or " ", "unknown token (tags are s, e, r, k, x; one space between tokens)")
-            raise StampsError(tag, "out of order or repeated (order: s, e, r, k once each, then x...)")
+                rule = "unknown token (tags are s, e, r, k, x; one space between tokens)"
+                raise StampsError(tag or " ", rule, error_class="STAMPS_TOKEN")
+            rule = "out of order or repeated (order: s, e, r, k once each, then x...)"
+            raise StampsError(tag, rule, error_class="STAMPS_ORDER")
         place = order
         if tag == "x":
             x = _SEND.fullmatch(token)
             if x is None:
-                raise StampsError(tag, "must be " + _RULES[tag])
+                raise _syntax(tag)
             s_unc = unc if x[3] is None else _check(tag, "uncertainty_ns", int(x[3]), UNCERTAINTY_SATURATED)
             sends.append(Reading(_check(tag, "ptp_ns", ptp + int(x[2]), INT63_MAX), s_unc,
                                  qual if x[4] is None else int(x[4]), _check(tag, "lts", lts + int(x[1]), INT63_MAX)))
         elif tag == "e":
             e = _END.fullmatch(token)
             if e is None:
-                raise StampsError(tag, "must be " + _RULES[tag])
+                raise _syntax(tag)
             e_unc = unc if e[3] is None else _check(tag, "uncertainty_ns", int(e[3]), UNCERTAINTY_SATURATED)
             end = Reading(_check(tag, "ptp_ns", end_ns + TAI_UTC_BASE_NS + int(e[2] or 0), INT63_MAX), e_unc,
                           qual if e[4] is None else int(e[4]), _check(tag, "lts", lts + int(e[1]), INT63_MAX))
         elif tag == "r":
             r = _REMOTE.fullmatch(token)
             if r is None:
-                raise StampsError(tag, "must be " + _RULES[tag])
+                raise _syntax(tag)
             back = None if r[7] is None else _check(tag, "recv lts", lts - int(r[7]), INT63_MAX)
             remote = Received(_check(tag, "ptp_ns", ptp + int(r[2]), INT63_MAX),
                               _check(tag, "uncertainty_ns", int(r[3]), UNCERTAINTY_SATURATED), int(r[4]), int(r[5]),
@@ -249,11 +257,11 @@ def decode(text: str, start_ns: int, end_ns: int, uncertainty_ns: int | None, cl
         else:
             k = _SKETCH.fullmatch(token)
             if k is None:
-                raise StampsError(tag, "must be " + _RULES[tag])
+                raise _syntax(tag)
             try:
                 sketch = base64.urlsafe_b64decode(k[1] + "=")
             except (binascii.Error, ValueError) as err:  # pragma: no cover - the pattern admits only valid text
-                raise StampsError(tag, "must be " + _RULES[tag]) from err
+                raise _syntax(tag) from err
     return SpanStamps(Reading(ptp, unc, qual, lts), source, end, remote, sketch, tuple(sends))
 
 

@@ -90,37 +90,38 @@ def test_decode_gives_back_what_was_encoded(
                   sends) == text  # fmt: skip
 
 
-#: (name, text, the token named): every rule a reader checks.
+#: (name, text, the token named, the rule's stable class): every rule a reader checks.
 BAD = [
-    ("empty", "", "s"),
-    ("no start token", "e1", "e"),
-    ("a leading zero", "s07,0", "s"),
-    ("minus zero", "s7,0,-0", "s"),
-    ("a quality outside the enum", "s7,0 e1,0,220,3", "e"),
-    ("a source outside the enum", "s7,5", "s"),
-    ("more than 20 digits", "s7,0," + "9" * 21, "s"),
-    ("lts above 2^63-1", f"s{2**63},0", "s"),
-    ("an end lts below 0", "s7,0 e-8", "e"),
-    ("uncertainty above 65535", "s7,0 e1,0,65536,0", "e"),
-    ("a tenant above 15", "s7,0 r1,0,0,0,0,16", "r"),
-    ("a receive lts below 0", "s7,0 r1,0,0,0,0,1,8", "r"),
-    ("a remote time before 1970", f"s7,0 r1,-{B + 1},0,0,0,1", "r"),
-    ("a sketch of 42 characters", "s7,0 k" + "A" * 42, "k"),
-    ("a sketch with non-zero padding bits", "s7,0 k" + "A" * 42 + "B", "k"),
-    ("tokens out of order", "s7,0 r1,0,0,0,0,1 e1", "e"),
-    ("a token twice", "s7,0 e1 e2", "e"),
-    ("a send before the end", "s7,0 x1,1 e1", "e"),
-    ("an unknown tag", "s7,0 z1", "z"),
-    ("two spaces", "s7,0  e1", " "),
-    ("a trailing space", "s7,0 ", " "),
+    ("empty", "", "s", "STAMPS_START"),
+    ("no start token", "e1", "e", "STAMPS_START"),
+    ("a leading zero", "s07,0", "s", "STAMPS_START"),
+    ("minus zero", "s7,0,-0", "s", "STAMPS_START"),
+    ("a quality outside the enum", "s7,0 e1,0,220,3", "e", "STAMPS_END"),
+    ("a source outside the enum", "s7,5", "s", "STAMPS_START"),
+    ("more than 20 digits", "s7,0," + "9" * 21, "s", "STAMPS_START"),
+    ("lts above 2^63-1", f"s{2**63},0", "s", "STAMPS_RANGE"),
+    ("an end lts below 0", "s7,0 e-8", "e", "STAMPS_RANGE"),
+    ("uncertainty above 65535", "s7,0 e1,0,65536,0", "e", "STAMPS_RANGE"),
+    ("a tenant above 15", "s7,0 r1,0,0,0,0,16", "r", "STAMPS_RANGE"),
+    ("a receive lts below 0", "s7,0 r1,0,0,0,0,1,8", "r", "STAMPS_RANGE"),
+    ("a remote time before 1970", f"s7,0 r1,-{B + 1},0,0,0,1", "r", "STAMPS_RANGE"),
+    ("a sketch of 42 characters", "s7,0 k" + "A" * 42, "k", "STAMPS_SKETCH"),
+    ("a sketch with non-zero padding bits", "s7,0 k" + "A" * 42 + "B", "k", "STAMPS_SKETCH"),
+    ("tokens out of order", "s7,0 r1,0,0,0,0,1 e1", "e", "STAMPS_ORDER"),
+    ("a token twice", "s7,0 e1 e2", "e", "STAMPS_ORDER"),
+    ("a send before the end", "s7,0 x1,1 e1", "e", "STAMPS_ORDER"),
+    ("an unknown tag", "s7,0 z1", "z", "STAMPS_TOKEN"),
+    ("two spaces", "s7,0  e1", " ", "STAMPS_TOKEN"),
+    ("a trailing space", "s7,0 ", " ", "STAMPS_TOKEN"),
 ]
 
 
-@pytest.mark.parametrize(("name", "text", "token"), BAD, ids=[b[0] for b in BAD])
-def test_a_text_that_breaks_a_rule_is_refused_naming_the_token(name: str, text: str, token: str) -> None:
+@pytest.mark.parametrize(("name", "text", "token", "error_class"), BAD, ids=[b[0] for b in BAD])
+def test_a_text_that_breaks_a_rule_is_refused_naming_the_token(name: str, text: str, token: str, error_class: str) -> None:
     with pytest.raises(StampsError) as info:
         decode(text, T, T, 220, 0)
     assert info.value.token == token, name
+    assert info.value.error_class == error_class, name
     assert isinstance(info.value, ValueError) and info.value.field == S.STAMPS
 
 
@@ -155,3 +156,4 @@ def test_more_sends_than_a_span_records_are_refused_before_any_is_built(monkeypa
     with pytest.raises(StampsError) as info:
         decode("s7,0 x1,1 x2,2 x3,3", T, T, 220, 0)
     assert info.value.token == "x" and "at most 2 sends" in info.value.rule
+    assert info.value.error_class == "STAMPS_TOO_MANY_SENDS"
