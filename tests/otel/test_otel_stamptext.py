@@ -117,7 +117,9 @@ BAD = [
 
 
 @pytest.mark.parametrize(("name", "text", "token", "error_class"), BAD, ids=[b[0] for b in BAD])
-def test_a_text_that_breaks_a_rule_is_refused_naming_the_token(name: str, text: str, token: str, error_class: str) -> None:
+def test_a_text_that_breaks_a_rule_is_refused_naming_the_token_and_class(
+    name: str, text: str, token: str, error_class: str
+) -> None:
     with pytest.raises(StampsError) as info:
         decode(text, T, T, 220, 0)
     assert info.value.token == token, name
