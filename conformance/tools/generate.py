@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Generate the conformance vectors (conformance/vectors/*.json): tt-ext v3 and the torch record.
+"""Generate the conformance vectors (conformance/vectors/*.json): tt-ext v3, the torch record, the stamps text.
 
 Deterministic: the same script writes the same bytes. Expected values come
-from reference.py and reference_record.py (first principles, see their
-docstrings), never from the codec under test. MurmurHash3 is cross-checked
-against the mmh3 package for every span id used, the record's CRC-32 against
-zlib for every record written.
+from reference.py, reference_record.py and reference_stamps.py (first
+principles, see their docstrings), never from the codec under test.
+MurmurHash3 is cross-checked against the mmh3 package for every span id
+used, the record's CRC-32 against zlib for every record written.
 
     python conformance/tools/generate.py           # (re)write the files
     python conformance/tools/generate.py --check   # exit 1 if they differ
@@ -31,6 +31,8 @@ import cases_lamport
 import cases_record
 import cases_record_sides
 import cases_sketch
+import cases_stamps
+import cases_stamps_refused
 import cases_text
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -178,6 +180,17 @@ FILES: dict[str, tuple[str, str, list[str]]] = {
             "For an invalid input errorClass (and, for RECORD_HEADER, headerErrorClass) is normative.",
         ],
     ),
+    "tt_stamps_text_test.json": (
+        "tt-stamps-text-v1",
+        "tt_stamps_text_test_schema.json",
+        [
+            "The tempotrace.stamps span attribute: reading a span's stamps text into absolute values, given the "
+            "span's OpenTelemetry times and plain attributes, and writing the one canonical text of such values "
+            "(spec/semantic-conventions.md section 1.4).",
+            "64-bit integers are decimal strings; a long text is given as textParts (pieces and repeat counts).",
+            "For an invalid input only errorClass is normative; for a valid one every listed field is.",
+        ],
+    ),
 }
 
 
@@ -186,7 +199,9 @@ def canonical(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=True, separators=(",", ": ")) + "\n"
 
 
-def _file(name: str, groups: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
+def _file(
+    name: str, groups: list[tuple[str, list[dict[str, Any]]]], notes: dict[str, tuple[str, str]] = NOTES
+) -> dict[str, Any]:
     algorithm, schema, header = FILES[name]
     test_groups = []
     used: set[str] = set()
@@ -200,7 +215,7 @@ def _file(name: str, groups: list[tuple[str, list[dict[str, Any]]]]) -> dict[str
             raise SystemExit(f"{name}: group {group_type} outgrew its tcId block")
         count += len(tests)
         test_groups.append({"type": group_type, "tests": numbered})
-    unknown = used - NOTES.keys()
+    unknown = used - notes.keys()
     if unknown:
         raise SystemExit(f"{name}: flags without notes: {sorted(unknown)}")
     return {
@@ -209,7 +224,7 @@ def _file(name: str, groups: list[tuple[str, list[dict[str, Any]]]]) -> dict[str
         "generatorVersion": GENERATOR_VERSION,
         "numberOfTests": count,
         "header": header,
-        "notes": {flag: {"bugType": NOTES[flag][0], "description": NOTES[flag][1]} for flag in sorted(used)},
+        "notes": {flag: {"bugType": notes[flag][0], "description": notes[flag][1]} for flag in sorted(used)},
         "testGroups": test_groups,
     }
 
@@ -243,6 +258,14 @@ def build() -> dict[str, str]:
                 ("TorchRecordReceive", cases_record_sides.receive()),
                 ("TorchRecordEncode", cases_record_sides.encode()),
             ],
+        ),
+        "tt_stamps_text_test.json": _file(
+            "tt_stamps_text_test.json",
+            [
+                ("StampsDecode", cases_stamps.decode_valid() + cases_stamps_refused.decode_invalid()),
+                ("StampsEncode", cases_stamps.encode_cases()),
+            ],
+            cases_stamps.NOTES,
         ),
     }
     return {name: canonical(obj) for name, obj in files.items()}
