@@ -1,4 +1,4 @@
-"""Conformance adapter for the pure-Python codecs (tempotrace_sdk.wire, tempotrace_sdk.torch.record).
+"""Conformance adapter for the pure-Python codecs (tempotrace_sdk.wire, .torch.record, .stamptext).
 
 Speaks conformance/PROTOCOL.md on stdin/stdout: one flat JSON request per
 line in, one JSON response per line out, until EOF. It only translates between
@@ -21,7 +21,8 @@ from typing import Any
 try:
     import mmh3
 
-    from tempotrace_sdk.errors import HeaderError
+    from tempotrace_sdk import stamptext
+    from tempotrace_sdk.errors import HeaderError, StampsError
     from tempotrace_sdk.torch.record import RecordError, RecordKind, TorchRecord, decode_record, encode_record
     from tempotrace_sdk.wire import LamportClock, Sketch, TTExt, decode_text, sketch_indices
 except ImportError as err:  # the runner reports this and stops, instead of restarting us for every vector
@@ -214,6 +215,70 @@ def encode_record_op(req: dict[str, Any]) -> Response:
     return {"record": encode_record(record).hex()}
 
 
+_READING = ("PtpNs", "UncertaintyNs", "ClkQuality", "Lts")
+
+
+def _reading(prefix: str, r: stamptext.Reading) -> Response:
+    values = (r.ptp_ns, r.uncertainty_ns, r.clk_quality, r.lts)
+    return {prefix + k: str(v) for k, v in zip(_READING, values, strict=True)}
+
+
+def _reading_of(req: dict[str, Any], prefix: str) -> tuple[int, int, int, int]:
+    """(lts, ptp_ns, uncertainty_ns, clk_quality), the order stamptext.encode takes a reading in."""
+    ptp, unc, qual, lts = (_int(_str(req, prefix + k)) for k in _READING)
+    return lts, ptp, unc, qual
+
+
+def _flag(req: dict[str, Any], key: str) -> bool:
+    value = _str(req, key)
+    if value not in ("true", "false"):
+        raise ProtocolProblem(f"{key} must be true or false")
+    return value == "true"
+
+
+def decode_stamps(req: dict[str, Any]) -> Response:
+    start_ns, end_ns = _int(_str(req, "startTimeUnixNano")), _int(_str(req, "endTimeUnixNano"))
+    unc = _int(_str(req, "uncertaintyNs")) if "uncertaintyNs" in req else None  # absent: not on the span
+    qual = _int(_str(req, "clkQuality")) if "clkQuality" in req else None
+    st = stamptext.decode(_str(req, "text"), start_ns, end_ns, unc, qual)
+    out = {"tsSource": str(st.ts_source), **_reading("start", st.start), "end": "false", "receive": "false"}
+    if st.end is not None:
+        out.update(end="true", **_reading("end", st.end))
+    r = st.remote
+    if r is not None:
+        out.update(_reading("remote", stamptext.Reading(r.ptp_ns, r.uncertainty_ns, r.clk_quality, r.lts)))
+        out.update(receive="true", remoteTsSource=str(r.ts_source), remoteTenantId=str(r.tenant_id))
+    out["recvLts"] = "" if r is None or r.recv_lts is None else str(r.recv_lts)
+    out["sketch"] = "" if st.sketch is None else st.sketch.hex()
+    for key in _READING:
+        out["send" + key] = [_reading("", x)[key] for x in st.sends]
+    s = st.start
+    remote = None if r is None else (r.ptp_ns, r.uncertainty_ns, r.clk_quality, r.ts_source, r.tenant_id, r.lts)
+    end = None if st.end is None else (st.end.lts, st.end.ptp_ns, st.end.uncertainty_ns, st.end.clk_quality)
+    sends = [(x.lts, x.ptp_ns, x.uncertainty_ns, x.clk_quality) for x in st.sends]
+    out["canonical"] = stamptext.encode(s.lts, s.ptp_ns, s.uncertainty_ns, s.clk_quality, st.ts_source, start_ns,
+                                        end, end_ns, remote, None if r is None else r.recv_lts, st.sketch, sends)
+    return out
+
+
+def encode_stamps(req: dict[str, Any]) -> Response:
+    lts, ptp, unc, qual = _reading_of(req, "start")
+    end = _reading_of(req, "end") if _flag(req, "end") else None
+    remote = recv_lts = None
+    if _flag(req, "receive"):
+        r_lts, r_ptp, r_unc, r_qual = _reading_of(req, "remote")
+        remote = (r_ptp, r_unc, r_qual, _int(_str(req, "remoteTsSource")), _int(_str(req, "remoteTenantId")), r_lts)
+        recv_lts = _int(_str(req, "recvLts")) if _str(req, "recvLts") else None
+    sketch = _hex(_str(req, "sketch")) or None
+    columns = [[_int(v) for v in _list(req, "send" + k)] for k in _READING]
+    if len({len(c) for c in columns}) != 1:
+        raise ProtocolProblem("the send arrays must have one entry per send")
+    sends = [(x_lts, x_ptp, x_unc, x_qual) for x_ptp, x_unc, x_qual, x_lts in zip(*columns, strict=True)]
+    text = stamptext.encode(lts, ptp, unc, qual, _int(_str(req, "tsSource")), _int(_str(req, "startTimeUnixNano")),
+                            end, _int(_str(req, "endTimeUnixNano")), remote, recv_lts, sketch, sends)
+    return {"text": text}
+
+
 OPS: dict[str, Callable[[dict[str, Any]], Response]] = {
     "decode_bytes": decode_bytes,
     "decode_text": decode_text_op,
@@ -225,6 +290,8 @@ OPS: dict[str, Callable[[dict[str, Any]], Response]] = {
     "decode_record": decode_record_op,
     "receive_record": receive_record,
     "encode_record": encode_record_op,
+    "decode_stamps": decode_stamps,
+    "encode_stamps": encode_stamps,
 }
 
 
@@ -250,6 +317,8 @@ def handle(line: str) -> Response:
         out["errorClass"] = err.error_class
         if err.error_class == "RECORD_HEADER" and isinstance(err.__cause__, HeaderError):
             out["headerErrorClass"] = err.__cause__.error_class  # the embedded header's own rule
+    except StampsError as err:
+        out["errorClass"] = err.error_class
     except ProtocolProblem as err:
         out["adapterError"] = str(err)
     except Exception as err:  # any other exception is a codec bug the runner must see, not a crash

@@ -21,6 +21,8 @@ RECORD_KIND = {"EXCHANGE": "0", "P2P": "1"}
 ENUMS = {"tsSource": TS_SOURCE, "clkQuality": CLK_QUALITY, "kind": RECORD_KIND, "expectKind": RECORD_KIND}
 HEADER_FIELDS = ("tenantId", "ptpNs", "tsSource", "clkQuality", "uncertaintyNs", "lts", "svcSketch")
 RECORD_FIELDS = ("kind", "rank", "seq", "traceId", "spanId")
+READING_FIELDS = ("ptpNs", "uncertaintyNs", "clkQuality", "lts")  # one reading of a stamps text
+STAMPS_BASES = ("startTimeUnixNano", "endTimeUnixNano")
 FLOAT_KEYS = frozenset({"falsePositiveEstimate"})
 
 # typing.Union, not "|": the runner runs on a stock Python 3.8 or later (conformance/README.md).
@@ -176,6 +178,53 @@ def _record_encode(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]
     return req, _error_or(t, ("record",))
 
 
+def _prefixed(prefix: str, reading: dict[str, Any]) -> dict[str, Value]:
+    """A reading's fields as flat protocol keys: start + ptpNs -> startPtpNs."""
+    return {prefix + k[0].upper() + k[1:]: norm(k, _need(reading, k)) for k in READING_FIELDS}
+
+
+def flat_stamps(st: dict[str, Any]) -> dict[str, Value]:
+    """A vector's nested stamps as the protocol's flat keys (PROTOCOL.md, decode_stamps / encode_stamps)."""
+    out: dict[str, Value] = {"tsSource": norm("tsSource", _need(st, "tsSource")), **_prefixed("start", st["start"])}
+    end, rec = st.get("end"), st.get("receive")
+    out["end"] = "true" if end is not None else "false"
+    if end is not None:
+        out.update(_prefixed("end", end))
+    out["receive"] = "true" if rec is not None else "false"
+    if rec is not None:
+        out.update(_prefixed("remote", rec))
+        out["remoteTsSource"] = norm("tsSource", _need(rec, "tsSource"))
+        out["remoteTenantId"] = str(_need(rec, "tenantId"))
+    out["recvLts"] = str(rec["recvLts"]) if rec is not None and "recvLts" in rec else ""
+    out["sketch"] = str(st.get("sketch", ""))
+    sends = _need(st, "sends")
+    for k in READING_FIELDS:
+        out["send" + k[0].upper() + k[1:]] = [str(norm(k, _need(x, k))) for x in sends]
+    return out
+
+
+def stamps_text(t: dict[str, Any]) -> str:
+    """A decode vector's text: ``text``, or ``textParts`` (pieces repeated) for one too long to write out."""
+    if "text" in t:
+        return str(t["text"])
+    return "".join(str(_need(p, "text")) * int(_need(p, "repeat")) for p in _need(t, "textParts"))
+
+
+def _stamps_decode(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
+    req: dict[str, Any] = {"op": "decode_stamps", "text": stamps_text(t)}
+    req.update({k: str(_need(t, k)) for k in STAMPS_BASES})
+    req.update({k: norm(k, t[k]) for k in ("uncertaintyNs", "clkQuality") if k in t})  # absent: not on the span
+    if t.get("result") == "invalid":
+        return req, {"errorClass": str(_need(t, "errorClass"))}
+    return req, {**flat_stamps(_need(t, "stamps")), "canonical": str(_need(t, "canonical"))}
+
+
+def _stamps_encode(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:
+    req: dict[str, Any] = {"op": "encode_stamps", **flat_stamps(_need(t, "stamps"))}
+    req.update({k: str(_need(t, k)) for k in STAMPS_BASES})
+    return req, _error_or(t, ("text",))
+
+
 GROUPS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Value]]]] = {
     "TtExtBinaryDecode": _binary_decode,
     "TtExtTextDecode": _text_decode,
@@ -187,6 +236,8 @@ GROUPS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Val
     "TorchRecordDecode": _record_decode,
     "TorchRecordReceive": _record_receive,
     "TorchRecordEncode": _record_encode,
+    "StampsDecode": _stamps_decode,
+    "StampsEncode": _stamps_encode,
 }
 
 
