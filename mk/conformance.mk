@@ -1,5 +1,5 @@
 # Cross-language conformance (issue 7): the C99 reference codecs in native/ttext (the
-# tt-ext header and the torch record), checked under AddressSanitizer/UBSan against
+# tt-ext header, the torch record and the tempotrace.stamps text), checked under AddressSanitizer/UBSan against
 # every vector, fuzzed, and compared with the Python codecs through conformance/run
 # (protocol: conformance/PROTOCOL.md).
 #
@@ -17,8 +17,8 @@ TEST_STEPS += conformance-c-build conformance-c-asan conformance-fuzz conformanc
 TTEXT_CC ?= gcc
 TTEXT_DIR := native/ttext
 TTEXT_OUT := native/build/ttext
-TTEXT_LIB_SRC := $(TTEXT_DIR)/ttext.c $(TTEXT_DIR)/murmur3.c $(TTEXT_DIR)/record.c
-TTEXT_ADAPTER_SRC := $(TTEXT_DIR)/adapter.c $(TTEXT_DIR)/jsonline.c $(TTEXT_LIB_SRC)
+TTEXT_LIB_SRC := $(TTEXT_DIR)/ttext.c $(TTEXT_DIR)/murmur3.c $(TTEXT_DIR)/record.c $(TTEXT_DIR)/stamps.c
+TTEXT_ADAPTER_SRC := $(TTEXT_DIR)/adapter.c $(TTEXT_DIR)/adapter_stamps.c $(TTEXT_DIR)/jsonline.c $(TTEXT_LIB_SRC)
 TTEXT_HDRS := $(wildcard $(TTEXT_DIR)/*.h)
 TTEXT_CFLAGS := -std=c99 -O2 -Wall -Wextra -Werror -pedantic
 # -fno-sanitize-recover: a UBSan finding aborts (non-zero exit) instead of printing and going on.
@@ -46,7 +46,7 @@ $(TTEXT_OUT)/%.o: $(TTEXT_DIR)/%.c $(TTEXT_HDRS) | conformance-cc-check
 	@mkdir -p $(@D)
 	$(TTEXT_CC) $(TTEXT_CFLAGS) -c -o $@ $<
 
-$(TTEXT_OUT)/libttext.a: $(TTEXT_OUT)/ttext.o $(TTEXT_OUT)/murmur3.o $(TTEXT_OUT)/record.o
+$(TTEXT_OUT)/libttext.a: $(TTEXT_OUT)/ttext.o $(TTEXT_OUT)/murmur3.o $(TTEXT_OUT)/record.o $(TTEXT_OUT)/stamps.o
 	ar rcs $@ $^
 
 $(TTEXT_OUT)/ttext-adapter: $(TTEXT_ADAPTER_SRC) $(TTEXT_HDRS) | conformance-cc-check

@@ -7,12 +7,13 @@
  * protocol's strings and the C API.  Every wire or text input is copied into
  * a heap buffer of exactly its length, so an AddressSanitizer build catches
  * any read past the end.  The record ops (spec/torch.md section 3) answer
- * through record.c.
+ * through record.c, the stamps ops through adapter_stamps.c (stamps.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter.h"
 #include "jsonline.h"
 #include "murmur3.h"
 #include "record.h"
@@ -24,7 +25,7 @@
 
 static int first_field;
 
-static void begin(const jl_object *req)
+void begin(const jl_object *req)
 {
     const jl_field *id = jl_get(req, "id");
     first_field = 1;
@@ -37,7 +38,7 @@ static void begin(const jl_object *req)
     }
 }
 
-static void key(const char *k)
+void key(const char *k)
 {
     if (!first_field)
         fputc(',', stdout);
@@ -46,7 +47,7 @@ static void key(const char *k)
     fputc(':', stdout);
 }
 
-static void put_str(const char *k, const char *v)
+void put_str(const char *k, const char *v)
 {
     key(k);
     jl_write_string(stdout, v, strlen(v));
@@ -72,7 +73,7 @@ static void put_hex(const char *k, const uint8_t *p, size_t n)
     fputc('"', stdout);
 }
 
-static void end(void)
+void end(void)
 {
     fputs("}\n", stdout);
     fflush(stdout);
@@ -81,9 +82,9 @@ static void end(void)
 /* ---- request field access ----------------------------------------------- */
 
 /* The protocol problem of the current request (first one wins). */
-static const char *problem;
+const char *problem;
 
-static const jl_str *get_str(const jl_object *req, const char *k)
+const jl_str *get_str(const jl_object *req, const char *k)
 {
     const jl_field *f = jl_get(req, k);
     if (f == NULL || f->is_array) {
@@ -94,7 +95,7 @@ static const jl_str *get_str(const jl_object *req, const char *k)
     return &f->value;
 }
 
-static const jl_field *get_list(const jl_object *req, const char *k)
+const jl_field *get_list(const jl_object *req, const char *k)
 {
     const jl_field *f = jl_get(req, k);
     if (f == NULL || !f->is_array) {
@@ -118,7 +119,7 @@ static int hex_digit(char c)
 
 /* Decode hex into a fresh buffer of exactly the decoded length (malloc(1)
  * for zero bytes so the pointer is valid).  NULL plus problem on bad hex. */
-static uint8_t *from_hex(const jl_str *s, size_t *n)
+uint8_t *from_hex(const jl_str *s, size_t *n)
 {
     uint8_t *out;
     size_t i;
@@ -166,7 +167,7 @@ static int fixed_hex(const jl_str *s, uint8_t *out, size_t want)
  * Values the C types cannot hold are still meaningful to the protocol (an
  * encoder must refuse them), so callers map them onto an equally invalid value.
  */
-static int parse_dec(const jl_str *s, int *negative, uint64_t *mag, int *overflow)
+int parse_dec(const jl_str *s, int *negative, uint64_t *mag, int *overflow)
 {
     size_t i = 0;
     *negative = 0;
@@ -627,6 +628,7 @@ static const struct {
     {"sketch_indices", op_sketch_indices}, {"sketch_merge", op_sketch_merge}, {"sketch_contains", op_sketch_contains},
     {"lamport", op_lamport},
     {"decode_record", op_decode_record},   {"receive_record", op_receive_record}, {"encode_record", op_encode_record},
+    {"decode_stamps", op_decode_stamps},   {"encode_stamps", op_encode_stamps},
 };
 
 static void handle(const char *line, size_t len)
