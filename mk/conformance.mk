@@ -73,9 +73,10 @@ $(TTEXT_OUT)/test_ttext-asan: $(TTEXT_DIR)/test_ttext.c $(TTEXT_LIB_SRC) $(TTEXT
 	@mkdir -p $(@D)
 	$(TTEXT_CC) $(TTEXT_ASAN_CFLAGS) -o $@ $(TTEXT_DIR)/test_ttext.c $(TTEXT_LIB_SRC)
 
-$(TTEXT_OUT)/fuzz-asan: $(TTEXT_DIR)/fuzz.c $(TTEXT_DIR)/fuzz_record.c $(TTEXT_DIR)/jsonline.c $(TTEXT_LIB_SRC) $(TTEXT_HDRS) | conformance-cc-check
+TTEXT_FUZZ_SRC := $(TTEXT_DIR)/fuzz.c $(TTEXT_DIR)/fuzz_record.c $(TTEXT_DIR)/fuzz_stamps.c $(TTEXT_DIR)/jsonline.c
+$(TTEXT_OUT)/fuzz-asan: $(TTEXT_FUZZ_SRC) $(TTEXT_LIB_SRC) $(TTEXT_HDRS) | conformance-cc-check
 	@mkdir -p $(@D)
-	$(TTEXT_CC) $(TTEXT_ASAN_CFLAGS) -o $@ $(TTEXT_DIR)/fuzz.c $(TTEXT_DIR)/fuzz_record.c $(TTEXT_DIR)/jsonline.c $(TTEXT_LIB_SRC)
+	$(TTEXT_CC) $(TTEXT_ASAN_CFLAGS) -o $@ $(TTEXT_FUZZ_SRC) $(TTEXT_LIB_SRC)
 
 conformance-c-build: $(TTEXT_OUT)/libttext.a $(TTEXT_OUT)/ttext-adapter $(TTEXT_OUT)/test_ttext $(TTEXT_OUT)/test_record
 	$(TTEXT_OUT)/test_ttext

@@ -33,6 +33,7 @@ DEFAULT_VECTORS = ROOT / "conformance" / "vectors"
 C_ADAPTER = ROOT / "native" / "build" / "ttext" / "ttext-adapter"
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 BUILTIN = ("python", "c")
+STAMPS_SEED_MAX = 2048  # native/ttext/fuzz.h MAX_INPUT: the 2 MB textParts vectors are no fuzz seeds
 
 
 def die(message: str) -> NoReturn:
@@ -244,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         "--write-corpus",
         type=Path,
         metavar="FILE",
-        help="write every wire/text/record input as a fuzz seed corpus (lines 'b HEX' / 't HEX' / 'r HEX') and exit",
+        help="write every wire/text/record/stamps input as a fuzz seed corpus (lines 'b HEX' / 't HEX' / 'r HEX' / "
+        "'s HEX') and exit",
     )
     args = parser.parse_args(argv)
 
@@ -275,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write_corpus(cases: list[Case], path: Path) -> None:
-    """Seeds for native/ttext/fuzz.c: binary inputs as hex, text inputs as hex of their UTF-8, records as hex."""
+    """Seeds for native/ttext/fuzz.c: binary inputs as hex, text inputs as hex of their UTF-8, records as hex,
+    stamps texts as hex of their UTF-8."""
     lines = []
     for case in cases:
         req = case.request
@@ -289,4 +292,8 @@ def write_corpus(cases: list[Case], path: Path) -> None:
             lines.append(f"r {req['record']}")
         elif req["op"] == "encode_record" and "record" in case.expect:
             lines.append(f"r {case.expect['record']}")
+        elif req["op"] == "decode_stamps" and len(req["text"]) <= STAMPS_SEED_MAX:
+            lines.append(f"s {req['text'].encode('utf-8', 'surrogatepass').hex()}")
+        elif req["op"] == "encode_stamps" and "text" in case.expect:
+            lines.append(f"s {str(case.expect['text']).encode('utf-8').hex()}")
     path.write_text("\n".join(lines) + "\n", encoding="ascii")

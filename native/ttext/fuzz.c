@@ -9,11 +9,13 @@
  *   - every status is a named class;
  *   - sketch add => contains, merge is a superset, Lamport never goes back
  *     and never passes 2^63-1;
- *   - records (record.h): see fuzz_record.c, one iteration in eight.
+ *   - records (record.h): see fuzz_record.c, one iteration in eight;
+ *   - stamps texts (stamps.h): see fuzz_stamps.c, one iteration in eight.
  *
  * usage: fuzz [-n ITERATIONS] [-s SEED] [CORPUS]
- *   CORPUS lines: "b HEX" (binary input), "t HEX" (UTF-8 of a text input) or
- *   "r HEX" (a record), as written by `conformance/run --write-corpus`.
+ *   CORPUS lines: "b HEX" (binary input), "t HEX" (UTF-8 of a text input),
+ *   "r HEX" (a record) or "s HEX" (a stamps text), as written by
+ *   `conformance/run --write-corpus`.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +82,7 @@ static void load_corpus(const char *path)
     }
     while (fgets(line, sizeof line, f) != NULL) {
         size_t n = 0, i = 2;
-        if ((line[0] != 'b' && line[0] != 't' && line[0] != 'r') || line[1] != ' ')
+        if ((line[0] != 'b' && line[0] != 't' && line[0] != 'r' && line[0] != 's') || line[1] != ' ')
             continue;
         while (n < sizeof buf && hexval(line[i]) >= 0 && hexval(line[i + 1]) >= 0) {
             buf[n++] = (unsigned char)(hexval(line[i]) << 4 | hexval(line[i + 1]));
@@ -88,6 +90,8 @@ static void load_corpus(const char *path)
         }
         if (line[0] == 'r')
             fuzz_record_add_seed(buf, n);
+        else if (line[0] == 's')
+            fuzz_stamps_add_seed(buf, n);
         else
             add_seed(buf, n);
     }
@@ -372,6 +376,9 @@ int main(int argc, char **argv)
         case 3:
             fuzz_record_one();
             break;
+        case 4:
+            fuzz_stamps_one();
+            break;
         default: {
             const seed *s = &seeds[below(n_seeds)];
             memcpy(buf, s->data, s->len);
@@ -390,6 +397,7 @@ int main(int argc, char **argv)
         putchar('\n');
     }
     fuzz_record_report();
+    fuzz_stamps_report();
     printf("fuzz: %lu iterations, seed %llu, %lu seeds, %lu property violations\n", iterations, seed_arg,
            (unsigned long)n_seeds, violations);
     return violations == 0 ? 0 : 1;

@@ -1,6 +1,6 @@
 /*
  * fuzz.h -- what the fuzz pass (fuzz.c) shares with its record part
- * (fuzz_record.c): the seeded generator, the seed pools, the generic
+ * (fuzz_record.c) and its stamps part (fuzz_stamps.c): the seeded generator, the seed pools, the generic
  * mutations and the count of violated properties.  Test code only.
  */
 #ifndef TTEXT_FUZZ_H
@@ -44,5 +44,10 @@ void fuzz_record_add_seed(const unsigned char *p, size_t n);
 void fuzz_record_seed_from(const ttext_header *h);
 void fuzz_record_one(void);
 void fuzz_record_report(void);
+
+/* fuzz_stamps.c: a corpus stamps text; one iteration (a mutated text, or random valid stamps); the summary. */
+void fuzz_stamps_add_seed(const unsigned char *p, size_t n);
+void fuzz_stamps_one(void);
+void fuzz_stamps_report(void);
 
 #endif /* TTEXT_FUZZ_H */
