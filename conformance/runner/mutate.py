@@ -1,4 +1,4 @@
-"""Differential inputs: seeded mutations of the vectors' wire, text and record inputs.
+"""Differential inputs: seeded mutations of the vectors' wire, text, record and stamps-text inputs.
 
 The vectors pin down expected answers for chosen inputs; between them, two
 implementations can still differ. `conformance/run --differential N` sends N
@@ -93,11 +93,51 @@ def _record_request(rng: random.Random, bases: list[dict[str, Any]]) -> dict[str
     return {"op": "decode_record", "record": record}
 
 
+# Pieces of the stamps grammar (spec/semantic-conventions.md 1.4): separators, signs, tags, enum and range edges.
+STAMPS_PIECES = (
+    *(" ", ",", "-", "-0", "0", "00", "2", "3", "9", " x", " e", " r", " k", "s", "x1,1", "_", "8", "B", "=", "\t"),
+    *("99999999999999999999", "9223372036854775807", "65536", "16", "\u00e9"),
+)
+STAMPS_SEED_MAX = 4096  # characters; the textParts vectors (2 MB) are no base for mutations
+
+
+def _mutate_stamps(rng: random.Random, text: str) -> str:
+    """Token-level changes (drop, repeat, swap, change a digit) or a grammar piece inserted, else the generic ones."""
+    tokens = text.split(" ")
+    r = rng.random()
+    if r < 0.15 and len(tokens) > 1:
+        del tokens[rng.randrange(1, len(tokens))]
+    elif r < 0.3:
+        i = rng.randrange(len(tokens))
+        tokens.insert(i, tokens[i])
+    elif r < 0.4 and len(tokens) > 2:
+        i, j = rng.sample(range(len(tokens)), 2)
+        tokens[i], tokens[j] = tokens[j], tokens[i]
+    elif r < 0.7:
+        text = " ".join(tokens)
+        at = rng.randrange(len(text) + 1)
+        return text[:at] + rng.choice(STAMPS_PIECES) + text[at + rng.choice((0, 0, 1)) :]
+    else:
+        return _mutate_text(rng, text)
+    return " ".join(tokens)
+
+
+def _stamps_base(case: Case) -> dict[str, Any]:
+    """A decode_stamps request to mutate: a decode vector's, or an encode vector's text read back with its values."""
+    req = case.request
+    if req["op"] == "decode_stamps":
+        return dict(req)
+    keys = {"uncertaintyNs": "startUncertaintyNs", "clkQuality": "startClkQuality"}
+    base = {k: req[k] for k in ("startTimeUnixNano", "endTimeUnixNano")}
+    return {"op": "decode_stamps", "text": case.expect["text"], **base, **{k: req[v] for k, v in keys.items()}}
+
+
 def differential_requests(cases: list[Case], count: int, seed: int) -> Iterator[dict[str, Any]]:
     """count requests derived from the vectors' decode inputs, reproducible from seed.
 
     They take turns among the input families the vectors have: binary headers,
-    text headers, records (decoded, or received with expectations).
+    text headers, records (decoded, or received with expectations), stamps
+    texts (decoded with their vector's OpenTelemetry times and attributes).
     """
     rng = random.Random(seed)
     wires = [bytes.fromhex(c.request["wire"]) for c in cases if c.request["op"] == "decode_bytes"]
@@ -105,12 +145,18 @@ def differential_requests(cases: list[Case], count: int, seed: int) -> Iterator[
     records = [c.request for c in cases if c.request["op"] in ("decode_record", "receive_record")]
     # An encoded record is a valid record to start from: received as the encoder's own rank and seq.
     records += [{"op": "decode_record", "record": c.expect["record"]} for c in cases if "record" in c.expect]
-    families = [f for f, inputs in (("bytes", wires), ("text", texts), ("record", records)) if inputs]
+    stamps = [_stamps_base(c) for c in cases if c.request["op"] in ("decode_stamps", "encode_stamps")]
+    stamps = [base for base in stamps if len(base["text"]) <= STAMPS_SEED_MAX]
+    inputs = (("bytes", wires), ("text", texts), ("record", records), ("stamps", stamps))
+    families = [f for f, given in inputs if given]
     for i in range(count if families else 0):
         family = families[i % len(families)]
         if family == "bytes":
             yield {"op": "decode_bytes", "wire": _mutate_bytes(rng, rng.choice(wires)).hex()}
         elif family == "text":
             yield {"op": "decode_text", "text": _mutate_text(rng, rng.choice(texts))}
+        elif family == "stamps":
+            base = rng.choice(stamps)
+            yield {**base, "text": _mutate_stamps(rng, str(base["text"]))}
         else:
             yield _record_request(rng, records)
