@@ -3,7 +3,7 @@
 # every vector, fuzzed, and compared with the Python codecs through conformance/run
 # (protocol: conformance/PROTOCOL.md).
 #
-#   conformance-c-build  warnings-as-errors build of libttext.a + adapter; C unit tests
+#   conformance-c-build  warnings-as-errors build of libttext.a + adapter; C unit tests (header, record, stamps)
 #   conformance-c-asan   the same sources under ASan+UBSan: unit tests, the FULL
 #                        vector suite and 2,000 seeded mutations through the sanitized
 #                        adapter, compared with Python (+ valgrind if present)
@@ -29,7 +29,7 @@ TTEXT_SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86 \
 # Fixed seeds and counts: the same inputs every run, a few seconds each.
 TTEXT_FUZZ_SEED ?= 20261129
 TTEXT_FUZZ_ITERATIONS ?= 500000
-# Shared in turn by binary headers, text headers and records: 10,000 of each.
+# Shared in turn by binary headers, text headers, records and stamps texts: 7,500 of each.
 TTEXT_DIFFERENTIAL ?= 30000
 
 .PHONY: conformance-cc-check
@@ -61,6 +61,14 @@ $(TTEXT_OUT)/test_record: $(TTEXT_DIR)/test_record.c $(TTEXT_LIB_SRC) $(TTEXT_HD
 	@mkdir -p $(@D)
 	$(TTEXT_CC) $(TTEXT_CFLAGS) -o $@ $(TTEXT_DIR)/test_record.c $(TTEXT_LIB_SRC)
 
+$(TTEXT_OUT)/test_stamps: $(TTEXT_DIR)/test_stamps.c $(TTEXT_LIB_SRC) $(TTEXT_HDRS) | conformance-cc-check
+	@mkdir -p $(@D)
+	$(TTEXT_CC) $(TTEXT_CFLAGS) -o $@ $(TTEXT_DIR)/test_stamps.c $(TTEXT_LIB_SRC)
+
+$(TTEXT_OUT)/test_stamps-asan: $(TTEXT_DIR)/test_stamps.c $(TTEXT_LIB_SRC) $(TTEXT_HDRS) | conformance-cc-check
+	@mkdir -p $(@D)
+	$(TTEXT_CC) $(TTEXT_ASAN_CFLAGS) -o $@ $(TTEXT_DIR)/test_stamps.c $(TTEXT_LIB_SRC)
+
 $(TTEXT_OUT)/test_record-asan: $(TTEXT_DIR)/test_record.c $(TTEXT_LIB_SRC) $(TTEXT_HDRS) | conformance-cc-check
 	@mkdir -p $(@D)
 	$(TTEXT_CC) $(TTEXT_ASAN_CFLAGS) -o $@ $(TTEXT_DIR)/test_record.c $(TTEXT_LIB_SRC)
@@ -78,13 +86,17 @@ $(TTEXT_OUT)/fuzz-asan: $(TTEXT_FUZZ_SRC) $(TTEXT_LIB_SRC) $(TTEXT_HDRS) | confo
 	@mkdir -p $(@D)
 	$(TTEXT_CC) $(TTEXT_ASAN_CFLAGS) -o $@ $(TTEXT_FUZZ_SRC) $(TTEXT_LIB_SRC)
 
-conformance-c-build: $(TTEXT_OUT)/libttext.a $(TTEXT_OUT)/ttext-adapter $(TTEXT_OUT)/test_ttext $(TTEXT_OUT)/test_record
+conformance-c-build: $(TTEXT_OUT)/libttext.a $(TTEXT_OUT)/ttext-adapter $(TTEXT_OUT)/test_ttext $(TTEXT_OUT)/test_record \
+		$(TTEXT_OUT)/test_stamps
 	$(TTEXT_OUT)/test_ttext
 	$(TTEXT_OUT)/test_record
+	$(TTEXT_OUT)/test_stamps
 
-conformance-c-asan: venv $(TTEXT_OUT)/ttext-adapter-asan $(TTEXT_OUT)/test_ttext-asan $(TTEXT_OUT)/test_record-asan
+conformance-c-asan: venv $(TTEXT_OUT)/ttext-adapter-asan $(TTEXT_OUT)/test_ttext-asan $(TTEXT_OUT)/test_record-asan \
+		$(TTEXT_OUT)/test_stamps-asan
 	$(TTEXT_SAN_ENV) $(TTEXT_OUT)/test_ttext-asan
 	$(TTEXT_SAN_ENV) $(TTEXT_OUT)/test_record-asan
+	$(TTEXT_SAN_ENV) $(TTEXT_OUT)/test_stamps-asan
 	$(TTEXT_SAN_ENV) PYTHON=$(PY) conformance/run --impl python --impl c-asan=$(TTEXT_OUT)/ttext-adapter-asan \
 	  --differential 3000 --seed $(TTEXT_FUZZ_SEED)
 	@if command -v valgrind >/dev/null 2>&1; then \
