@@ -30,7 +30,8 @@ SCHEMAS = sorted((KIT / "schemas").glob("*.json"))
 
 def _readme_error_classes(start: str, end: str) -> set[str]:
     section = " ".join(README[README.index("## Error classes") :].split())  # line breaks do not matter
-    section = section[section.index(start) : section.index(end)]
+    at = section.index(start)
+    section = section[at : section.index(end, at)]
     return set(re.findall(r"[A-Z][A-Z_]+[A-Z]", section))
 
 
@@ -51,9 +52,13 @@ def test_readme_error_classes_are_exactly_each_schemas_enumeration() -> None:
     assert _schema_enum(KIT / "schemas" / "tt_torch_record_test_schema.json", "headerErrorClass") == header_classes - {
         "RECORD_HEADER"
     }
+    stamps = _readme_error_classes("**The stamps file**", "These nine")
+    assert len(stamps) == 9
+    assert _schema_enum(KIT / "schemas" / "tt_stamps_text_test_schema.json") == stamps
     assert {p.name for p in SCHEMAS} == {
         *(f"tt_ext_v3_{n}_test_schema.json" for n in ("header", "sketch", "lamport")),
         "tt_torch_record_test_schema.json",
+        "tt_stamps_text_test_schema.json",
     }, "a new schema needs its error classes in README.md"
 
 
