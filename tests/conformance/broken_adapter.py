@@ -151,6 +151,36 @@ def record_seq_32_bits(req: Response, resp: Response) -> Response:
     return resp
 
 
+def stamps_count_last(req: Response, resp: Response) -> Response:
+    # A reader that decodes first and counts the sends only of a text it could read (semantic-conventions 1.4).
+    if req.get("op") == "decode_stamps" and resp.get("errorClass") == "STAMPS_TOO_MANY_SENDS":
+        text = req["text"].replace(" x", " z", 1)  # the answer it would give without the count
+        return {**python_adapter.handle(json.dumps({**req, "text": text})), "id": resp.get("id")}
+    return resp
+
+
+def stamps_padding_unchecked(req: Response, resp: Response) -> Response:
+    # A reader whose base64url decoder ignores the last character's two padding bits.
+    if req.get("op") == "decode_stamps" and resp.get("errorClass") == "STAMPS_SKETCH":
+        tokens = req["text"].split(" ")
+        for i, token in enumerate(tokens):
+            if token[:1] == "k" and len(token) == 44 and token[-1] in "BCDFGH_":
+                tokens[i] = token[:-1] + "A"
+                again = python_adapter.handle(json.dumps({**req, "text": " ".join(tokens)}))
+                return {**again, "id": resp.get("id")}
+    return resp
+
+
+def stamps_dt_always(req: Response, resp: Response) -> Response:
+    # An encoder that writes the start's dt even when it is 0.
+    text = resp.get("text")
+    if req.get("op") == "encode_stamps" and isinstance(text, str):
+        start, sep, rest = text.partition(" ")
+        if start.count(",") == 1:  # dt left out
+            return {**resp, "text": start + ",0" + sep + rest}
+    return resp
+
+
 BUGS: dict[str, Callable[[Response, Response], Response]] = {
     "wrong-text-class": wrong_text_class,
     "index-off-by-one": index_off_by_one,
@@ -171,6 +201,9 @@ BUGS: dict[str, Callable[[Response, Response], Response]] = {
     "record-receiver-first": record_receiver_first,
     "record-no-header-class": record_no_header_class,
     "record-seq-32-bits": record_seq_32_bits,
+    "stamps-count-last": stamps_count_last,
+    "stamps-padding-unchecked": stamps_padding_unchecked,
+    "stamps-dt-always": stamps_dt_always,
 }
 
 

@@ -222,3 +222,42 @@ def test_record_values_beyond_64_bits_are_refused_not_wrapped(
     request = {"op": "encode_record", "kind": "0", "rank": "3", "seq": "7", "traceId": "ab" * 16, "spanId": "cd" * 8,
                "header": WIRE.hex(), field: value}  # fmt: skip
     assert both(pair, request) == {"errorClass": "RECORD_FIELD"}
+
+
+T_NS = 1_700_000_000_000_000_000
+STAMPS_TEXTS = [
+    "s81234,0 e3",
+    "s5,0\x00 e1",
+    "s5,0 e1\ud800",
+    "s5,0 \u00e9 x1,1",
+    "s5,0 x1,1 x\U0001f600",
+    "s5,0,-18446744110709551614",
+    "s5,0,18446744073709551615",
+    "s9223372036854775807,2 e-9223372036854775807,-99999999999999999999,0,0",
+    "s5,0 r3,9223372036854775807,6,1,2,7,-9223372036854775802",
+    "s5,0 k" + "_" * 42 + "8",
+    "s5,0 k" + "_" * 43,
+]
+
+
+@pytest.mark.parametrize("text", STAMPS_TEXTS)
+@pytest.mark.parametrize("start_ns", [0, T_NS, 2**64 - 1])
+def test_hostile_stamps_texts_get_the_same_answer(pair: tuple[Adapter, Adapter], text: str, start_ns: int) -> None:
+    """semantic-conventions §1.4: NUL, non-ASCII, lone surrogates, sums beyond 64 bits, alike in both codecs."""
+    base = {"op": "decode_stamps", "text": text, "startTimeUnixNano": str(start_ns), "endTimeUnixNano": str(start_ns)}
+    answer = both(pair, base)
+    assert ("errorClass" in answer) or answer["canonical"] == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet="serkx0123456789,- _AB8\x00\u00e9", max_size=80),
+    start_ns=st.sampled_from([0, T_NS, 2**64 - 1]),
+    plain=st.booleans(),
+)
+def test_random_stamps_texts_same_answer(pair: tuple[Adapter, Adapter], text: str, start_ns: int, plain: bool) -> None:
+    request = {"op": "decode_stamps", "text": "s5,0 " + text, "startTimeUnixNano": str(start_ns),
+               "endTimeUnixNano": str(start_ns)}  # fmt: skip
+    if plain:
+        request.update(uncertaintyNs="220", clkQuality="1")
+    both(pair, request)

@@ -298,3 +298,18 @@ def test_record_vectors_catch_each_misreading_of_the_checks(bug: str, caught_by:
     res = run("--impl", broken(bug), str(ROOT / "conformance" / "vectors" / "tt_torch_record_test.json"))
     assert res.returncode == 1
     assert caught_by in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("bug", "caught_by"),
+    [
+        ("stamps-count-last", "2^20+1 sends after a broken start: counted before anything is decoded"),
+        ("stamps-padding-unchecked", "sketch last character B: padding bits 01"),
+        ("stamps-dt-always", "start only, read at the OpenTelemetry time: dt left out"),
+    ],
+)
+def test_stamps_vectors_catch_each_misreading_of_the_text(bug: str, caught_by: str) -> None:
+    """semantic-conventions §1.4: the count before the tokens, the sketch's padding bits, dt 0 left out."""
+    res = run("--impl", broken(bug), str(ROOT / "conformance" / "vectors" / "tt_stamps_text_test.json"))
+    assert res.returncode == 1
+    assert caught_by in res.stdout
