@@ -184,4 +184,7 @@ def test_every_vector_file_and_group_type_is_exercised() -> None:
         "TorchRecordDecode",
         "TorchRecordReceive",
         "TorchRecordEncode",
+        # the stamps text's (spec/semantic-conventions.md §1.4): exercised by tests/otel/test_otel_stamps_vectors.py
+        "StampsDecode",
+        "StampsEncode",
     }
