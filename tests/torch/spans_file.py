@@ -28,6 +28,7 @@ class Span:
     span_id: str
     parent_id: str
     attrs: dict[str, Any]
+    status: str = ""  #: the OTLP status code ("" when unset)
 
     def __getitem__(self, key: str) -> Any:
         return self.attrs["tempotrace." + key]
@@ -47,5 +48,6 @@ def read_spans(path: Path) -> list[Span]:
                     attrs = {kv["key"]: _value(kv["value"]) for kv in s.get("attributes", [])}
                     # tempotrace.stamps under the names of each field (semantic-conventions §1.5)
                     attrs = expand(attrs, int(s["startTimeUnixNano"]), int(s["endTimeUnixNano"]))
-                    spans.append(Span(s["name"], s["traceId"], s["spanId"], s.get("parentSpanId", ""), attrs))
+                    spans.append(Span(s["name"], s["traceId"], s["spanId"], s.get("parentSpanId", ""), attrs,
+                                      str(s.get("status", {}).get("code", ""))))
     return spans

@@ -1,0 +1,294 @@
+"""One rank of the 2-rank gloo job that tests/torch/test_faults.py starts: faults tracing must survive.
+
+Each scenario is a function run by both ranks in turn (``TT_SCENARIOS`` picks
+some, default all), between barriers, on its own step numbers. What a scenario
+returns, with the carriage counters it moved on this rank, goes to
+``$OUT/result-<rank>.json``; spans go to ``$OUT/spans-<rank>.jsonl``. A
+scenario that raises records the error and the job goes on, so one broken
+promise does not hide the others (a desynchronised job still fails at its
+next collective, which the test reports with the logs).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from tempotrace_sdk import torch as tt
+from tempotrace_sdk.otel import configure
+from tempotrace_sdk.torch import carriage, wrappers
+
+OUT = Path(os.environ["TT_TEST_OUT"])
+RANK = int(os.environ["RANK"])
+PEER = 1 - RANK
+#: The job's groups time out after this long: a desynchronised job fails in bounded time.
+PG_TIMEOUT_S = 60
+#: The group a side-send wait could time out (scenario untraced_receiver): shorter than the pause.
+SHORT_TIMEOUT_S = 3
+PAUSE_S = SHORT_TIMEOUT_S + 1.5
+
+# Bound before instrument(): untraced, as spec/torch.md §1.1 says (e.g. a library imported first).
+untraced_isend = dist.isend
+untraced_irecv = dist.irecv
+
+
+@contextmanager
+def failing(owner: Any, name: str, *, on_rank: int, times: int = 1) -> Iterator[None]:
+    """``owner.name`` raises (a local failure: CUDA OOM, a broken clock...) on ``on_rank``, ``times`` times."""
+    original = getattr(owner, name)
+    left = [times if RANK == on_rank else 0]
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        if left[0] > 0:
+            left[0] -= 1
+            raise RuntimeError(f"injected failure of {name}")
+        return original(*args, **kwargs)
+
+    setattr(owner, name, broken)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def untraced_sender() -> dict[str, Any]:
+    """Finding 1: rank 0 sends through a function bound before instrument(), rank 1 receives traced.
+
+    No side message comes for that receive: its span must end at once (record missing), and no later
+    step may wait for it. The next traced messages on that channel still carry their records.
+    """
+    t = torch.ones(4)
+    with tt.step(100):
+        if RANK == 0:
+            untraced_isend(t, 1, tag=3).wait()
+        else:
+            dist.irecv(torch.zeros(4), 0, tag=3).wait()
+    for i in range(101, 104):
+        with tt.step(i):
+            dist.all_reduce(t)
+    with tt.step(104):
+        if RANK == 0:
+            dist.send(t, 1, tag=3)
+        else:
+            dist.recv(torch.zeros(4), 0, tag=3)
+    return {"t": t.tolist()}
+
+
+def untraced_receiver() -> dict[str, Any]:
+    """Rank 1 receives through a function bound before instrument(); rank 0's side message is never taken.
+
+    Waiting for that side send with gloo's own timeout would close every connection of the group
+    (gloo fails all pairs when a wait times out): the group must still work after its timeout.
+    """
+    short = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=SHORT_TIMEOUT_S), backend="gloo")
+    t = torch.ones(4)
+    with tt.step(200):
+        if RANK == 0:
+            dist.isend(t, 1, group=short, tag=5).wait()
+        else:
+            untraced_irecv(torch.zeros(4), 0, group=short, tag=5).wait()
+    dist.barrier()
+    time.sleep(PAUSE_S)
+    dist.barrier()
+    x = torch.ones(2)
+    try:
+        dist.all_reduce(x, group=short)
+        ok = float(x[0]) == 2.0
+    except Exception as err:  # the group was closed under us
+        ok = False
+        print(f"rank {RANK}: short group broken: {err}", file=sys.stderr, flush=True)
+    return {"short_group_ok": ok}
+
+
+class _Raised(Exception):
+    pass
+
+
+def step_exception() -> dict[str, Any]:
+    """Finding 2: a handled exception inside step() on rank 0 only; every later collective must still pair."""
+    t = torch.ones(4)
+    try:
+        with tt.step(300):
+            dist.all_reduce(t)
+            if RANK == 0:
+                raise _Raised("a rank-local error after the step's collectives")
+    except _Raised:
+        pass
+    values = []
+    for i in range(301, 303):
+        with tt.step(i):
+            x = torch.full((4,), float(RANK + 1))
+            dist.all_reduce(x)
+            values.append(float(x[0]))
+    return {"values": values}
+
+
+def step_dist_error() -> dict[str, Any]:
+    """A torch.distributed failure (or a non-Exception exit) leaves the step without its exchange, on every rank."""
+    t = torch.ones(4)
+    for number, exc in ((310, dist.DistBackendError("simulated communication failure")),):
+        try:
+            with tt.step(number):
+                dist.all_reduce(t)
+                raise exc
+        except dist.DistError:
+            pass
+    try:
+        with tt.step(311):
+            dist.broadcast(t, src=0, group_src=0)  # torch refuses it, on every rank: the error came from an op
+    except ValueError:
+        pass
+    with tt.step(312):
+        x = torch.full((4,), float(RANK + 1))
+        dist.all_reduce(x)
+    return {"value": float(x[0])}
+
+
+def op_exchange_failure() -> dict[str, Any]:
+    """Finding 11: in op mode the exchange's tensors cannot be made on rank 1 (say, CUDA OOM): it still joins."""
+    tt.instrument(carriage="op")
+    try:
+        with tt.step(400):
+            t = torch.ones(4)
+            with failing(carriage, "device_record", on_rank=1):
+                dist.all_reduce(t)
+            x = torch.full((4,), float(RANK + 1))
+            dist.all_reduce(x)
+    finally:
+        tt.instrument(carriage="step")
+    return {"value": float(x[0])}
+
+
+def step_exchange_failure() -> dict[str, Any]:
+    """Finding 11: the step exchange's tensors cannot be made on rank 1: the all_gather is issued all the same."""
+    with failing(carriage, "device_record", on_rank=1), tt.step(410):
+        dist.all_reduce(torch.ones(4))
+    with tt.step(411):
+        x = torch.full((4,), float(RANK + 1))
+        dist.all_reduce(x)
+    return {"value": float(x[0])}
+
+
+def side_send_failure() -> dict[str, Any]:
+    """Finding 11: the side message's tensor cannot be made on the sender: the absent record goes instead."""
+    with tt.step(420):
+        if RANK == 0:
+            with failing(carriage, "device_record", on_rank=0):
+                dist.send(torch.ones(4), 1, tag=7)
+        else:
+            dist.recv(torch.zeros(4), 0, tag=7)
+    return {}
+
+
+def span_failure() -> dict[str, Any]:
+    """Finding 13: starting the span fails on rank 0 (op mode): the op runs untraced, the exchange still pairs."""
+    tt.instrument(carriage="op")
+    raised = []
+    try:
+        with tt.step(500):
+            t = torch.ones(4)
+            try:
+                with failing(wrappers, "start_span", on_rank=0):
+                    dist.all_reduce(t)
+            except RuntimeError as err:
+                raised.append(str(err))
+            x = torch.full((4,), float(RANK + 1))
+            dist.all_reduce(x)
+    finally:
+        tt.instrument(carriage="step")
+    with tt.step(501):
+        try:
+            with failing(wrappers, "start_span", on_rank=0):
+                if RANK == 0:
+                    dist.send(torch.ones(4), 1, tag=9)
+                else:
+                    dist.recv(torch.zeros(4), 0, tag=9)
+        except RuntimeError as err:
+            raised.append(str(err))
+    return {"raised": raised, "value": float(x[0]), "t": float(t[0])}
+
+
+class _BrokenTimer:
+    """A GPU timer whose event record fails (as it does inside CUDA graph capture)."""
+
+    def begin(self, *args: Any) -> Any:
+        raise RuntimeError("injected: event record not permitted")
+
+    def harvest(self, *, final: bool = False) -> int:
+        return 0
+
+
+def gpu_begin_failure() -> dict[str, Any]:
+    """Finding 13: the GPU timer fails before the op on rank 0: the op runs, its span is CPU-timed."""
+    raised = []
+    settings = wrappers.settings
+    saved = settings.gpu
+    settings.gpu = _BrokenTimer() if RANK == 0 else None
+    try:
+        with tt.step(510):
+            t = torch.ones(4)
+            try:
+                dist.all_reduce(t)
+            except RuntimeError as err:
+                raised.append(str(err))
+    finally:
+        settings.gpu = saved
+    return {"raised": raised, "t": float(t[0])}
+
+
+SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {
+    f.__name__: f for f in (untraced_sender, untraced_receiver, step_exception, step_dist_error, op_exchange_failure,
+                            step_exchange_failure, side_send_failure, span_failure, gpu_begin_failure)
+}
+
+
+def _delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after)
+            if after.get(k, 0) != before.get(k, 0)}
+
+
+def main() -> None:
+    handle = configure(service_name="faults", export_path=OUT / f"spans-{RANK}.jsonl", batch=False)
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=PG_TIMEOUT_S))
+    tt.instrument(carriage="step")
+    chosen = os.environ.get("TT_SCENARIOS", "").split(",") if os.environ.get("TT_SCENARIOS") else list(SCENARIOS)
+    results: dict[str, Any] = {}
+    for name in chosen:
+        dist.barrier()
+        before = tt.carriage_counts()
+        started = time.monotonic()
+        try:
+            out = SCENARIOS[name]()
+        except Exception as err:
+            traceback.print_exc()
+            out = {"error": f"{type(err).__name__}: {err}"}
+        tt.sweep()
+        out["counts"] = _delta(before, tt.carriage_counts())
+        out["seconds"] = round(time.monotonic() - started, 2)
+        results[name] = out
+        (OUT / f"result-{RANK}.json").write_text(json.dumps(results))
+    dist.barrier()
+    tt.uninstrument()
+    dist.destroy_process_group()
+    handle.shutdown()
+    (OUT / f"result-{RANK}.json").write_text(json.dumps(results))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
