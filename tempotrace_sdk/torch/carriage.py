@@ -43,15 +43,12 @@ from ..wire import Sketch
 from .groups import GroupInfo
 from .record import RECORD_LEN, RecordError, RecordKind, TorchRecord, absent_record, decode_record, pack_record
 
-__all__ = ["MODES", "SIDE_TAG_BASE", "Exchange", "SideRecv", "carriage_counts", "count", "make_record", "side_tag"]
+__all__ = ["MODES", "Exchange", "carriage_counts", "count", "device_record", "host_bytes", "make_record", "merge_side",
+           "outgoing"]
 
 _log = logging.getLogger(__name__)
 
 MODES = ("none", "step", "op")
-
-#: p2p side messages on a backend that honours tags (gloo) travel on ``tag + SIDE_TAG_BASE``, so
-#: they never meet the user's own messages; tags at or above it are not carried (spec/torch.md §3.3).
-SIDE_TAG_BASE = 1 << 30
 
 _counts: Counter[str] = Counter()
 _counts_lock = threading.Lock()
@@ -66,15 +63,6 @@ def carriage_counts() -> dict[str, int]:
     """Records sent and merged, and those refused or missing by error class, since the process started."""
     with _counts_lock:
         return dict(_counts)
-
-
-def side_tag(info: GroupInfo, tag: int) -> int | None:
-    """The tag a side message of a ``tag`` message travels on; None when it cannot be carried."""
-    if not info.tags:
-        return tag  # NCCL: one ordered stream per peer, the side message right behind its data
-    if 0 <= tag < SIDE_TAG_BASE:
-        return tag + SIDE_TAG_BASE
-    return None
 
 
 #: Test hook (tests/torch): a function applied to every outgoing record; None in production.
@@ -193,12 +181,28 @@ def merge_side(raw: bytes, src: int, seq: int) -> dict[str, Any]:
     }
 
 
-def _tensor(record: bytes, device: torch.device) -> torch.Tensor:
+def device_record(record: bytes, device: torch.device) -> torch.Tensor:
+    """``record`` as a uint8 tensor on ``device`` (a host-to-device copy for a GPU group)."""
     t = torch.frombuffer(bytearray(record), dtype=torch.uint8)
     return t if device.type == "cpu" else t.to(device)
 
 
-def _bytes(t: torch.Tensor) -> bytes:
+def outgoing(info: GroupInfo, record: bytes) -> torch.Tensor:
+    """The tensor that carries ``record``: the group's absent record when it cannot be made (counted).
+
+    A local failure never changes what a rank sends, only what the message says (spec/torch.md §3.6).
+    """
+    try:
+        return device_record(record, info.device)
+    except Exception:
+        if info.absent is None:
+            raise
+        count("absent_sent")
+        _log.debug("tempotrace.torch: record tensor not made; the absent record goes instead", exc_info=True)
+        return info.absent
+
+
+def host_bytes(t: torch.Tensor) -> bytes:
     return bytes(t.cpu().numpy().tobytes())
 
 
@@ -207,63 +211,55 @@ _all_gather = getattr(c10d, "all_gather_single", None) or c10d.all_gather_into_t
 
 
 class Exchange:
-    """One all_gather of every rank's record in a group; ``finish()`` once it completed."""
+    """One all_gather of every rank's record in a group; ``finish()`` once it completed (spec/torch.md §3.4).
 
-    __slots__ = ("_in", "_out", "info", "seq", "work")
+    Issued whatever failed locally (§3.6): a record tensor that cannot be made is
+    replaced by the group's absent record, an output buffer by its scratch buffer
+    (then nothing is read: every other rank's record is counted missing). Only
+    torch itself can fail the all_gather; then the caller counts ``exchange_failed``.
+    """
+
+    __slots__ = ("_in", "_out", "info", "readable", "seq", "work")
 
     def __init__(self, info: GroupInfo, record: bytes, seq: int, *, async_op: bool) -> None:
         self.info = info
         self.seq = seq
-        self._in = _tensor(record, info.device)
-        self._out = torch.empty(RECORD_LEN * info.size, dtype=torch.uint8, device=info.device)
+        self._in = outgoing(info, record)
+        self.readable = True
+        try:
+            self._out = torch.empty(RECORD_LEN * info.size, dtype=torch.uint8, device=info.device)
+        except Exception:
+            if info.scratch is None:
+                raise
+            count("unread")
+            _log.debug("tempotrace.torch: exchange buffer not made; received into scratch", exc_info=True)
+            self._out, self.readable = info.scratch, False
         self.work = _all_gather(self._out, self._in, group=info.pg, async_op=async_op)
 
-    def finish(self) -> dict[str, Any]:
+    def done(self) -> bool:
+        """Completed, seen without waiting. A device group's future completes when the work is queued
+        (spec/torch.md §1.3), so only the work's own check is trusted there."""
+        work = self.work
+        if work is None:
+            return True
+        if self.info.device.type == "cpu":
+            try:
+                return bool(work.get_future().done())
+            except Exception:
+                pass
         try:
-            return merge_exchange(_bytes(self._out), self.info, self.seq)
+            return bool(work.is_completed())
+        except Exception:
+            return True
+
+    def finish(self) -> dict[str, Any]:
+        if not self.readable:
+            others = tuple(r for i, r in enumerate(self.info.ranks) if i != self.info.group_rank)
+            count("missing", len(others))
+            return {TORCH_RECV_COUNT: 0, TORCH_RECV_MISSING: others} if others else {TORCH_RECV_COUNT: 0}
+        try:
+            return merge_exchange(host_bytes(self._out), self.info, self.seq)
         except Exception:
             count("exchange_failed")
             _log.debug("tempotrace.torch: exchange could not be read", exc_info=True)
             return {}
-
-
-class SideRecv:
-    """The receive of one p2p side message from ``src``, posted beside its data receive."""
-
-    __slots__ = ("blocking", "buffer", "ok", "seq", "src", "work")
-
-    def __init__(self, buffer: torch.Tensor, src: int, seq: int, work: Any, blocking: bool) -> None:
-        self.buffer = buffer
-        self.src = src
-        self.seq = seq
-        self.work = work
-        #: gloo reports a p2p work complete only once waited: the courier waits (else it polls)
-        self.blocking = blocking
-        self.ok = True  #: False when the receive failed: the record is missing
-
-    @classmethod
-    def post(cls, info: GroupInfo, src: int, tag: int, seq: int) -> SideRecv:
-        buffer = side_buffer(info)
-        work = c10d.irecv(buffer, group=info.pg, tag=tag, group_src=info.group_rank_of(src))
-        return cls(buffer, src, seq, work, info.tags)
-
-    def finish(self) -> dict[str, Any]:
-        if not self.ok:
-            count("missing")
-            return {TORCH_RECV_COUNT: 0, TORCH_RECV_MISSING: (self.src,)}
-        return merge_side(_bytes(self.buffer), self.src, self.seq)
-
-
-def side_buffer(info: GroupInfo) -> torch.Tensor:
-    return torch.empty(RECORD_LEN, dtype=torch.uint8, device=info.device)
-
-
-def record_tensor(info: GroupInfo, record: bytes) -> torch.Tensor:
-    return _tensor(record, info.device)
-
-
-def side_send(info: GroupInfo, record: bytes, dst: int, tag: int) -> Any:
-    """Post the side message of a send; returns (tensor, work): keep both alive until it completes."""
-    tensor = _tensor(record, info.device)
-    return tensor, c10d.isend(tensor, group=info.pg, tag=tag, group_dst=info.group_rank_of(dst))
-

@@ -7,9 +7,14 @@ receipt and t3 just before replying; the rank reads t4 on receipt. Then
 
     offset = ((t2 - t1) + (t3 - t4)) / 2    (the reference's clock minus the rank's, negated below)
     delay  = (t4 - t1) - (t3 - t2)
-    bound  = delay / 2 + read                (read: the slower side's clock-read time)
+    bound  = delay / 2 + 1 ns + read         (read: the fastest timed read of the rank's own clock)
 
-over the round with the smallest delay of ``rounds``. If both clocks keep
+over the round with the smallest delay of ``rounds``. A round whose delay is
+negative cannot have happened as recorded (the reference would have replied
+before it received) and is left out; a rank with no round left is
+``unmeasured``. A receive on a device group (NCCL) returns when it is queued,
+so each side synchronises with its stream before reading t2 or t4: a
+timestamp is read only once its message is in. If both clocks keep
 their claims (3σ bounds u_rank and u_ref), the true offset is within
 u_rank + u_ref, so a measured |offset| > u_rank + u_ref + bound cannot be
 reconciled with the claims: one of the two clocks lies. Which one is decided
@@ -43,7 +48,7 @@ from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality
 from .groups import group_info
 from .spans import end_span, start_span
 
-__all__ = ["ClockCheck", "RankClock", "check_clocks", "judge"]
+__all__ = ["ClockCheck", "RankClock", "best_round", "check_clocks", "judge"]
 
 _log = logging.getLogger(__name__)
 
@@ -62,7 +67,9 @@ class RankClock:
     claim_ns: int  #: the largest uncertainty_ns its clock claimed during the check
     quality: ClockQuality  #: the worst quality its clock reported
     timestamps: tuple[int, int, int, int]  #: the best round's t1..t4 (zeros for the reference)
-    verdict: str = ""  #: "ref" | "ok" | "unbounded" | "irreconcilable"
+    verdict: str = ""  #: "ref" | "ok" | "unbounded" | "unmeasured" | "irreconcilable"
+    #: False when every round's timestamps were inconsistent (a negative delay): nothing was measured.
+    measured: bool = True
 
     @property
     def unbounded(self) -> bool:
@@ -83,6 +90,10 @@ class ClockCheck:
         lines = [f"clock check against rank {self.ref_rank}:"]
         for r in self.ranks:
             claim = "unbounded" if r.unbounded else f"±{r.claim_ns} ns"
+            if not r.measured:
+                lines.append(f"  rank {r.rank}: not measured (every round inconsistent), claims {claim} "
+                             f"({r.quality.name}): {r.verdict}")
+                continue
             lines.append(f"  rank {r.rank}: offset {r.offset_ns:+,} ns ± {r.bound_ns:,} ns, claims {claim} "
                          f"({r.quality.name}): {r.verdict}")
         lines.append("  suspects: " + (", ".join(map(str, self.suspects)) if self.suspects else "none"))
@@ -93,7 +104,8 @@ def judge(ranks: list[RankClock], ref_rank: int) -> ClockCheck:
     """Verdicts and suspects from every rank's measurement (spec/torch.md §5.2).
 
     A rank is irreconcilable when |offset| > its claim + the reference's claim +
-    the measurement bound; unbounded when either claim promises nothing. If
+    the measurement bound; unbounded when either claim promises nothing;
+    unmeasured when no round was consistent (never named). If
     more than half of the judged ranks are irreconcilable, the reference is the
     one suspect; if exactly one rank is judged and it disagrees, both are
     suspects (one witness cannot say which clock lied); else the
@@ -104,6 +116,8 @@ def judge(ranks: list[RankClock], ref_rank: int) -> ClockCheck:
     for r in ranks:
         if r.rank == ref_rank:
             verdict = "ref"
+        elif not r.measured:
+            verdict = "unmeasured"
         elif r.unbounded or ref.unbounded:
             verdict = "unbounded"
         elif abs(r.offset_ns) > r.claim_ns + ref.claim_ns + r.bound_ns:
@@ -111,7 +125,7 @@ def judge(ranks: list[RankClock], ref_rank: int) -> ClockCheck:
         else:
             verdict = "ok"
         judged.append(RankClock(r.rank, r.offset_ns, r.bound_ns, r.rtt_ns, r.claim_ns, r.quality, r.timestamps,
-                                verdict))
+                                verdict, r.measured))
     bad = [r.rank for r in judged if r.verdict == "irreconcilable"]
     counted = [r for r in judged if r.verdict in ("ok", "irreconcilable")]
     if not bad:
@@ -135,13 +149,38 @@ def _read_delay(clock: ClockSource) -> int:
     return int(best or 0)
 
 
+def delay_of(t: tuple[int, int, int, int]) -> int:
+    """A round's delay: its round trip less the reference's time between receiving and replying."""
+    t1, t2, t3, t4 = t
+    return (t4 - t1) - (t3 - t2)
+
+
+def best_round(rounds: list[tuple[int, int, int, int]]) -> tuple[int, int, int, int] | None:
+    """The round with the smallest delay, of those whose delay is not negative; None if there is none."""
+    consistent = [t for t in rounds if delay_of(t) >= 0]
+    if len(consistent) < len(rounds):
+        _log.debug("tempotrace.torch: %d of %d clock-check rounds inconsistent (negative delay), left out",
+                   len(rounds) - len(consistent), len(rounds))
+    return min(consistent, key=delay_of, default=None)
+
+
+def _landed(info: Any) -> None:
+    """Return once a receive that just returned is in: on a device group it may only be queued."""
+    if info.device.type != "cpu":
+        _sync_device(info.device)
+
+
+def _sync_device(device: torch.device) -> None:  # pragma: no cover - needs a GPU
+    torch.cuda.current_stream(device).synchronize()
+
+
 def _measure(info: Any, clock: ClockSource, ref: int, rounds: int) -> RankClock:
     """Run the ping-pong with the reference; every rank serves or waits its turn."""
     me = info.group_rank
     pg = info.pg
     out = torch.zeros(1, dtype=torch.int64, device=info.device)  # NCCL only moves CUDA tensors
     back = torch.zeros(2, dtype=torch.int64, device=info.device)
-    best: tuple[int, int, int, int] | None = None
+    samples: list[tuple[int, int, int, int]] = []
     claim, quality = 0, ClockQuality.OK
 
     def note(ts: Timestamp) -> int:
@@ -158,22 +197,26 @@ def _measure(info: Any, clock: ClockSource, ref: int, rounds: int) -> RankClock:
                 out[0] = t1 = note(clock.now())
                 c10d.send(out, group=pg, group_dst=ref)
                 c10d.recv(back, group=pg, group_src=ref)
-                t2, t3 = (int(v) for v in back.tolist())  # on a GPU: the copy back is part of the round
+                _landed(info)
                 t4 = note(clock.now())
-                if best is None or (t4 - t1) - (t3 - t2) < (best[3] - best[0]) - (best[2] - best[1]):
-                    best = (t1, t2, t3, t4)
+                t2, t3 = (int(v) for v in back.tolist())
+                samples.append((t1, t2, t3, t4))
             elif me == ref:
                 c10d.recv(out, group=pg, group_src=peer)
+                _landed(info)
                 t2 = note(clock.now())
                 back[0], back[1] = t2, note(clock.now())
                 c10d.send(back, group=pg, group_dst=peer)
-    if me == ref or best is None:
+    if me == ref:
         note(clock.now())
         return RankClock(info.rank, 0, 0, 0, claim, quality, (0, 0, 0, 0))
+    best = best_round(samples)
+    if best is None:
+        return RankClock(info.rank, 0, 0, 0, claim, quality, (0, 0, 0, 0), measured=False)
     t1, t2, t3, t4 = best
-    delay = (t4 - t1) - (t3 - t2)
+    delay = delay_of(best)
     offset = -((t2 - t1) + (t3 - t4)) // 2  # this clock minus the reference's
-    return RankClock(info.rank, offset, max(0, delay) // 2 + 1, delay, claim, quality, best)
+    return RankClock(info.rank, offset, delay // 2 + 1, delay, claim, quality, best)
 
 
 def check_clocks(group: Any = None, rounds: int = 8, require: str | ClockQuality | None = None,
@@ -197,7 +240,7 @@ def check_clocks(group: Any = None, rounds: int = 8, require: str | ClockQuality
         delay = _read_delay(clock)
         mine = _measure(info, clock, ref, rounds)
         mine = RankClock(mine.rank, mine.offset_ns, mine.bound_ns + delay, mine.rtt_ns, mine.claim_ns, mine.quality,
-                         mine.timestamps)
+                         mine.timestamps, measured=mine.measured)
         everyone: list[Any] = [None] * info.size
         c10d.all_gather_object(everyone, mine, group=info.pg)
         result = judge(list(everyone), info.ranks[ref])

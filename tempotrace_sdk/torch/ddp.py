@@ -7,7 +7,10 @@ span (``torch.ddp.bucket``) whose parent is the span current on the calling
 thread, or else the open ``step()``'s span (the reducer may run on autograd's
 threads, where our context is not current); the ``inner`` hook's own
 collectives (traced when ``instrument()`` is on) are its children; the span
-ends, with its end stamp, when the bucket's future completes.
+ends, with its end stamp, when the bucket's future completes
+(``completion="future"``). A bucket on a GPU has a future that completes
+when its reduction is *queued* on the device (spec/torch.md §1.3): its span
+then says ``completion="queued"``, and its end stamp is no completion.
 """
 
 from __future__ import annotations
@@ -56,11 +59,11 @@ def comm_hook(inner: Callable[..., Any] | None = None) -> Callable[..., Any]:
         is_ddp = isinstance(bucket, GradBucket)
         attrs = _group_attrs(state)
         attrs[TORCH_OP] = "ddp_bucket" if is_ddp else "fsdp_grad"
+        data = bucket.buffer() if is_ddp else bucket
         if is_ddp:
             attrs[TORCH_BUCKET] = bucket.index()
-            attrs[TORCH_BYTES] = int(bucket.buffer().nbytes)
-        else:
-            attrs[TORCH_BYTES] = int(bucket.nbytes)
+        attrs[TORCH_BYTES] = int(data.nbytes)
+        ended = "queued" if _on_device(data) else None
         sp = start_span("torch.ddp.bucket" if is_ddp else "torch.fsdp.grad", attrs, context=_parent())
         token = context_api.attach(trace.set_span_in_context(sp))
         try:
@@ -76,7 +79,7 @@ def comm_hook(inner: Callable[..., Any] | None = None) -> Callable[..., Any]:
         finally:
             context_api.detach(token)
         if not is_ddp or result is None:  # FSDP hooks reduce in place and return nothing
-            end_span(sp, {TORCH_COMPLETION: "return"})
+            end_span(sp, {TORCH_COMPLETION: ended or "return"})
             return result
 
         def bucket_done(fut: Any) -> Any:
@@ -85,7 +88,7 @@ def comm_hook(inner: Callable[..., Any] | None = None) -> Callable[..., Any]:
             except BaseException as err:
                 end_span(sp, {TORCH_COMPLETION: "error"}, error=err)
                 raise
-            end_span(sp, {TORCH_COMPLETION: "future"})
+            end_span(sp, {TORCH_COMPLETION: ended or "future"})
             return value
 
         return result.then(bucket_done)
@@ -94,6 +97,11 @@ def comm_hook(inner: Callable[..., Any] | None = None) -> Callable[..., Any]:
     # parameter annotated GradBucket, or not at all); ours are strings here.
     hook.__annotations__ = {}
     return hook
+
+
+def _on_device(tensor: Any) -> bool:
+    device = getattr(tensor, "device", None)
+    return device is not None and device.type != "cpu"
 
 
 def _ddp_default() -> Callable[..., Any]:

@@ -5,8 +5,14 @@ source only (tests/torch/test_gpu_timer.py); see the README.
 
 A collective on CUDA tensors returns once it is queued; its real start and
 end happen later on a CUDA stream. ``begin`` records a pooled timing event on
-the current stream before the op and ``end`` one after it (the op's work is
-ordered between them on that stream), and the op's span stays open. At each
+the current stream before the op (the collective's stream waits for it), and
+``end`` one after it: for a blocking op on the current stream, which c10d made
+wait for the collective; for an async op (whose collective the current stream
+does not wait for) from the work's future callback, which runs on a stream
+made to wait for the collective's kernels. Either way the op's work lies
+between the two events, and the op's span stays open. Nothing is recorded
+while the current stream is being captured into a CUDA graph (it would
+break the capture): such an op is timed on the CPU. At each
 ``harvest`` (``step()`` exit, ``sweep()``) events are asked ``query()``: the
 finished ones are mapped to TAI and their spans end with
 ``tempotrace.torch.gpu.*``; the rest wait for the next harvest. Nothing
@@ -25,6 +31,7 @@ software-calibrated clock: ``ts_source`` SW_GCC.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -38,6 +45,7 @@ from ..semconv import (
     TORCH_GPU_UNCERTAINTY_NS,
 )
 from ..wire._layout import ClockQuality, TsSource
+from .carriage import count
 from .spans import end_span
 
 __all__ = ["Calibration", "EventSource", "GpuEvent", "GpuTimer"]
@@ -69,6 +77,9 @@ class EventSource(Protocol):
     def release(self, event: GpuEvent) -> None:
         """Give an event back to the pool."""
 
+    def capturing(self) -> bool:
+        """The current stream is being captured into a CUDA graph: no event may be recorded on it."""
+
 
 @dataclass(frozen=True, slots=True)
 class Calibration:
@@ -83,9 +94,11 @@ class Calibration:
 class _Timed:
     span: Any
     start: GpuEvent
-    end: GpuEvent
-    order: int  #: the start event's place in the timer's count (the end is order + 1)
+    order: int  #: the start event's place in the timer's count of recorded events
     exchange: Any
+    end: GpuEvent | None = None  #: None until recorded (an async op's: from its future's callback)
+    end_order: int = -1
+    failed: bool = False  #: the end event could not be recorded
 
 
 class GpuTimer:
@@ -100,6 +113,7 @@ class GpuTimer:
         self.queue: list[_Timed] = []
         self.calibrations: list[Calibration] = []
         self._recorded = 0  # events recorded so far: says which of two events came first
+        self._lock = threading.Lock()  # an async op's end is recorded on the thread that runs its future's callback
 
     @classmethod
     def for_cuda(cls) -> GpuTimer:
@@ -117,20 +131,54 @@ class GpuTimer:
             data = data[0] if data else None
         if data is None or getattr(getattr(data, "device", None), "type", None) != "cuda":
             return None
-        self._recorded += 2
-        return self.source.record(), self._recorded - 2
+        if self.source.capturing():
+            count("gpu_capturing")
+            return None
+        event = self.source.record()
+        return event, self._next_order()
 
-    def end(self, mark: tuple[GpuEvent, int], span: Any, exchange: Any = None) -> None:
+    def end(self, mark: tuple[GpuEvent, int], span: Any, exchange: Any = None, *, work: Any = None) -> bool:
+        """Record the end event: now for a blocking op, from ``work``'s future callback for an async one.
+
+        False when an async op's work has no future: no end event can be placed after it; the caller
+        ends the span from the host instead (its start event goes back to the pool).
+        """
         start, order = mark
-        self.queue.append(_Timed(span, start, self.source.record(), order, exchange))
+        timed = _Timed(span, start, order, exchange)
+        if work is None:
+            self._record_end(timed)
+        else:
+            try:
+                future = work.get_future()
+            except Exception:
+                self.source.release(start)
+                return False
+            future.add_done_callback(lambda _future: self._record_end(timed))
+        self.queue.append(timed)
+        return True
+
+    def _record_end(self, timed: _Timed) -> None:
+        try:
+            event = self.source.record()
+        except Exception:
+            count("gpu_failed")
+            _log.debug("tempotrace.torch: GPU end event not recorded", exc_info=True)
+            timed.failed = True
+            return
+        timed.end_order = self._next_order()
+        timed.end = event
+
+    def _next_order(self) -> int:
+        with self._lock:
+            self._recorded += 1
+            return self._recorded - 1
 
     # -- calibration -------------------------------------------------------------
     def calibrate(self) -> Calibration | None:
         clock = self.clock
         before = clock.now()
         event = self.source.record_quiet()
-        order = self._recorded
-        self._recorded += 1
+        order = self._next_order()
         low = before
         for _ in range(POLL_LIMIT):
             read = clock.now()
@@ -174,15 +222,16 @@ class GpuTimer:
         waiting: list[_Timed] = []
         ended = 0
         for item in self.queue:
-            if not item.end.query():
-                if final:
+            end_event = item.end
+            if item.failed or end_event is None or not end_event.query() or not _exchange_done(item.exchange):
+                if final or item.failed:
                     end_span(item.span, {TORCH_COMPLETION: "unfinished"})
                     ended += 1
                 else:
                     waiting.append(item)
                 continue
             attrs: dict[str, Any] = {TORCH_COMPLETION: "gpu"}
-            start, end = self.to_tai(item.start, item.order), self.to_tai(item.end, item.order + 1)
+            start, end = self.to_tai(item.start, item.order), self.to_tai(end_event, item.end_order)
             if start is not None and end is not None:
                 attrs.update({
                     TORCH_GPU_PTP_NS: start[0], TORCH_GPU_END_PTP_NS: end[0],
@@ -193,10 +242,15 @@ class GpuTimer:
                 attrs.update(item.exchange.finish())
             end_span(item.span, attrs)
             self.source.release(item.start)
-            self.source.release(item.end)
+            self.source.release(end_event)
             ended += 1
         self.queue = waiting
         return ended
+
+
+def _exchange_done(exchange: Any) -> bool:
+    """An op-mode exchange is read only once it completed (an async op's runs on as the op does)."""
+    return exchange is None or bool(exchange.done())
 
 
 class CudaEventSource:  # pragma: no cover - needs a GPU; see the module doc
@@ -224,6 +278,9 @@ class CudaEventSource:  # pragma: no cover - needs a GPU; see the module doc
 
     def release(self, event: GpuEvent) -> None:
         self._pool.append(event)
+
+    def capturing(self) -> bool:
+        return bool(self._torch.cuda.is_current_stream_capturing())
 
 
 class _CudaEvent:  # pragma: no cover - needs a GPU

@@ -4,6 +4,12 @@ The key names the member global ranks (``keys.group_key``), so subgroups stay
 distinct; a group other than the default one also carries torch's group name
 (the same on every rank, because every rank creates groups in the same order),
 so two groups with the same members keep separate sequence numbers.
+
+Each group also gets, when first seen, two small tensors on its device for
+the day a record's own tensor cannot be made (a CUDA allocator out of
+memory, a stream being captured): the absent record, sent instead, and a
+scratch buffer that receives what nobody will read. With them a local
+failure never changes which messages a rank sends (spec/torch.md §3.6).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import torch.distributed as dist
 
 from ..semconv import TORCH_BACKEND, TORCH_GROUP, TORCH_GROUP_RANK, TORCH_GROUP_SIZE
 from .keys import group_key
+from .record import RECORD_LEN
 
 __all__ = ["GroupInfo", "group_info"]
 
@@ -37,6 +44,10 @@ class GroupInfo:
     pg_ref: Any  #: weakref to the process group (the cache is keyed weakly by it)
     coll_seq: Any = field(default_factory=itertools.count)  #: next() gives the collective seq (atomic under the GIL)
     p2p_seq: dict[tuple[int, int, int], Any] = field(default_factory=dict)  #: (src, dst, tag) -> count
+    #: The absent record (95 zero octets) on ``device``: sent when a record's own tensor cannot be made.
+    absent: torch.Tensor | None = None
+    #: RECORD_LEN x size octets on ``device`` nobody reads: receives whose own buffer cannot be made.
+    scratch: torch.Tensor | None = None
 
     _positions: dict[int, int] | None = None
 
@@ -105,7 +116,9 @@ def _make(pg: Any) -> GroupInfo:
         TORCH_GROUP_SIZE: len(ranks),
         TORCH_BACKEND: backend,
     }
-    return GroupInfo(key, ranks, group_rank, ranks[group_rank], backend, device, tags, attributes, weakref.ref(pg))
+    return GroupInfo(key, ranks, group_rank, ranks[group_rank], backend, device, tags, attributes, weakref.ref(pg),
+                     absent=torch.zeros(RECORD_LEN, dtype=torch.uint8, device=device),
+                     scratch=torch.empty(RECORD_LEN * len(ranks), dtype=torch.uint8, device=device))
 
 
 def forget_groups() -> None:

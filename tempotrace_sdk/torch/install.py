@@ -30,8 +30,9 @@ from ..errors import TempoTraceError
 from .carriage import MODES
 from .groups import forget_groups
 from .ops import SPECS
+from .p2p import traced_batch
 from .pending import registry
-from .wrappers import ORIGINAL_ATTR, make_wrapper, settings, traced_batch, unwrap
+from .wrappers import ORIGINAL_ATTR, make_wrapper, settings, unwrap
 
 __all__ = ["carriage_mode", "instrument", "is_instrumented", "sweep", "uninstrument"]
 

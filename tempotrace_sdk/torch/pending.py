@@ -2,48 +2,46 @@
 (spec/torch.md §1.3).
 
 How completion is seen, in order of preference:
-- the work's future (``Work.get_future()``: gloo and NCCL collectives): a
-  callback on the backend's thread ends the span (``completion="future"``);
+- the work's future (``Work.get_future()``), for work on the host (gloo): a
+  callback on the backend's thread ends the span (``completion="future"``).
+  A device backend's future (NCCL) completes when the work is *queued*, so
+  it is never used there;
 - the user's ``wait()`` (``Work.wait`` is wrapped once, at class level, while
-  instrumented; gloo's send/recv have no future): ``completion="wait"``;
+  instrumented) once the work reports ``is_completed()``: ``completion="wait"``
+  (gloo's send/recv have no future and report completion once waited; a
+  device work reports it when its stream got there);
 - a sweep (``step()`` exit, ``sweep()``, ``uninstrument()``) that asks
   ``is_completed()`` of what is left: ``completion="sweep"`` (the end stamp
   is then later than the true end: the attribute says so). A gloo p2p work
   reports completion only once waited, so one never waited stays open until
   ``uninstrument()`` ends it as ``"unfinished"``.
 
-A receive whose side message (spec/torch.md §3.3) is still on its way keeps
-the data's completion time as its end stamp and is finished by the
-``Courier`` thread once the record is in: the sender posts it right behind
-the data, so it is in flight by then, and gloo only reports a receive done
-after a ``wait()``, which must not be the program's. Side-message sends are
-waited out on a second courier, so the program never waits for a receiver.
+A receive's side message (spec/torch.md §3.3) is decided by the receive
+courier once the data completed; the span keeps the data's completion time
+as its end stamp. Side-message sends are seen out by the send courier, so
+the program never waits for a receiver.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from opentelemetry.trace import Span
 
 from ..clocks.base import Timestamp
 from ..semconv import TORCH_COMPLETION, TORCH_RECV_COUNT
-from .carriage import Exchange, SideRecv, count
+from .carriage import Exchange, count
+from .couriers import SIDE_DEADLINE_S, RecvCourier, SendCourier
+from .side import SideRecv
 from .spans import end_span, now
 
-__all__ = ["Courier", "PendingOp", "registry"]
+__all__ = ["PendingOp", "registry"]
 
 _log = logging.getLogger(__name__)
-
-#: A courier polls a work that has no blocking wait of its own (NCCL: is_completed() reads CUDA events).
-POLL_S = 50e-6
-#: How long a sweep waits for side messages in flight (normally microseconds: they follow their data).
-FLUSH_TIMEOUT_S = 10.0
 
 
 def _completed(work: Any) -> bool:
@@ -53,45 +51,20 @@ def _completed(work: Any) -> bool:
         return True
 
 
-def _exchange_done(exchange: Exchange) -> bool:
-    """The future says it first: a backend may flag the work complete only after running callbacks."""
-    fut = _future(exchange.work)
-    if fut is not None:
-        try:
-            return bool(fut.done())
-        except Exception:
-            pass
-    return _completed(exchange.work)
-
-
-def settle(work: Any, blocking_wait: bool) -> bool:
-    """Wait (gloo: ``wait()``; otherwise poll) until ``work`` completed; False if it failed."""
-    try:
-        if work is None:
-            return True
-        if blocking_wait:
-            work.wait()
-        else:
-            while not work.is_completed():
-                time.sleep(POLL_S)
-        return True
-    except Exception:
-        count("side_failed")
-        _log.debug("tempotrace.torch: side message failed", exc_info=True)
-        return False
-
-
 class PendingOp:
     """One traced op whose span is still open."""
 
-    __slots__ = ("attrs", "carried", "completion", "done", "done_ts", "finished", "on_done", "span", "works")
+    __slots__ = ("attrs", "carried", "completion", "device", "done", "done_ts", "finished", "on_done", "span",
+                 "works")
 
     def __init__(self, span: Span, works: list[Any], *, carried: Exchange | SideRecv | None = None,
-                 attrs: dict[str, Any] | None = None) -> None:
+                 attrs: dict[str, Any] | None = None, device: bool = False) -> None:
         self.span = span
         self.works = works  #: the data works: all must complete
         self.carried = carried  #: the record that must arrive before the span ends
         self.attrs = attrs or {}
+        #: The work runs on a device stream: its future completes when it is queued, so it is not used.
+        self.device = device
         self.done = False  #: the data works completed (at done_ts, when the clock could be read)
         self.done_ts: Timestamp | None = None
         self.completion = ""
@@ -103,55 +76,6 @@ class PendingOp:
         return all(_completed(w) for w in self.works)
 
 
-class Courier:
-    """A daemon thread that works through a queue: waits out side messages, then finishes what needs them."""
-
-    def __init__(self, name: str, handle: Callable[[Any], None]) -> None:
-        self._queue: queue.Queue[Any] = queue.Queue()
-        self._handle = handle
-        self._name = name
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def submit(self, item: Any) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-                self._thread.start()
-        self._queue.put(item)
-
-    def flush(self, timeout_s: float = FLUSH_TIMEOUT_S) -> bool:
-        """Wait until everything submitted so far has been handled; False (counted) after ``timeout_s``.
-
-        Bounded: a side message that never comes (a peer not instrumented alike) must not
-        hang the program at a step's end; its span then ends whenever the message does.
-        """
-        if self._thread is None:
-            return True
-        deadline = time.monotonic() + timeout_s
-        q = self._queue
-        with q.all_tasks_done:
-            while q.unfinished_tasks:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    count("flush_timeout")
-                    _log.warning("tempotrace.torch: %s still waiting after %.0f s (are all ranks instrumented "
-                                 "with the same carriage?)", self._name, timeout_s)
-                    return False
-                q.all_tasks_done.wait(left)
-        return True
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            try:
-                self._handle(item)
-            except Exception:
-                _log.debug("tempotrace.torch: %s failed", self._name, exc_info=True)
-            finally:
-                self._queue.task_done()
-
-
 class Registry:
     """Every open PendingOp, reachable from its works (for the ``wait()`` wrapper) and for sweeps."""
 
@@ -159,8 +83,8 @@ class Registry:
         self._lock = threading.Lock()
         self._by_work: dict[int, PendingOp] = {}
         self._open: dict[int, PendingOp] = {}
-        self.receiver = Courier("tempotrace-side-recv", self._receive)
-        self.sender = Courier("tempotrace-side-send", _see_out)
+        self.receiver = RecvCourier(self._finish)
+        self.sender = SendCourier()
 
     def __len__(self) -> int:
         return len(self._open)
@@ -172,7 +96,7 @@ class Registry:
             for w in op.works:
                 if w is not None:
                     self._by_work[id(w)] = op
-        futures = [f for f in (_future(w) for w in op.works) if f is not None]
+        futures = [] if op.device else [f for f in (_future(w) for w in op.works) if f is not None]
         if futures and len(futures) == sum(w is not None for w in op.works):
             remaining = [len(futures)]
             lock = threading.Lock()
@@ -189,14 +113,14 @@ class Registry:
         elif op.data_done():
             self.data_completed(op, "return")
         carried = op.carried
-        if isinstance(carried, Exchange):
+        if isinstance(carried, Exchange) and carried.info.device.type == "cpu":
             fut = _future(carried.work)
             if fut is not None:
                 fut.add_done_callback(lambda _fut: self._finish_when_ready(op))
 
-    def keep_send(self, tensor: Any, work: Any, blocking_wait: bool) -> None:
+    def keep_send(self, channel: Hashable, tensor: Any, work: Any, blocking: bool) -> None:
         """A side message being sent: its tensor stays alive until the courier has seen it out."""
-        self.sender.submit((tensor, work, blocking_wait))
+        self.sender.submit(channel, tensor, work, blocking)
 
     def on_wait(self, work: Any) -> None:
         """The user's wait() on ``work`` returned."""
@@ -220,22 +144,19 @@ class Registry:
             except Exception:
                 count("completion_hook_failed")
                 _log.debug("tempotrace.torch: completion hook failed", exc_info=True)
-        if how == "unfinished":  # the data never came: neither will its side message
+        carried = op.carried
+        if how == "unfinished":  # the data never came: its side message may still; the receive stays posted
+            if isinstance(carried, SideRecv):
+                carried.give_up(None)
             self._finish(op, unfinished_carriage=True)
-        elif isinstance(op.carried, SideRecv):
-            self.receiver.submit(op)
+        elif isinstance(carried, SideRecv):
+            self.receiver.submit(op, time.monotonic() + (0.0 if carried.ordered else SIDE_DEADLINE_S))
         else:
             self._finish_when_ready(op)
 
-    def _receive(self, op: PendingOp) -> None:
-        side = op.carried
-        assert isinstance(side, SideRecv)
-        side.ok = settle(side.work, side.blocking)
-        self._finish(op)
-
     def _finish_when_ready(self, op: PendingOp) -> None:
         carried = op.carried
-        if op.done and (not isinstance(carried, Exchange) or _exchange_done(carried)):
+        if op.done and (not isinstance(carried, Exchange) or carried.done()):
             self._finish(op)
 
     def _finish(self, op: PendingOp, *, unfinished_carriage: bool = False) -> None:
@@ -248,9 +169,9 @@ class Registry:
         attrs[TORCH_COMPLETION] = op.completion
         carried = op.carried
         if carried is not None:
-            arrived = isinstance(carried, Exchange) and _exchange_done(carried)
-            if unfinished_carriage and not arrived:  # uninstrument() with the record still on its way
-                count("missing")
+            arrived = isinstance(carried, Exchange) and carried.done()
+            if unfinished_carriage and isinstance(carried, Exchange) and not arrived:
+                count("missing")  # uninstrument() with the record still on its way
                 attrs[TORCH_RECV_COUNT] = 0
             else:
                 attrs.update(carried.finish())
@@ -268,8 +189,10 @@ class Registry:
                     self.data_completed(op, "unfinished")
             carried = op.carried
             if op.done and not op.finished and isinstance(carried, Exchange):
-                # An op-mode exchange every rank posted right behind the op: in flight, so this is brief.
-                settle(carried.work, carried.info.tags)
+                # An op-mode exchange every rank posted right behind the op: on gloo it is in flight, so
+                # this is brief; a device exchange is left for a later sweep (no waiting on the GPU).
+                if not carried.done() and carried.info.device.type == "cpu":
+                    _settle(carried.work)
                 self._finish_when_ready(op)
         self.receiver.flush()
         if final:
@@ -280,8 +203,12 @@ class Registry:
                 self._finish(op, unfinished_carriage=True)
 
 
-def _see_out(item: tuple[Any, Any, bool]) -> None:
-    settle(item[1], item[2])  # the tensor (item[0]) is released when the courier drops the item
+def _settle(work: Any) -> None:
+    try:
+        work.wait()  # a collective: gloo's algorithm has its own timeout, which fails the work, not the group
+    except Exception:
+        count("exchange_failed")
+        _log.debug("tempotrace.torch: exchange failed", exc_info=True)
 
 
 def _future(work: Any) -> Any:

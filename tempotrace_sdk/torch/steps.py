@@ -3,10 +3,14 @@
 Every rank computes the step's trace id from the job id and the step number
 (``keys.step_ids``), with no communication, and starts its step span as a
 child of a virtual remote parent with that trace id: the step spans of all
-ranks are siblings in one trace. On exit (carriage ``"step"``, instrumented,
-no exception) each rank makes one send event and the ranks all_gather their
-records; each step span records what it merged (``tempotrace.torch.recv.*``).
-Leaving a step is therefore a collective: every rank of the group must do it.
+ranks are siblings in one trace. On exit (carriage ``"step"``, instrumented)
+each rank makes one send event and the ranks all_gather their records; each
+step span records what it merged (``tempotrace.torch.recv.*``). Leaving a
+step is therefore a collective: every rank of the group must do it, and does,
+whether the step ended normally or by an exception one rank raised and
+handled, except when torch.distributed itself failed (no collective can be
+trusted then) or the exit is not an ``Exception`` (KeyboardInterrupt, SystemExit):
+spec/torch.md §4.2. Whatever fails in the tracing, the all_gather is issued (§3.6).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from .keys import step_ids
 from .launch import job_id_from_env, launch_facts
 from .record import RecordKind
 from .spans import end_span, start_span
-from .wrappers import settings
+from .wrappers import raised_by_op, settings
 
 __all__ = ["current_step", "job_id", "step"]
 
@@ -111,23 +115,51 @@ class step:  # lower case: used like a function, ``with step(i):``
         finally:
             if _open and _open[-1][1] is sp:
                 _open.pop()
-            attrs = self._exchange(sp) if exc is None else {}
+            attrs = {} if exc is not None and _no_collective_after(exc) else self._exchange(sp)
             end_span(sp, attrs, error=exc)
 
     def _exchange(self, sp: Span) -> dict[str, Any]:
         if not settings.active:
             return {}
-        sweep()  # async ops that completed during the step end now, before the step does
+        try:
+            sweep()  # async ops that completed during the step end now, before the step does
+        except Exception:
+            _log.debug("tempotrace.torch: sweep failed", exc_info=True)
         if settings.carriage != "step" or not dist.is_initialized():
             return {}
         try:
             info = group_info(self._group)
-            record = make_record(RecordKind.EXCHANGE, info.rank, self._number, sp)
-            return Exchange(info, record, self._number, async_op=False).finish()
-        except Exception:
+        except Exception:  # a group torch cannot describe: the same on every rank
             count("exchange_failed")
             _log.debug("tempotrace.torch: step exchange failed", exc_info=True)
             return {}
+        record = make_record(RecordKind.EXCHANGE, info.rank, self._number, sp)  # the absent record on failure
+        try:
+            return Exchange(info, record, self._number, async_op=False).finish()
+        except Exception:  # torch refused the all_gather itself
+            count("exchange_failed")
+            _log.debug("tempotrace.torch: step exchange failed", exc_info=True)
+            return {}
+
+
+#: How far along an exception's causes and contexts a torch.distributed failure is looked for.
+_CHAIN_LIMIT = 16
+
+
+def _no_collective_after(exc: BaseException) -> bool:
+    """Leaving a step by ``exc`` must not run the exchange (spec/torch.md §4.2): not an ``Exception``
+    (KeyboardInterrupt, SystemExit, GeneratorExit), or a failure of torch.distributed itself (a
+    ``DistError``, or an exception that came out of a traced op) anywhere in its cause/context chain."""
+    if not isinstance(exc, Exception):
+        return True
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < _CHAIN_LIMIT:
+        if isinstance(current, dist.DistError) or raised_by_op(current):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _mode() -> str:

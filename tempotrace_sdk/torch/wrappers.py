@@ -3,8 +3,15 @@
 A wrapper passes the call straight to torch when nothing is instrumented,
 when it runs inside another traced op of this thread (re-entrancy: no op is
 traced twice), or when this rank is not in the group. Tracing itself never
-raises into the program: a failure to build attributes is counted and the
-op runs untraced; the op's own exceptions propagate unchanged.
+raises into the program (§1.1): a span that cannot be started leaves the op
+untraced (counted ``untraced``), a GPU timer that fails leaves it CPU-timed
+(``gpu_failed``), a failure after the op is counted (``trace_failed``). None
+of these changes what the rank sends (§3.6): whether an op carries a record
+depends only on what every rank sees alike, and a record that cannot be made
+travels as the absent record. The op's own exceptions propagate unchanged,
+marked so that ``step()`` knows they came out of torch.distributed (§4.2).
+
+Point-to-point bodies: p2p.py.
 """
 
 from __future__ import annotations
@@ -18,33 +25,26 @@ from typing import Any
 
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
+from opentelemetry import trace
+from opentelemetry.trace import Span
 
-from ..semconv import (
-    TORCH_BATCHED,
-    TORCH_BYTES,
-    TORCH_COMPLETION,
-    TORCH_DST,
-    TORCH_OP,
-    TORCH_P2P_SEQ,
-    TORCH_PEER,
-    TORCH_ROOT,
-    TORCH_SEQ,
-    TORCH_SRC,
-    TORCH_TAG,
-)
-from .carriage import Exchange, SideRecv, count, make_record, record_tensor, side_buffer, side_send, side_tag
+from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
+from .carriage import Exchange, count, make_record
 from .groups import GroupInfo, group_info
 from .ops import Kind, OpSpec, Reader, tensor_bytes
 from .pending import PendingOp, registry
-from .record import RecordKind
+from .record import RecordKind, absent_record
 from .spans import end_span, start_span
 
-__all__ = ["ORIGINAL_ATTR", "Settings", "inside", "make_wrapper", "settings", "traced_batch", "unwrap"]
+__all__ = ["ORIGINAL_ATTR", "Begun", "Settings", "begin", "call", "inside", "make_wrapper", "on_device",
+           "raised_by_op", "settings", "unwrap"]
 
 _log = logging.getLogger(__name__)
 
 #: A wrapper's attribute naming the function it wraps.
 ORIGINAL_ATTR = "__tempotrace_original__"
+#: Set on an exception that came out of a traced op (the name of the op).
+OP_ERROR_ATTR = "_tempotrace_torch_op"
 
 #: True while this thread runs a traced op: calls made inside it are not traced again.
 inside: contextvars.ContextVar[bool] = contextvars.ContextVar("tempotrace_torch_inside", default=False)
@@ -60,13 +60,16 @@ class Settings:
 
 settings = Settings()
 
+
 def unwrap(func: Any) -> Any:
     return getattr(func, ORIGINAL_ATTR, func)
 
 
 def make_wrapper(spec: OpSpec, original: Callable[..., Any]) -> Callable[..., Any]:
+    from .p2p import receive, send
+
     reader = Reader(original)
-    body = {Kind.COLLECTIVE: _collective, Kind.SEND: _send, Kind.RECV: _recv}[spec.kind]
+    body = {Kind.COLLECTIVE: _collective, Kind.SEND: send, Kind.RECV: receive}[spec.kind]
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -77,15 +80,84 @@ def make_wrapper(spec: OpSpec, original: Callable[..., Any]) -> Callable[..., An
             return original(*args, **kwargs)
         try:
             info = group_info(group)
-            attrs = _attributes(spec, reader, info, args, kwargs)
         except Exception:  # not initialised, a group torch will refuse, ...: torch says what is wrong
             count("untraced")
             _log.debug("tempotrace.torch: %s not traced", spec.name, exc_info=True)
             return original(*args, **kwargs)
-        return body(spec, reader, original, info, attrs, args, kwargs)
+        return body(spec, reader, original, info, args, kwargs)
 
     setattr(wrapper, ORIGINAL_ATTR, original)
     return wrapper
+
+
+@dataclass(slots=True)
+class Begun:
+    """What tracing prepared before an op: its span, the record it carries, the GPU timer's start mark."""
+
+    span: Span  #: INVALID_SPAN when tracing failed: the op runs untraced, its carriage goes all the same
+    record: bytes  #: the absent record when there is nothing to carry or no span to make it on
+    mark: Any = None
+
+
+def begin(name: str, info: GroupInfo, attributes: Callable[[], dict[str, Any]], *,
+          record: tuple[RecordKind, int] | None = None, timed: tuple[Any, ...] | None = None) -> Begun:
+    """Start the op's span, make its record (``record``: kind and seq) and, for a ``timed`` op (the GPU
+    timer's arguments: reader, spec, args, kwargs), its GPU start mark. Never raises."""
+    try:
+        sp = start_span("torch." + name, attributes())
+    except Exception:
+        count("untraced")
+        _log.debug("tempotrace.torch: %s runs untraced: its span could not start", name, exc_info=True)
+        return Begun(trace.INVALID_SPAN, absent_record())
+    made = make_record(record[0], info.rank, record[1], sp) if record is not None else absent_record()
+    mark = None
+    gpu = settings.gpu
+    if timed is not None and gpu is not None:
+        try:
+            mark = gpu.begin(*timed)
+        except Exception:  # e.g. an event record refused: the span stays, timed on the CPU
+            count("gpu_failed")
+            _log.debug("tempotrace.torch: GPU timing of %s failed", name, exc_info=True)
+    return Begun(sp, made, mark)
+
+
+def call(original: Callable[..., Any], sp: Span, args: Any, kwargs: dict[str, Any], name: str) -> Any:
+    """Run the op with re-entrancy off; its exception ends the span, is marked as an op's, and propagates."""
+    token = inside.set(True)
+    try:
+        return original(*args, **kwargs)
+    except BaseException as err:
+        try:
+            setattr(err, OP_ERROR_ATTR, name)
+        except Exception:
+            pass
+        end_span(sp, {TORCH_COMPLETION: "error"}, error=err)
+        raise
+    finally:
+        inside.reset(token)
+
+
+def raised_by_op(err: BaseException) -> bool:
+    """``err`` came out of a traced op."""
+    return getattr(err, OP_ERROR_ATTR, None) is not None
+
+
+def on_device(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: dict[str, Any]) -> bool:
+    """The op runs on a device stream: its data is on a GPU (no data: the group's records' device)."""
+    try:
+        data = reader.get(args, kwargs, spec.data) if spec.data is not None else None
+        if isinstance(data, (list, tuple)):
+            data = data[0] if data else None
+        device = getattr(data, "device", None)
+        return (device.type if device is not None else info.device.type) != "cpu"
+    except Exception:
+        return False
+
+
+def blocking_completion(spec: OpSpec, device: bool) -> str:
+    """How a blocking call's end is known (§1.3): on a device stream a return says only that the op is queued,
+    except for ``barrier``, which c10d synchronises with the host."""
+    return "queued" if device and spec.name != "barrier" else "return"
 
 
 def _root(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: dict[str, Any]) -> int | None:
@@ -96,7 +168,14 @@ def _root(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: dict
     return None if group_root is None else info.ranks[int(group_root)]
 
 
-def _attributes(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+def peer_of(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: dict[str, Any]) -> int:
+    """A p2p op's peer (global rank); -1 when none is given (any source; a send torch will refuse)."""
+    root = _root(spec, reader, info, args, kwargs)
+    return -1 if root is None else root
+
+
+def attributes(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The attributes every op span has: the group, the op, its root and bytes (semantic-conventions §9.2)."""
     attrs = dict(info.attributes)
     attrs[TORCH_OP] = spec.name
     root = _root(spec, reader, info, args, kwargs) if spec.root else None
@@ -106,21 +185,8 @@ def _attributes(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs
             attrs[TORCH_BYTES] = nbytes
     elif spec.root_data_only:
         attrs[TORCH_BYTES] = 0
-    if spec.kind is Kind.COLLECTIVE:
-        if root is not None:
-            attrs[TORCH_ROOT] = root
-        return attrs
-    tag = int(reader.get(args, kwargs, "tag") or 0)
-    attrs[TORCH_TAG] = tag
-    if spec.kind is Kind.SEND:
-        dst = root if root is not None else -1  # torch refuses it; the span records the error
-        attrs.update({TORCH_PEER: dst, TORCH_SRC: info.rank, TORCH_DST: dst})
-        attrs[TORCH_P2P_SEQ] = info.next_p2p(info.rank, dst, tag)
-    else:
-        attrs.update({TORCH_PEER: -1 if root is None else root, TORCH_DST: info.rank})
-        if root is not None:
-            attrs[TORCH_SRC] = root
-            attrs[TORCH_P2P_SEQ] = info.next_p2p(root, info.rank, tag)
+    if spec.kind is Kind.COLLECTIVE and root is not None:
+        attrs[TORCH_ROOT] = root
     return attrs
 
 
@@ -130,58 +196,60 @@ def _is_async(spec: OpSpec, reader: Reader, args: Any, kwargs: dict[str, Any]) -
     )
 
 
-def _call(original: Callable[..., Any], sp: Any, args: Any, kwargs: dict[str, Any]) -> Any:
-    token = inside.set(True)
-    try:
-        return original(*args, **kwargs)
-    except BaseException as err:
-        end_span(sp, {TORCH_COMPLETION: "error"}, error=err)
-        raise
-    finally:
-        inside.reset(token)
-
-
 def _collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo,
-                attrs: dict[str, Any], args: Any, kwargs: dict[str, Any]) -> Any:
-    seq = int(next(info.coll_seq))
-    attrs[TORCH_SEQ] = seq
+                args: Any, kwargs: dict[str, Any]) -> Any:
+    seq = int(next(info.coll_seq))  # counted traced or not: the numbers must stay equal on every rank
     asynchronous = _is_async(spec, reader, args, kwargs)
-    if not asynchronous:  # known now: one attribute call fewer at the end (an error or GPU timing overwrites it)
-        attrs[TORCH_COMPLETION] = "return"
-    sp = start_span("torch." + spec.name, attrs)
-    record = None
-    if settings.carriage == "op":
-        if _coalescing(info):
-            count("coalesced_not_carried")
-        else:
-            record = make_record(RecordKind.EXCHANGE, info.rank, seq, sp)
-    gpu = settings.gpu
-    mark = gpu.begin(reader, spec, args, kwargs) if gpu is not None else None
-    result = _call(original, sp, args, kwargs)
+    device = on_device(spec, reader, info, args, kwargs)
+    carry = settings.carriage == "op" and not _coalescing(info)  # alike on every rank (§3.6)
+    if settings.carriage == "op" and not carry:
+        count("coalesced_not_carried")
+
+    def span_attributes() -> dict[str, Any]:
+        attrs = attributes(spec, reader, info, args, kwargs)
+        attrs[TORCH_SEQ] = seq
+        if not asynchronous:  # known now: one attribute call fewer at the end (an error or GPU timing overwrites it)
+            attrs[TORCH_COMPLETION] = blocking_completion(spec, device)
+        return attrs
+
+    begun = begin(spec.name, info, span_attributes, record=(RecordKind.EXCHANGE, seq) if carry else None,
+                  timed=(reader, spec, args, kwargs))
+    result = call(original, begun.span, args, kwargs, spec.name)
+    exchange = _exchange(info, begun.record, seq, asynchronous) if carry else None
     try:  # the op succeeded: nothing after this may fail the program
-        exchange = None
-        if record is not None:
-            try:
-                exchange = Exchange(info, record, seq, async_op=asynchronous)
-            except Exception:
-                count("exchange_failed")
-                _log.debug("tempotrace.torch: exchange failed", exc_info=True)
-        if mark is not None:
-            gpu.end(mark, sp, exchange)
-        elif asynchronous and result is not None:
-            registry.watch(PendingOp(sp, [result], carried=exchange))
-        elif asynchronous:  # async_op=True, yet no work came back
-            end_span(sp, {TORCH_COMPLETION: "return"})
-        else:
-            end_span(sp, exchange.finish() if exchange is not None else None)
+        _collective_end(begun, exchange, asynchronous, device, result)
     except Exception:
-        _failed(spec.name)
+        failed(spec.name, begun.span)
     return result
 
 
-def _failed(name: str) -> None:
+def _exchange(info: GroupInfo, record: bytes, seq: int, asynchronous: bool) -> Exchange | None:
+    try:
+        return Exchange(info, record, seq, async_op=asynchronous)
+    except Exception:  # torch refused the all_gather itself (a broken group): nothing local can fix that
+        count("exchange_failed")
+        _log.debug("tempotrace.torch: exchange failed", exc_info=True)
+        return None
+
+
+def _collective_end(begun: Begun, exchange: Exchange | None, asynchronous: bool, device: bool, result: Any) -> None:
+    sp, mark, gpu = begun.span, begun.mark, settings.gpu
+    if mark is not None and gpu is not None and gpu.end(mark, sp, exchange, work=result if asynchronous else None):
+        return
+    if asynchronous and result is not None:
+        registry.watch(PendingOp(sp, [result], carried=exchange, device=device))
+    elif asynchronous:  # async_op=True, yet no work came back
+        end_span(sp, {TORCH_COMPLETION: "return"})
+    else:
+        end_span(sp, exchange.finish() if exchange is not None else None)
+
+
+def failed(name: str, sp: Span) -> None:
+    """Tracing failed after the op: counted, and the span ends (it would otherwise stay open for good)."""
     count("trace_failed")
     _log.debug("tempotrace.torch: tracing %s failed after the op", name, exc_info=True)
+    if sp.is_recording():
+        end_span(sp)
 
 
 def _coalescing(info: GroupInfo) -> bool:
@@ -190,190 +258,3 @@ def _coalescing(info: GroupInfo) -> bool:
         return info.pg in c10d._world.pg_coalesce_state
     except Exception:
         return False
-
-
-def _send(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo,
-          attrs: dict[str, Any], args: Any, kwargs: dict[str, Any]) -> Any:
-    dst, tag = attrs[TORCH_DST], attrs[TORCH_TAG]
-    if spec.asynchronous != "always":
-        attrs[TORCH_COMPLETION] = "return"
-    sp = start_span("torch." + spec.name, attrs)
-    stag = side_tag(info, tag) if settings.carriage != "none" and dst >= 0 else None
-    record = make_record(RecordKind.P2P, info.rank, attrs[TORCH_P2P_SEQ], sp) if stag is not None else None
-    result = _call(original, sp, args, kwargs)
-    try:
-        if record is not None:
-            _post_side_send(info, record, dst, stag)  # type: ignore[arg-type]
-        if spec.asynchronous == "always" and result is not None:
-            registry.watch(PendingOp(sp, [result]))
-        else:
-            end_span(sp, None if spec.asynchronous != "always" else {TORCH_COMPLETION: "return"})
-    except Exception:
-        _failed(spec.name)
-    return result
-
-
-def _post_side_send(info: GroupInfo, record: bytes, dst: int, stag: int) -> None:
-    try:
-        tensor, work = side_send(info, record, dst, stag)
-        registry.keep_send(tensor, work, info.tags)
-    except Exception:
-        count("side_send_failed")
-        _log.debug("tempotrace.torch: side message not sent", exc_info=True)
-
-
-def _recv(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo,
-          attrs: dict[str, Any], args: Any, kwargs: dict[str, Any]) -> Any:
-    src, tag = attrs[TORCH_PEER], attrs[TORCH_TAG]
-    sp = start_span("torch." + spec.name, attrs)
-    carry = settings.carriage != "none"
-    stag = side_tag(info, tag) if carry else None
-    side = None
-    if stag is not None and src >= 0 and info.tags:  # own tag: post it first, so a blocking recv finds it ready
-        side = _post_side_recv(info, src, stag, attrs[TORCH_P2P_SEQ])
-    result = _call(original, sp, args, kwargs)
-    try:
-        _recv_done(spec, info, sp, (src, tag, attrs.get(TORCH_P2P_SEQ, -1)), stag, side, result)
-    except Exception:
-        _failed(spec.name)
-    return result
-
-
-def _recv_done(spec: OpSpec, info: GroupInfo, sp: Any, message: tuple[int, int, int], stag: int | None,
-               side: SideRecv | None, result: Any) -> None:
-    """After the data receive returned: post (NCCL) or await the side message, then let the span end."""
-    src, tag, seq = message
-    if stag is not None and src >= 0 and not info.tags:  # one stream per peer (NCCL): right behind the data
-        side = _post_side_recv(info, src, stag, seq)
-    if spec.asynchronous == "always":
-        if result is not None:
-            op = PendingOp(sp, [result], carried=side)
-            if src < 0:
-                op.on_done = functools.partial(_any_source_done, info, tag, stag)
-            registry.watch(op)
-        return
-    extra: dict[str, Any] = {}
-    if src < 0 and isinstance(result, int) and result >= 0:  # any source: now we know who sent it
-        extra = _any_source_known(info, result, tag)
-        if stag is not None:
-            side = _post_side_recv(info, result, stag, extra[TORCH_P2P_SEQ])
-    registry.watch(PendingOp(sp, [], carried=side, attrs=extra))
-
-
-def _any_source_known(info: GroupInfo, src: int, tag: int) -> dict[str, Any]:
-    return {TORCH_PEER: src, TORCH_SRC: src, TORCH_P2P_SEQ: info.next_p2p(src, info.rank, tag)}
-
-
-def _any_source_done(info: GroupInfo, tag: int, stag: int | None, op: PendingOp) -> None:
-    """An any-source irecv completed: number it and fetch its side message from the sender now known."""
-    group_src = op.works[0]._source_rank()
-    src = info.ranks[group_src]
-    op.attrs.update(_any_source_known(info, src, tag))
-    if stag is not None:
-        op.carried = _post_side_recv(info, src, stag, op.attrs[TORCH_P2P_SEQ])
-
-
-def _post_side_recv(info: GroupInfo, src: int, stag: int, seq: int) -> SideRecv | None:
-    try:
-        return SideRecv.post(info, src, stag, seq)
-    except Exception:
-        count("side_recv_failed")
-        _log.debug("tempotrace.torch: side message not received", exc_info=True)
-        return None
-
-
-def traced_batch(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``batch_isend_irecv``: a span per P2POp, each side message right behind its op in the same batch."""
-
-    @functools.wraps(original)
-    def batch_isend_irecv(p2p_op_list: Any) -> Any:
-        if not settings.active or inside.get():
-            return original(p2p_op_list)
-        try:
-            plan = _batch_plan(list(p2p_op_list))
-        except Exception:
-            count("untraced")
-            _log.debug("tempotrace.torch: batch_isend_irecv not traced", exc_info=True)
-            return original(p2p_op_list)
-        ops, spans, info = plan
-        token = inside.set(True)
-        try:
-            works = original(ops)
-        except BaseException as err:
-            for sp, _, _ in spans:
-                end_span(sp, {TORCH_COMPLETION: "error"}, error=err)
-            raise
-        finally:
-            inside.reset(token)
-        try:
-            return _batch_done(ops, spans, info, works)
-        except Exception:  # the ops were issued: hand the program its works whatever happened here
-            _failed("batch_isend_irecv")
-            n = len(p2p_op_list)
-            return [works[i] for _, i, _ in spans] if len(works) == len(ops) and len(spans) == n else works
-
-    setattr(batch_isend_irecv, ORIGINAL_ATTR, original)
-    return batch_isend_irecv
-
-
-def _batch_done(ops: list[Any], spans: list[tuple[Any, int, Any]], info: GroupInfo, works: list[Any]) -> list[Any]:
-    per_op = len(works) == len(ops)  # gloo: one work per op; a coalescing backend (NCCL): one for all
-    for sp, index, side in spans:
-        data = [works[index]] if per_op else list(works)
-        carried = None
-        side_work = works[index + 1] if per_op and side is not None else None
-        if isinstance(side, tuple):  # a receive's side message: the span ends once it is in
-            buffer, src, seq = side
-            carried = SideRecv(buffer, src, seq, side_work, info.tags)
-        elif side is not None:  # a send's side message: keep its tensor until it is out
-            registry.keep_send(side, side_work, info.tags)
-        registry.watch(PendingOp(sp, data, carried=carried))
-    return [works[index] for _, index, _ in spans] if per_op else works
-
-
-def _batch_plan(user_ops: list[Any]) -> tuple[list[Any], list[tuple[Any, int, Any]], GroupInfo]:
-    """The op list handed to torch (user ops, each followed by its side op) and (span, index, side) per op.
-
-    ``side`` is None (not carried), a send's record tensor, or a receive's (buffer, src, seq).
-    """
-    info = group_info(user_ops[0].group if user_ops else None)
-    isend, irecv = c10d.isend, c10d.irecv
-    ops: list[Any] = []
-    spans: list[tuple[Any, int, Any]] = []
-    for op in user_ops:
-        is_send = unwrap(op.op) is isend
-        if op.op is not isend and op.op is not irecv:  # e.g. .op reassigned by hand: torch checks identity
-            op = _copy_p2p(op, isend if is_send else irecv)
-        peer, tag = int(op.peer), int(op.tag)
-        src, dst = (info.rank, peer) if is_send else (peer, info.rank)
-        attrs = dict(info.attributes)
-        attrs.update({
-            TORCH_OP: "isend" if is_send else "irecv", TORCH_BATCHED: True,
-            TORCH_PEER: peer, TORCH_SRC: src, TORCH_DST: dst, TORCH_TAG: tag,
-            TORCH_P2P_SEQ: info.next_p2p(src, dst, tag),
-        })
-        nbytes = tensor_bytes(op.tensor, False)
-        if nbytes is not None:
-            attrs[TORCH_BYTES] = nbytes
-        sp = start_span("torch.isend" if is_send else "torch.irecv", attrs)
-        index = len(ops)
-        ops.append(op)
-        stag = side_tag(info, tag) if settings.carriage != "none" else None
-        side: Any = None
-        if stag is not None:
-            if is_send:
-                side = record_tensor(info, make_record(RecordKind.P2P, info.rank, attrs[TORCH_P2P_SEQ], sp))
-                ops.append(dist.P2POp(isend, side, peer, op.group, stag))
-            else:
-                buffer = side_buffer(info)
-                ops.append(dist.P2POp(irecv, buffer, peer, op.group, stag))
-                side = (buffer, peer, attrs[TORCH_P2P_SEQ])
-        spans.append((sp, index, side))
-    return ops, spans, info
-
-
-def _copy_p2p(op: Any, func: Any) -> Any:
-    copy = object.__new__(type(op))
-    copy.__dict__.update(op.__dict__)
-    copy.op = func
-    return copy

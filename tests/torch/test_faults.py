@@ -23,7 +23,7 @@ WORLD = 2
 WORKER = Path(__file__).with_name("fault_worker.py")
 #: Two torch processes on a loaded 2-core machine, one scenario pausing past a 3 s group timeout.
 JOB_TIMEOUT_S = 240
-ERROR = "STATUS_CODE_ERROR"
+ERROR = "2"  #: the OTLP JSON status code of an error (STATUS_CODE_ERROR)
 
 
 @pytest.fixture(scope="module")

@@ -148,17 +148,119 @@ def test_a_tracing_failure_after_the_op_never_reaches_the_program(group: None, e
     assert float(t[0]) == 1.0 and tt.carriage_counts()["trace_failed"] == before + 1
 
 
-def test_a_side_message_that_never_comes_does_not_hang_the_step() -> None:
-    """A courier flush gives up after its timeout (counted), so a step's end cannot hang on a mismatched peer."""
-    import threading
+class _FakeWork:
+    """A device work (NCCL-like): its future is done once queued; is_completed() says when it really is."""
 
-    from tempotrace_sdk.torch.pending import Courier
+    def __init__(self) -> None:
+        self.completed = False
+        self.waited_with: list[Any] = []
+        self._future = torch.futures.Future()
+        self._future.set_result(None)
 
-    release = threading.Event()
-    courier = Courier("test-courier", lambda item: release.wait(30))
-    courier.submit("never-comes")
-    before = tt.carriage_counts().get("flush_timeout", 0)
-    assert courier.flush(timeout_s=0.2) is False
-    assert tt.carriage_counts()["flush_timeout"] == before + 1
-    release.set()
-    assert courier.flush(timeout_s=10) is True
+    def get_future(self) -> Any:
+        return self._future
+
+    def is_completed(self) -> bool:
+        return self.completed
+
+    def wait(self, timeout: Any = None) -> bool:
+        self.waited_with.append(timeout)
+        return True
+
+
+def test_a_device_work_ends_when_it_completes_not_when_its_future_says_so(exporter: InMemorySpanExporter) -> None:
+    """Finding 10, spec §1.3: a device backend's future completes at queue time, so it is not used there."""
+    from tempotrace_sdk.torch.pending import PendingOp, registry
+
+    host, device = _FakeWork(), _FakeWork()
+    registry.watch(PendingOp(torch_spans.start_span("torch.host", {}), [host]))
+    registry.watch(PendingOp(torch_spans.start_span("torch.device", {}), [device], device=True))
+    ended = {s.name: (s.attributes or {})["tempotrace.torch.completion"] for s in exporter.get_finished_spans()}
+    assert ended == {"torch.host": "future"}
+    registry.sweep()
+    assert len(exporter.get_finished_spans()) == 1  # queued is not done
+    device.completed = True
+    registry.sweep()
+    ended = {s.name: (s.attributes or {})["tempotrace.torch.completion"] for s in exporter.get_finished_spans()}
+    assert ended == {"torch.host": "future", "torch.device": "sweep"}
+
+
+class _CudaGrad:
+    """Stands for a gradient on a GPU (FSDP hands its hook a tensor; only device and size are read)."""
+
+    class device:  # mimics torch.device
+        type = "cuda"
+
+    nbytes = 64
+
+
+def test_blocking_ops_on_a_device_say_their_end_is_a_queue_time(group: None, exporter: InMemorySpanExporter) -> None:
+    """Finding 10, spec §1.3: on a device stream a blocking call returns once the op is queued: completion
+    "queued" (the analysis takes no end from it), except barrier, which c10d synchronises with the host."""
+    from tempotrace_sdk.torch.groups import group_info
+    from tempotrace_sdk.torch.ops import Reader
+    from tempotrace_sdk.torch.wrappers import blocking_completion, on_device
+
+    spec = {s.name: s for s in SPECS}
+    info = group_info(None)
+    cuda = (_CudaGrad(),)
+    assert on_device(spec["all_reduce"], Reader(c10d.all_reduce), info, cuda, {})
+    assert not on_device(spec["all_reduce"], Reader(c10d.all_reduce), info, (torch.ones(1),), {})
+    assert blocking_completion(spec["all_reduce"], True) == "queued"
+    assert blocking_completion(spec["barrier"], True) == "return"
+    assert blocking_completion(spec["all_reduce"], False) == "return"
+    tt.comm_hook(inner=lambda state, grad: None)(None, _CudaGrad())  # an FSDP hook reducing a GPU gradient
+    (span,) = exporter.get_finished_spans()
+    assert (span.attributes or {})["tempotrace.torch.completion"] == "queued"
+
+
+def _side(deadline_s: float) -> Any:
+    """A gloo side receive from rank 1 whose message has not come, on a group of one's info."""
+    from tempotrace_sdk.torch.groups import GroupInfo
+    from tempotrace_sdk.torch.side import SideRecv, side_buffer
+
+    info = GroupInfo(key="0-1", ranks=(0, 1), group_rank=0, rank=0, backend="gloo", device=torch.device("cpu"),
+                     tags=True, attributes={}, pg_ref=lambda: None)
+    buffer, _ = side_buffer(info)
+    return SideRecv(info, buffer, 1, 5, 0, _FakeWork(), ordered=deadline_s == 0)
+
+
+def test_a_side_message_that_never_comes_is_given_up_once(exporter: InMemorySpanExporter) -> None:
+    """Finding 1, spec §3.3: the receive courier decides without blocking; an overdue receive ends missing,
+    counted once, and no later flush waits for it again."""
+    import time
+
+    from tempotrace_sdk.torch.couriers import RecvCourier
+    from tempotrace_sdk.torch.pending import PendingOp
+
+    finished: list[Any] = []
+    courier = RecvCourier(finished.append)
+    ordered, late = _side(0), _side(0.3)
+    before = tt.carriage_counts()
+    span = torch_spans.start_span("torch.irecv", {})
+    courier.submit(PendingOp(span, [], carried=ordered), time.monotonic())
+    courier.submit(PendingOp(span, [], carried=late), time.monotonic() + 0.3)
+    assert courier.flush(timeout_s=60) is True
+    after = tt.carriage_counts()
+    assert after.get("side_absent", 0) - before.get("side_absent", 0) == 1
+    assert after.get("side_timeout", 0) - before.get("side_timeout", 0) == 1
+    assert len(finished) == 2 and ordered.finish()["tempotrace.torch.recv.missing"] == (1,)
+    assert courier.flush(timeout_s=0) is True  # nothing left to wait for
+
+
+def test_a_side_message_is_taken_as_soon_as_it_is_in(exporter: InMemorySpanExporter) -> None:
+    """A gloo side message shows in its buffer; the wait that completes its work has no deadline gloo could hit."""
+    import time
+
+    from tempotrace_sdk.torch.couriers import RecvCourier
+    from tempotrace_sdk.torch.pending import PendingOp
+    from tempotrace_sdk.torch.record import absent_record
+    from tempotrace_sdk.torch.side import FOREVER
+
+    finished: list[Any] = []
+    side = _side(10)
+    side.buffer.copy_(torch.frombuffer(bytearray(absent_record()), dtype=torch.uint8))
+    courier = RecvCourier(finished.append)
+    courier.submit(PendingOp(torch_spans.start_span("torch.irecv", {}), [], carried=side), time.monotonic() + 60)
+    assert courier.flush(timeout_s=60) is True and len(finished) == 1
+    assert side.work.waited_with == [FOREVER] and side.taken

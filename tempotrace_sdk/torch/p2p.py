@@ -1,0 +1,308 @@
+"""Point-to-point bodies: send/recv/isend/irecv, the ``*_object_list`` forms and ``batch_isend_irecv``
+(spec/torch.md §1, §2, §3.3).
+
+Every carried message has a side message with the sender's record, posted
+*before* the data on both sides (in a batch, right before its data op), and
+the decision to carry it is made from the mode, the tag and the peer alone,
+on both sides alike (§3.6): a span or record that cannot be made sends the
+absent record, never nothing. An any-source receive posts its side receive
+once its sender is known.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+from opentelemetry.trace import Span
+
+from ..semconv import (
+    TORCH_BATCHED,
+    TORCH_BYTES,
+    TORCH_COMPLETION,
+    TORCH_DST,
+    TORCH_OP,
+    TORCH_P2P_SEQ,
+    TORCH_PEER,
+    TORCH_SRC,
+    TORCH_TAG,
+)
+from . import carriage
+from .carriage import count
+from .groups import GroupInfo, group_info
+from .ops import OpSpec, Reader, tensor_bytes
+from .pending import PendingOp, registry
+from .record import RecordKind
+from .side import SideRecv, post_side_send, side_buffer, side_tag, take_spare
+from .spans import end_span
+from .wrappers import (
+    OP_ERROR_ATTR,
+    ORIGINAL_ATTR,
+    attributes,
+    begin,
+    blocking_completion,
+    call,
+    failed,
+    inside,
+    on_device,
+    peer_of,
+    settings,
+    unwrap,
+)
+
+__all__ = ["receive", "send", "traced_batch"]
+
+_log = logging.getLogger(__name__)
+
+
+def _carried_tag(info: GroupInfo, tag: int, peer: int) -> int | None:
+    """The side message's tag, or None: not carried (the receiving side decides the same, §3.6)."""
+    return side_tag(info, tag) if settings.carriage != "none" and peer >= 0 else None
+
+
+def _accepting(info: GroupInfo, channel: tuple[str, int, int]) -> bool:
+    """A gloo channel whose side messages nobody takes stops carrying (counted); a device one never may."""
+    if not info.tags or registry.sender.accepting(channel):
+        return True
+    count("side_backlog")
+    return False
+
+
+def send(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo,
+         args: Any, kwargs: dict[str, Any]) -> Any:
+    try:
+        dst, tag = peer_of(spec, reader, info, args, kwargs), int(reader.get(args, kwargs, "tag") or 0)
+    except Exception:  # arguments torch will refuse
+        count("untraced")
+        return original(*args, **kwargs)
+    seq = info.next_p2p(info.rank, dst, tag)
+    device = on_device(spec, reader, info, args, kwargs)
+    stag = _carried_tag(info, tag, dst)
+    if stag is not None and not _accepting(info, (info.key, dst, stag)):
+        stag = None
+
+    def span_attributes() -> dict[str, Any]:
+        attrs = attributes(spec, reader, info, args, kwargs)
+        attrs.update({TORCH_TAG: tag, TORCH_PEER: dst, TORCH_SRC: info.rank, TORCH_DST: dst, TORCH_P2P_SEQ: seq})
+        if spec.asynchronous != "always":
+            attrs[TORCH_COMPLETION] = blocking_completion(spec, device)
+        return attrs
+
+    begun = begin(spec.name, info, span_attributes, record=(RecordKind.P2P, seq) if stag is not None else None)
+    if stag is not None:
+        _post_side_send(info, begun.record, dst, stag)  # before the data (§3.3)
+    result = call(original, begun.span, args, kwargs, spec.name)
+    try:
+        if spec.asynchronous == "always" and result is not None:
+            registry.watch(PendingOp(begun.span, [result], device=device))
+        else:
+            end_span(begun.span, None if spec.asynchronous != "always" else {TORCH_COMPLETION: "return"})
+    except Exception:
+        failed(spec.name, begun.span)
+    return result
+
+
+def _post_side_send(info: GroupInfo, record: bytes, dst: int, stag: int) -> None:
+    try:
+        tensor, work = post_side_send(info, record, dst, stag)
+        registry.keep_send((info.key, dst, stag), tensor, work, info.tags)
+    except Exception:  # torch refused the send itself
+        count("side_send_failed")
+        _log.debug("tempotrace.torch: side message not sent", exc_info=True)
+
+
+def receive(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo,
+            args: Any, kwargs: dict[str, Any]) -> Any:
+    try:
+        src, tag = peer_of(spec, reader, info, args, kwargs), int(reader.get(args, kwargs, "tag") or 0)
+    except Exception:
+        count("untraced")
+        return original(*args, **kwargs)
+    seq = info.next_p2p(src, info.rank, tag) if src >= 0 else -1
+    device = on_device(spec, reader, info, args, kwargs)
+    stag = side_tag(info, tag) if settings.carriage != "none" else None  # any source: once the sender is known
+
+    def span_attributes() -> dict[str, Any]:
+        attrs = attributes(spec, reader, info, args, kwargs)
+        attrs.update({TORCH_TAG: tag, TORCH_PEER: src, TORCH_DST: info.rank})
+        if src >= 0:
+            attrs.update({TORCH_SRC: src, TORCH_P2P_SEQ: seq})
+        if spec.asynchronous != "always":
+            attrs[TORCH_COMPLETION] = blocking_completion(spec, device)
+        return attrs
+
+    begun = begin(spec.name, info, span_attributes)
+    side = None
+    if stag is not None and src >= 0:  # before the data (§3.3)
+        side = _post_side_recv(info, src, stag, seq, ordered=info.tags)
+    result = call(original, begun.span, args, kwargs, spec.name)
+    try:
+        _received(spec, info, begun.span, (src, tag, seq), stag, side, result, device)
+    except Exception:
+        failed(spec.name, begun.span)
+    return result
+
+
+def _received(spec: OpSpec, info: GroupInfo, sp: Span, message: tuple[int, int, int], stag: int | None,
+              side: SideRecv | None, result: Any, device: bool) -> None:
+    """After the data receive returned: the span ends once the data and its side message are in."""
+    src, tag, _ = message
+    if spec.asynchronous == "always":
+        op = PendingOp(sp, [result] if result is not None else [], carried=side, device=device)
+        if src < 0:
+            op.on_done = functools.partial(_any_source_done, info, tag, stag)
+        registry.watch(op)
+        return
+    extra: dict[str, Any] = {}
+    if src < 0 and isinstance(result, int) and result >= 0:  # any source: now we know who sent it
+        extra = _any_source_known(info, result, tag)
+        if stag is not None:
+            side = _post_side_recv(info, result, stag, extra[TORCH_P2P_SEQ])
+    registry.watch(PendingOp(sp, [], carried=side, attrs=extra, device=device))
+
+
+def _any_source_known(info: GroupInfo, src: int, tag: int) -> dict[str, Any]:
+    return {TORCH_PEER: src, TORCH_SRC: src, TORCH_P2P_SEQ: info.next_p2p(src, info.rank, tag)}
+
+
+def _any_source_done(info: GroupInfo, tag: int, stag: int | None, op: PendingOp) -> None:
+    """An any-source irecv completed: number it and fetch its side message from the sender now known."""
+    group_src = op.works[0]._source_rank()
+    src = info.ranks[group_src]
+    op.attrs.update(_any_source_known(info, src, tag))
+    if stag is not None:
+        op.carried = _post_side_recv(info, src, stag, op.attrs[TORCH_P2P_SEQ])
+
+
+def _post_side_recv(info: GroupInfo, src: int, stag: int, seq: int, *, ordered: bool = False) -> SideRecv | None:
+    try:
+        return SideRecv.post(info, src, stag, seq, ordered=ordered)
+    except Exception:  # torch refused the receive itself
+        count("side_recv_failed")
+        _log.debug("tempotrace.torch: side message not received", exc_info=True)
+        return None
+
+
+def traced_batch(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``batch_isend_irecv``: a span per P2POp, each side message right before its op in the same batch."""
+
+    @functools.wraps(original)
+    def batch_isend_irecv(p2p_op_list: Any) -> Any:
+        if not settings.active or inside.get():
+            return original(p2p_op_list)
+        try:
+            ops, plans, info = _batch_plan(list(p2p_op_list))
+        except Exception:  # arguments torch will refuse
+            count("untraced")
+            _log.debug("tempotrace.torch: batch_isend_irecv not traced", exc_info=True)
+            return original(p2p_op_list)
+        token = inside.set(True)
+        try:
+            works = original(ops)
+        except BaseException as err:
+            try:
+                setattr(err, OP_ERROR_ATTR, "batch_isend_irecv")
+            except Exception:
+                pass
+            for plan in plans:
+                end_span(plan.span, {TORCH_COMPLETION: "error"}, error=err)
+            raise
+        finally:
+            inside.reset(token)
+        try:
+            return _batch_done(plans, info, works, len(ops))
+        except Exception:  # the ops were issued: hand the program its works whatever happened here
+            count("trace_failed")
+            _log.debug("tempotrace.torch: tracing batch_isend_irecv failed after the op", exc_info=True)
+            n = len(p2p_op_list)
+            return [works[p.index] for p in plans] if len(works) == len(ops) and len(plans) == n else works
+
+    setattr(batch_isend_irecv, ORIGINAL_ATTR, original)
+    return batch_isend_irecv
+
+
+class _Planned:
+    """One user P2POp of a batch: its span, its place in the list handed to torch, its side message."""
+
+    __slots__ = ("channel", "device", "index", "peer", "seq", "side_index", "side_recv", "side_tensor", "span")
+
+    def __init__(self, span: Span, peer: int, seq: int, device: bool) -> None:
+        self.span, self.peer, self.seq, self.device = span, peer, seq, device
+        self.index = -1
+        self.side_index = -1  #: the side op's place in the list (-1: none posted here)
+        self.side_tensor: Any = None  #: a send's record tensor
+        self.side_recv: SideRecv | None = None  #: a receive's side receive (a spare taken over, or filled in later)
+        self.channel: tuple[str, int, int] | None = None
+
+
+def _batch_plan(user_ops: list[Any]) -> tuple[list[Any], list[_Planned], GroupInfo]:
+    """The op list handed to torch (each user op preceded by its side op) and a plan per user op."""
+    info = group_info(user_ops[0].group if user_ops else None)
+    isend, irecv = c10d.isend, c10d.irecv
+    ops: list[Any] = []
+    plans: list[_Planned] = []
+    for op in user_ops:
+        is_send = unwrap(op.op) is isend
+        if op.op is not isend and op.op is not irecv:  # e.g. .op reassigned by hand: torch checks identity
+            op = _copy_p2p(op, isend if is_send else irecv)
+        peer, tag = int(op.peer), int(op.tag)
+        src, dst = (info.rank, peer) if is_send else (peer, info.rank)
+        seq = info.next_p2p(src, dst, tag)
+        device = getattr(getattr(op.tensor, "device", None), "type", "cpu") != "cpu"
+        stag = _carried_tag(info, tag, peer)
+        if stag is not None and is_send and not _accepting(info, (info.key, peer, stag)):
+            stag = None
+        name = "isend" if is_send else "irecv"
+
+        attrs = dict(info.attributes)
+        attrs.update({TORCH_OP: name, TORCH_BATCHED: True, TORCH_PEER: peer, TORCH_SRC: src, TORCH_DST: dst,
+                      TORCH_TAG: tag, TORCH_P2P_SEQ: seq})
+        nbytes = tensor_bytes(op.tensor, False)
+        if nbytes is not None:
+            attrs[TORCH_BYTES] = nbytes
+        begun = begin(name, info, functools.partial(dict, attrs),
+                      record=(RecordKind.P2P, seq) if stag is not None and is_send else None)
+        plan = _Planned(begun.span, peer, seq, device)
+        if stag is not None and is_send:  # the side message goes right before its data (§3.3)
+            plan.side_tensor, plan.channel = carriage.outgoing(info, begun.record), (info.key, peer, stag)
+            plan.side_index = len(ops)
+            ops.append(dist.P2POp(isend, plan.side_tensor, peer, op.group, stag))
+        elif stag is not None:
+            spare = take_spare(info, peer, stag)
+            if spare is not None:  # gloo: the spare is posted already, before this data
+                plan.side_recv = SideRecv(info, spare.buffer, peer, stag, seq, spare.work, ordered=True)
+            else:
+                buffer, readable = side_buffer(info)
+                plan.side_index = len(ops)
+                plan.side_recv = SideRecv(info, buffer, peer, stag, seq, None, readable=readable, ordered=info.tags)
+                ops.append(dist.P2POp(irecv, buffer, peer, op.group, stag))
+        plan.index = len(ops)
+        ops.append(op)
+        plans.append(plan)
+    return ops, plans, info
+
+
+def _batch_done(plans: list[_Planned], info: GroupInfo, works: list[Any], issued: int) -> list[Any]:
+    per_op = len(works) == issued  # gloo: one work per op; a coalescing backend (NCCL): one for all
+    for plan in plans:
+        data = [works[plan.index]] if per_op else list(works)
+        side_work = (works[plan.side_index] if per_op else (works[0] if works else None)) \
+            if plan.side_index >= 0 else None
+        if plan.side_tensor is not None and plan.channel is not None:  # a send's side message: keep it until out
+            registry.keep_send(plan.channel, plan.side_tensor, side_work, info.tags)
+        side = plan.side_recv
+        if side is not None and side.work is None:
+            side.work = side_work
+        registry.watch(PendingOp(plan.span, data, carried=side, device=plan.device))
+    return [works[plan.index] for plan in plans] if per_op else works
+
+
+def _copy_p2p(op: Any, func: Any) -> Any:
+    copy = object.__new__(type(op))
+    copy.__dict__.update(op.__dict__)
+    copy.op = func
+    return copy
