@@ -74,8 +74,8 @@ TORCH_BACKEND = "tempotrace.torch.backend"  #: str: the group's backend, e.g. "g
 TORCH_ROOT = "tempotrace.torch.root"  #: int: global rank of the root (broadcast, reduce, gather, scatter)
 TORCH_BYTES = "tempotrace.torch.bytes"  #: int, bytes: tensor bytes this rank passed to the op (§9.3)
 TORCH_SEQ = "tempotrace.torch.seq"  #: int: SDK-kept collective sequence number within the group, from 0
-#: str: how the end was observed: "return" (a blocking call) | "future" | "wait" | "sweep" | "gpu" |
-#: "unfinished" | "error" (spec/torch.md §1.3); every value but "return" and "error" means an async op
+#: str: how the end was observed: "return" (a blocking call) | "queued" (a blocking call on a device stream:
+#: queued, no completion) | "future" | "wait" | "sweep" | "gpu" | "unfinished" | "error" (spec/torch.md §1.3)
 
 TORCH_COMPLETION = "tempotrace.torch.completion"
 TORCH_PEER = "tempotrace.torch.peer"  #: int: p2p: global rank of the other side (-1: any source, not yet known)
@@ -110,7 +110,7 @@ TORCH_CLOCK_BOUND_NS = "tempotrace.torch.clock_check.bound_ns"  #: int, ns: |mea
 TORCH_CLOCK_RTT_NS = "tempotrace.torch.clock_check.rtt_ns"  #: int, ns: the best round's round trip
 #: int[4], ns TAI: the best round's t1 (send, here), t2 (recv, ref), t3 (reply, ref), t4 (recv, here)
 TORCH_CLOCK_TIMESTAMPS = "tempotrace.torch.clock_check.timestamps"
-TORCH_CLOCK_VERDICT = "tempotrace.torch.clock_check.verdict"  #: str: "ok" | "unbounded" | "irreconcilable" | "ref"
+TORCH_CLOCK_VERDICT = "tempotrace.torch.clock_check.verdict"  #: str: ok|unbounded|unmeasured|irreconcilable|ref
 TORCH_CLOCK_SUSPECTS = "tempotrace.torch.clock_check.suspects"  #: int[]: ranks named (same on every rank)
 
 # GPU timing (spec/torch.md §6): a collective timed on its CUDA stream.

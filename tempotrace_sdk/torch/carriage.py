@@ -1,4 +1,4 @@
-"""Carrying tt-ext records between ranks: exchanges (all_gather) and p2p side messages (spec/torch.md §3).
+"""Carrying tt-ext records between ranks: the records, their merge, and exchanges (spec/torch.md §3).
 
 Every record is a send event of this process (Lamport tick, clock reading,
 sketch), recorded on the sending span as ``tempotrace.send.*`` like any
@@ -9,7 +9,8 @@ its error class and left out, never raised: the user's collective already
 succeeded and must stay that way.
 
 Traffic goes through the original torch.distributed functions (never our
-wrappers), on the group's own backend and device.
+wrappers), on the group's own backend and device. p2p side messages travel
+by side.py and are merged here (``merge_side``).
 """
 
 from __future__ import annotations

@@ -110,8 +110,8 @@ class Registry:
 
             for fut in futures:
                 fut.add_done_callback(one_done)
-        elif op.data_done():
-            self.data_completed(op, "return")
+        elif op.data_done():  # nothing to wait for: a blocking call returned (on a device stream: queued)
+            self.data_completed(op, "queued" if op.device else "return")
         carried = op.carried
         if isinstance(carried, Exchange) and carried.info.device.type == "cpu":
             fut = _future(carried.work)

@@ -115,18 +115,20 @@ class step:  # lower case: used like a function, ``with step(i):``
         finally:
             if _open and _open[-1][1] is sp:
                 _open.pop()
-            attrs = {} if exc is not None and _no_collective_after(exc) else self._exchange(sp)
-            end_span(sp, attrs, error=exc)
+            end_span(sp, self._leave(sp, exc), error=exc)
 
-    def _exchange(self, sp: Span) -> dict[str, Any]:
-        if not settings.active:
-            return {}
+    def _leave(self, sp: Span, exc: BaseException | None) -> dict[str, Any]:
+        """The sweep and the step exchange, as spec/torch.md §4.2 says for this exit; the step span's attributes."""
+        if not settings.active or (exc is not None and not isinstance(exc, Exception)):
+            return {}  # not instrumented, or the program is stopping (KeyboardInterrupt, SystemExit...)
         try:
             sweep()  # async ops that completed during the step end now, before the step does
         except Exception:
             _log.debug("tempotrace.torch: sweep failed", exc_info=True)
         if settings.carriage != "step" or not dist.is_initialized():
             return {}
+        if exc is not None and _from_distributed(exc):
+            return {}  # a collective after a failed one cannot be trusted to pair
         try:
             info = group_info(self._group)
         except Exception:  # a group torch cannot describe: the same on every rank
@@ -146,12 +148,9 @@ class step:  # lower case: used like a function, ``with step(i):``
 _CHAIN_LIMIT = 16
 
 
-def _no_collective_after(exc: BaseException) -> bool:
-    """Leaving a step by ``exc`` must not run the exchange (spec/torch.md §4.2): not an ``Exception``
-    (KeyboardInterrupt, SystemExit, GeneratorExit), or a failure of torch.distributed itself (a
-    ``DistError``, or an exception that came out of a traced op) anywhere in its cause/context chain."""
-    if not isinstance(exc, Exception):
-        return True
+def _from_distributed(exc: BaseException) -> bool:
+    """``exc`` is a failure of torch.distributed itself (spec/torch.md §4.2): a ``DistError``, or an exception
+    that came out of a traced op, as ``exc`` or anywhere in its cause/context chain."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen and len(seen) < _CHAIN_LIMIT:
