@@ -28,11 +28,12 @@ import torch.distributed.distributed_c10d as c10d
 
 from ..errors import TempoTraceError
 from .carriage import MODES
+from .dispatch import make_wrapper
 from .groups import forget_groups
 from .ops import SPECS
 from .p2p import traced_batch
 from .pending import registry
-from .wrappers import ORIGINAL_ATTR, make_wrapper, settings, unwrap
+from .wrappers import ORIGINAL_ATTR, settings, unwrap
 
 __all__ = ["carriage_mode", "instrument", "is_instrumented", "sweep", "uninstrument"]
 

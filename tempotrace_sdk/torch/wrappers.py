@@ -11,32 +11,30 @@ depends only on what every rank sees alike, and a record that cannot be made
 travels as the absent record. The op's own exceptions propagate unchanged,
 marked so that ``step()`` knows they came out of torch.distributed (§4.2).
 
-Point-to-point bodies: p2p.py.
+Point-to-point bodies: p2p.py; which body an entry point gets: dispatch.py.
 """
 
 from __future__ import annotations
 
 import contextvars
-import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 from opentelemetry import trace
 from opentelemetry.trace import Span
 
 from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
 from .carriage import Exchange, count, make_record
-from .groups import GroupInfo, group_info
+from .groups import GroupInfo
 from .ops import Kind, OpSpec, Reader, tensor_bytes
 from .pending import PendingOp, registry
 from .record import RecordKind, absent_record
 from .spans import end_span, start_span
 
-__all__ = ["ORIGINAL_ATTR", "Begun", "Settings", "begin", "call", "inside", "make_wrapper", "on_device",
+__all__ = ["ORIGINAL_ATTR", "Begun", "Settings", "begin", "call", "collective", "inside", "on_device",
            "raised_by_op", "settings", "unwrap"]
 
 _log = logging.getLogger(__name__)
@@ -63,31 +61,6 @@ settings = Settings()
 
 def unwrap(func: Any) -> Any:
     return getattr(func, ORIGINAL_ATTR, func)
-
-
-def make_wrapper(spec: OpSpec, original: Callable[..., Any]) -> Callable[..., Any]:
-    from .p2p import receive, send
-
-    reader = Reader(original)
-    body = {Kind.COLLECTIVE: _collective, Kind.SEND: send, Kind.RECV: receive}[spec.kind]
-
-    @functools.wraps(original)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not settings.active or inside.get():
-            return original(*args, **kwargs)
-        group = reader.get(args, kwargs, "group")
-        if group is dist.GroupMember.NON_GROUP_MEMBER:
-            return original(*args, **kwargs)
-        try:
-            info = group_info(group)
-        except Exception:  # not initialised, a group torch will refuse, ...: torch says what is wrong
-            count("untraced")
-            _log.debug("tempotrace.torch: %s not traced", spec.name, exc_info=True)
-            return original(*args, **kwargs)
-        return body(spec, reader, original, info, args, kwargs)
-
-    setattr(wrapper, ORIGINAL_ATTR, original)
-    return wrapper
 
 
 @dataclass(slots=True)
@@ -196,7 +169,7 @@ def _is_async(spec: OpSpec, reader: Reader, args: Any, kwargs: dict[str, Any]) -
     )
 
 
-def _collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo,
+def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo,
                 args: Any, kwargs: dict[str, Any]) -> Any:
     seq = int(next(info.coll_seq))  # counted traced or not: the numbers must stay equal on every rank
     asynchronous = _is_async(spec, reader, args, kwargs)
