@@ -46,7 +46,7 @@ from ..semconv import (
 )
 from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality
 from .groups import group_info
-from .spans import end_span, start_span
+from .spans import end_span, start_or_invalid
 
 __all__ = ["ClockCheck", "RankClock", "best_round", "check_clocks", "judge"]
 
@@ -235,7 +235,7 @@ def check_clocks(group: Any = None, rounds: int = 8, require: str | ClockQuality
     required = None if require is None else (ClockQuality[require] if isinstance(require, str) else require)
     info = group_info(group)
     clock = get_state().clock
-    sp = start_span("torch.check_clocks", {**info.attributes, TORCH_CLOCK_REF_RANK: info.ranks[ref]})
+    sp = start_or_invalid("torch.check_clocks", {**info.attributes, TORCH_CLOCK_REF_RANK: info.ranks[ref]})
     try:
         delay = _read_delay(clock)
         mine = _measure(info, clock, ref, rounds)

@@ -39,6 +39,7 @@ from typing import Any
 
 from .carriage import count
 from .side import FOREVER, SideRecv
+from .spans import end_span
 
 __all__ = ["FLUSH_TIMEOUT_S", "SIDE_BACKLOG", "SIDE_DEADLINE_S", "RecvCourier", "SendCourier"]
 
@@ -116,7 +117,13 @@ class SendCourier:
                 self._cond.notify_all()
                 return
             self._served.add(channel)
-        threading.Thread(target=self._serve, args=(channel,), name="tempotrace-side-send", daemon=True).start()
+        try:
+            threading.Thread(target=self._serve, args=(channel,), name="tempotrace-side-send", daemon=True).start()
+        except Exception:  # no thread to be had: the send stays kept; the channel's next send tries again
+            with self._cond:
+                self._served.discard(channel)
+            count("side_failed")
+            _log.debug("tempotrace.torch: no thread to see side sends out", exc_info=True)
 
     def _has_work(self, channel: Hashable) -> bool:
         return bool(self._queues.get(channel))
@@ -162,9 +169,19 @@ class RecvCourier:
         with self._cond:
             self._items.append((op, deadline))
             self._cond.notify_all()
-            if self._thread is None or not self._thread.is_alive():
+            if self._thread is not None and self._thread.is_alive():
+                return
+            try:
                 self._thread = threading.Thread(target=self._run, name="tempotrace-side-recv", daemon=True)
                 self._thread.start()
+                return
+            except Exception:  # no thread to be had: decide now, without waiting, rather than leave it to flush
+                self._thread = None
+                items, self._items = self._items, []
+                count("side_failed")
+                _log.debug("tempotrace.torch: no thread to decide side receives", exc_info=True)
+        for item in items:
+            self._decided(item[0], 0.0)
 
     def flush(self, timeout_s: float = FLUSH_TIMEOUT_S) -> bool:
         """Wait until every op submitted so far is finished; False (counted) after ``timeout_s``."""
@@ -186,16 +203,31 @@ class RecvCourier:
                 while not self._items:
                     self._cond.wait()
                 items, self._items, self._busy = self._items, [], len(self._items)
-            kept = [item for item in items if not self._decide(*item)]
+            kept: list[tuple[Any, float]] = []
+            try:
+                kept = [item for item in items if not self._decided(*item)]
+            finally:  # whatever happened, a flush must not wait for items no thread holds any more
+                with self._cond:
+                    self._items[:0] = kept
+                    self._busy = 0
+                    self._cond.notify_all()
             with self._cond:
-                self._items[:0] = kept
-                self._busy = 0
-                self._cond.notify_all()
                 if len(kept) == len(items):  # nothing changed: back off (a new item wakes us)
                     self._cond.wait(delay)
                     delay = min(2 * delay, POLL_MAX_S)
                 else:
                     delay = POLL_MIN_S
+
+    def _decided(self, op: Any, deadline: float) -> bool:
+        """``_decide``, never raising: a failure while finishing one receive (its record's read-back on a
+        broken device...) is counted ``trace_failed`` and ends its span, and the courier goes on."""
+        try:
+            return self._decide(op, deadline)
+        except Exception:
+            count("trace_failed")
+            _log.debug("tempotrace.torch: finishing a receive failed", exc_info=True)
+            end_span(op.span)
+            return True
 
     def _decide(self, op: Any, deadline: float) -> bool:
         """Finish ``op`` if its side message is in or overdue; False to look again later."""

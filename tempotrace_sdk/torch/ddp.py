@@ -25,7 +25,7 @@ from torch._C._distributed_c10d import GradBucket
 
 from ..semconv import TORCH_BUCKET, TORCH_BYTES, TORCH_COMPLETION, TORCH_OP
 from .groups import group_info
-from .spans import end_span, start_span
+from .spans import end_span, start_or_invalid
 from .steps import current_step
 
 __all__ = ["comm_hook"]
@@ -64,7 +64,7 @@ def comm_hook(inner: Callable[..., Any] | None = None) -> Callable[..., Any]:
             attrs[TORCH_BUCKET] = bucket.index()
         attrs[TORCH_BYTES] = int(data.nbytes)
         ended = "queued" if _on_device(data) else None
-        sp = start_span("torch.ddp.bucket" if is_ddp else "torch.fsdp.grad", attrs, context=_parent())
+        sp = start_or_invalid("torch.ddp.bucket" if is_ddp else "torch.fsdp.grad", attrs, _parent())  # reduces anyway
         token = context_api.attach(trace.set_span_in_context(sp))
         try:
             if is_ddp:

@@ -247,6 +247,14 @@ class GpuTimer:
         self.queue = waiting
         return ended
 
+    def abandon(self) -> int:
+        """End every span still waiting as ``unfinished``, asking the device nothing (a final harvest that
+        failed: a sticky CUDA error fails every query). Returns spans ended."""
+        queue, self.queue = self.queue, []
+        for item in queue:
+            end_span(item.span, {TORCH_COMPLETION: "unfinished"})
+        return len(queue)
+
 
 def _exchange_done(exchange: Any) -> bool:
     """An op-mode exchange is read only once it completed (an async op's runs on as the op does)."""

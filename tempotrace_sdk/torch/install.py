@@ -27,7 +27,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from ..errors import TempoTraceError
-from .carriage import MODES
+from .carriage import MODES, count
 from .dispatch import make_wrapper
 from .groups import forget_groups
 from .ops import SPECS
@@ -82,17 +82,23 @@ def uninstrument() -> None:
         if not settings.active:
             return
         settings.active = False
-        sweep(final=True)
-        for owner, name, value in reversed(_saved):
-            current = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
-            if _ours(current):
-                setattr(owner, name, value)
-            else:  # someone wrapped ours in turn: restoring would drop their wrapper
-                _log.warning("tempotrace.torch: %s.%s was replaced after instrument(); left as it is",
-                             getattr(owner, "__name__", owner), name)
-        _saved.clear()
-        forget_groups()
-        settings.gpu = None
+        try:
+            sweep(final=True)  # never raises; the restore below must happen whatever it meets
+        finally:
+            _restore()
+            forget_groups()
+            settings.gpu = None
+
+
+def _restore() -> None:
+    for owner, name, value in reversed(_saved):
+        current = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
+        if _ours(current):
+            setattr(owner, name, value)
+        else:  # someone wrapped ours in turn: restoring would drop their wrapper
+            _log.warning("tempotrace.torch: %s.%s was replaced after instrument(); left as it is",
+                         getattr(owner, "__name__", owner), name)
+    _saved.clear()
 
 
 def is_instrumented() -> bool:
@@ -104,11 +110,32 @@ def carriage_mode() -> str:
 
 
 def sweep(*, final: bool = False) -> None:
-    """End the spans of async ops seen complete since the last sweep; harvest GPU timings."""
-    registry.sweep(final=final)
+    """End the spans of async ops seen complete since the last sweep; harvest GPU timings. Never raises:
+    a failure (a sticky CUDA error in the harvest's event query) is counted ``sweep_failed``; a final
+    sweep then ends the GPU timer's spans still waiting as ``unfinished``."""
+    try:
+        registry.sweep(final=final)
+    except Exception:
+        count("sweep_failed")
+        _log.debug("tempotrace.torch: sweep of async ops failed", exc_info=True)
     gpu = settings.gpu
-    if gpu is not None:
+    if gpu is None:
+        return
+    try:
         gpu.harvest(final=final)
+    except Exception:
+        count("sweep_failed")
+        _log.debug("tempotrace.torch: GPU harvest failed", exc_info=True)
+        if final:
+            _abandon(gpu)
+
+
+def _abandon(gpu: Any) -> None:
+    """End every span a failed final harvest left waiting, without asking the device anything."""
+    try:
+        gpu.abandon()
+    except Exception:
+        _log.debug("tempotrace.torch: GPU timer spans not ended", exc_info=True)
 
 
 def _ours(value: Any) -> bool:

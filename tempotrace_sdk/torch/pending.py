@@ -174,7 +174,11 @@ class Registry:
                 count("missing")  # uninstrument() with the record still on its way
                 attrs[TORCH_RECV_COUNT] = 0
             else:
-                attrs.update(carried.finish())
+                try:
+                    attrs.update(carried.finish())
+                except Exception:  # e.g. a device record's read-back on a broken GPU: the span still ends
+                    count("trace_failed")
+                    _log.debug("tempotrace.torch: the carried record could not be read", exc_info=True)
         end_span(op.span, attrs, ts=op.done_ts)
 
     def sweep(self, *, final: bool = False) -> None:

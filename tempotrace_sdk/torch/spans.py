@@ -20,8 +20,9 @@ from ..clocks.base import Timestamp
 from ..clocks.leapseconds import tai_to_utc_ns
 from ..otel.context import TempoTraceState, get_state
 from ..otel.processor import pending_start, stamp_end
+from .carriage import count
 
-__all__ = ["end_span", "now", "start_span", "tracer"]
+__all__ = ["end_span", "now", "start_or_invalid", "start_span", "tracer"]
 
 _log = logging.getLogger(__name__)
 
@@ -64,6 +65,17 @@ def start_span(name: str, attributes: dict[str, Any], context: context_api.Conte
         )
     finally:
         pending_start.reset(token)
+
+
+def start_or_invalid(name: str, attributes: dict[str, Any], context: context_api.Context | None = None) -> Span:
+    """``start_span``, or ``INVALID_SPAN`` (counted ``untraced``) when it fails (a span processor raising):
+    what the span would have covered runs all the same (spec/torch.md §1.1). Never raises."""
+    try:
+        return start_span(name, attributes, context)
+    except Exception:
+        count("untraced")
+        _log.debug("tempotrace.torch: %s runs untraced: its span could not start", name, exc_info=True)
+        return trace.INVALID_SPAN
 
 
 def end_span(

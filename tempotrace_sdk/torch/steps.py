@@ -35,7 +35,7 @@ from .install import sweep
 from .keys import step_ids
 from .launch import job_id_from_env, launch_facts
 from .record import RecordKind
-from .spans import end_span, start_span
+from .spans import end_span, start_or_invalid
 from .wrappers import raised_by_op, settings
 
 __all__ = ["current_step", "job_id", "step"]
@@ -98,7 +98,7 @@ class step:  # lower case: used like a function, ``with step(i):``
         parent = NonRecordingSpan(SpanContext(trace_id, parent_id, is_remote=True,
                                               trace_flags=TraceFlags(TraceFlags.SAMPLED)))
         attrs: dict[str, Any] = {TORCH_STEP: self._number, TORCH_CARRIAGE: _mode()}
-        sp = start_span("torch.step", attrs, context=trace.set_span_in_context(parent))
+        sp = start_or_invalid("torch.step", attrs, trace.set_span_in_context(parent))  # the step runs, exchanges
         self._span = sp
         self._token = context_api.attach(trace.set_span_in_context(sp))
         _open.append((self._number, sp))

@@ -1,0 +1,175 @@
+"""Tracing failures that must never reach the program nor stall it, in one process (a gloo group of one):
+a span that cannot start (step, DDP hook, clock check), a receive whose record cannot be read (the receive
+courier), a GPU harvest on a sticky CUDA error (sweep, uninstrument). Spec: spec/torch.md §1.1, §3.3, §6."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.distributed as dist  # noqa: E402
+from opentelemetry import trace  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+
+from tempotrace_sdk import torch as tt  # noqa: E402
+from tempotrace_sdk.torch import carriage, wrappers  # noqa: E402
+from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
+
+#: Far beyond anything these tests wait for when they work; a regression waits the 15 s safety net instead.
+QUICK_S = 5.0
+
+
+@pytest.fixture(scope="module")
+def group() -> Iterator[None]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+@pytest.fixture
+def exporter(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    exp = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exp))
+    monkeypatch.setattr(torch_spans, "tracer", lambda: provider.get_tracer("test"))
+    yield exp
+    tt.uninstrument()
+
+
+def _delta(before: dict[str, int], name: str) -> int:
+    return tt.carriage_counts().get(name, 0) - before.get(name, 0)
+
+
+def _no_spans(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("injected: span processor failed")
+
+
+def test_a_step_whose_span_cannot_start_runs_and_still_exchanges(group: None, exporter: InMemorySpanExporter,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review R5, §1.1 and §4.2: the body runs (on one rank a raise would leave the others hanging) and the
+    step's all_gather is still issued, with the absent record."""
+    gathers: list[int] = []
+    original = carriage._all_gather
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        gathers.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(carriage, "_all_gather", counting)
+    tt.instrument(carriage="step", gpu=False)
+    before = tt.carriage_counts()
+    ran = []
+    monkeypatch.setattr(torch_spans, "start_span", _no_spans)
+    with tt.step(1) as sp:
+        ran.append(sp)
+    assert ran == [trace.INVALID_SPAN] and gathers == [1]
+    assert _delta(before, "untraced") == 1
+
+
+def test_a_ddp_hook_and_a_clock_check_whose_span_cannot_start_still_do_their_work(
+        group: None, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review R5, §1.1, §5: the hook still reduces (its inner hook runs), the clock check still measures."""
+    before = tt.carriage_counts()
+    monkeypatch.setattr(torch_spans, "start_span", _no_spans)
+    reduced = []
+    tt.comm_hook(inner=lambda state, grad: reduced.append(grad))(None, torch.ones(2))  # an FSDP-style hook
+    result = tt.check_clocks(rounds=2)
+    assert len(reduced) == 1 and [r.verdict for r in result.ranks] == ["ref"]
+    assert _delta(before, "untraced") == 2 and exporter.get_finished_spans() == ()
+
+
+def _arrived_side() -> Any:
+    """A gloo side receive from rank 1 whose message (the absent record) is in."""
+    from tempotrace_sdk.torch.groups import GroupInfo
+    from tempotrace_sdk.torch.record import absent_record
+    from tempotrace_sdk.torch.side import SideRecv, side_buffer
+
+    class Done:
+        def is_completed(self) -> bool:
+            return True
+
+        def wait(self, timeout: Any = None) -> bool:
+            return True
+
+    info = GroupInfo(key="0-1", ranks=(0, 1), group_rank=0, rank=0, backend="gloo", device=torch.device("cpu"),
+                     tags=True, attributes={}, pg_ref=lambda: None)
+    buffer, _ = side_buffer(info)
+    buffer.copy_(torch.frombuffer(bytearray(absent_record()), dtype=torch.uint8))
+    return SideRecv(info, buffer, 1, 5, 0, Done(), ordered=False)
+
+
+def test_a_receive_whose_record_cannot_be_read_ends_and_the_courier_goes_on(exporter: InMemorySpanExporter,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review R2, §3.3: reading one receive's record fails (a CUDA error in its read-back). Its span still
+    ends, counted trace_failed; the receive courier lives on, so no later sweep waits its 15 s safety net."""
+    from tempotrace_sdk.torch.pending import PendingOp, Registry
+
+    original = carriage.merge_side
+    left = [1]
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        if left[0]:
+            left[0] -= 1
+            raise RuntimeError("injected: record read-back failed")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(carriage, "merge_side", broken)
+    registry = Registry()
+    before = tt.carriage_counts()
+    for name in ("torch.recv.first", "torch.recv.second"):
+        op = PendingOp(torch_spans.start_span(name, {}), [], carried=_arrived_side())
+        registry.watch(op)
+        started = time.monotonic()
+        assert registry.receiver.flush(timeout_s=QUICK_S) is True, name
+        assert time.monotonic() - started < QUICK_S
+    ended = {s.name: dict(s.attributes or {}) for s in exporter.get_finished_spans()}
+    assert set(ended) == {"torch.recv.first", "torch.recv.second"}
+    assert ended["torch.recv.second"]["tempotrace.torch.recv.missing"] == (1,)  # read: the absent record
+    assert _delta(before, "trace_failed") == 1 and _delta(before, "flush_timeout") == 0
+
+
+class _StickyCudaError:
+    """A GPU event source after a sticky CUDA error: recording works no more."""
+
+    def record(self) -> object:
+        return object()
+
+    def record_quiet(self) -> object:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    def release(self, event: Any) -> None:
+        pass
+
+    def capturing(self) -> bool:
+        return False
+
+
+def test_sweep_and_uninstrument_survive_a_broken_gpu_and_put_everything_back(group: None,
+                                                                             exporter: InMemorySpanExporter) -> None:
+    """Review R3, §1.1, §6: the harvest raises; neither sweep() nor uninstrument() raises, uninstrument()
+    restores torch.distributed, and the span waiting for its GPU timing ends 'unfinished'."""
+    from tempotrace_sdk.torch.gpu import GpuTimer
+
+    original = dist.all_reduce
+    tt.instrument(carriage="step", gpu=False)
+    timer = GpuTimer(_StickyCudaError())
+    wrappers.settings.gpu = timer
+    timer.end((object(), 0), torch_spans.start_span("torch.all_reduce", {}))
+    before = tt.carriage_counts()
+    tt.sweep()
+    tt.uninstrument()
+    assert not tt.is_instrumented() and dist.all_reduce is original and wrappers.settings.gpu is None
+    assert _delta(before, "sweep_failed") == 2
+    (span,) = exporter.get_finished_spans()
+    assert (span.attributes or {})["tempotrace.torch.completion"] == "unfinished"
