@@ -1,7 +1,8 @@
 """Carrying tt-ext records between ranks: the records, their merge, and exchanges (spec/torch.md §3).
 
 Every record is a send event of this process (Lamport tick, clock reading,
-sketch), recorded on the sending span as ``tempotrace.send.*`` like any
+sketch), recorded on the sending span as an ``x`` token of its
+``tempotrace.stamps`` text (semantic-conventions §1.4) like any
 inject. The receiving side merges every valid record's Lamport value once
 (``recv.lts``) and writes what it merged on its span. A record that is absent,
 corrupt, from the wrong rank or for the wrong sequence number is counted by

@@ -46,6 +46,7 @@ from ..semconv import (
 )
 from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality
 from .groups import group_info
+from .owed import pay
 from .spans import end_span, start_or_invalid
 
 __all__ = ["ClockCheck", "RankClock", "best_round", "check_clocks", "judge"]
@@ -234,6 +235,7 @@ def check_clocks(group: Any = None, rounds: int = 8, require: str | ClockQuality
         raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
     required = None if require is None else (ClockQuality[require] if isinstance(require, str) else require)
     info = group_info(group)
+    pay()  # a step's exchange owed since its exception goes before these collectives (spec/torch.md §4.2)
     clock = get_state().clock
     sp = start_or_invalid("torch.check_clocks", {**info.attributes, TORCH_CLOCK_REF_RANK: info.ranks[ref]})
     try:

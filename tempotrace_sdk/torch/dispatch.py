@@ -16,6 +16,7 @@ import torch.distributed as dist
 from .carriage import count
 from .groups import group_info
 from .ops import Kind, OpSpec, Reader
+from .owed import pay
 from .p2p import receive, send
 from .wrappers import ORIGINAL_ATTR, collective, inside, settings
 
@@ -32,6 +33,7 @@ def make_wrapper(spec: OpSpec, original: Callable[..., Any]) -> Callable[..., An
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if not settings.active or inside.get():
             return original(*args, **kwargs)
+        pay()  # a step's exchange owed since its exception goes first, as it did on the other ranks (§4.2)
         group = reader.get(args, kwargs, "group")
         if group is dist.GroupMember.NON_GROUP_MEMBER:
             return original(*args, **kwargs)

@@ -31,6 +31,7 @@ from .carriage import MODES, count
 from .dispatch import make_wrapper
 from .groups import forget_groups
 from .ops import SPECS
+from .owed import drop
 from .p2p import traced_batch
 from .pending import registry
 from .wrappers import ORIGINAL_ATTR, settings, unwrap
@@ -83,6 +84,7 @@ def uninstrument() -> None:
             return
         settings.active = False
         try:
+            drop()  # a step exchange still owed will not be paid: no traced op comes any more
             sweep(final=True)  # never raises; the restore below must happen whatever it meets
         finally:
             _restore()

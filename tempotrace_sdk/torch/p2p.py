@@ -35,6 +35,7 @@ from . import carriage
 from .carriage import count
 from .groups import GroupInfo, group_info
 from .ops import OpSpec, Reader, tensor_bytes
+from .owed import pay
 from .pending import PendingOp, registry
 from .record import RecordKind
 from .side import SideRecv, post_side_send, side_buffer, side_tag, take_spare
@@ -194,6 +195,7 @@ def traced_batch(original: Callable[..., Any]) -> Callable[..., Any]:
     def batch_isend_irecv(p2p_op_list: Any) -> Any:
         if not settings.active or inside.get():
             return original(p2p_op_list)
+        pay()  # a step's owed exchange first (spec/torch.md §4.2)
         try:
             ops, plans, info = _batch_plan(list(p2p_op_list))
         except Exception:  # arguments torch will refuse

@@ -6,11 +6,13 @@ child of a virtual remote parent with that trace id: the step spans of all
 ranks are siblings in one trace. On exit (carriage ``"step"``, instrumented)
 each rank makes one send event and the ranks all_gather their records; each
 step span records what it merged (``tempotrace.torch.recv.*``). Leaving a
-step is therefore a collective: every rank of the group must do it, and does,
-whether the step ended normally or by an exception one rank raised and
-handled, except when torch.distributed itself failed (no collective can be
-trusted then) or the exit is not an ``Exception`` (KeyboardInterrupt, SystemExit):
-spec/torch.md §4.2. Whatever fails in the tracing, the all_gather is issued (§3.6).
+step is therefore a collective: every rank of the group must do it. A step
+left by an ``Exception`` owes its exchange, paid before this rank's next
+collective (owed.py): a handled exception keeps every rank in step, a rank
+that dies of it issues nothing. A torch.distributed failure (no collective can
+be trusted then) or a non-``Exception`` exit (KeyboardInterrupt, SystemExit)
+skips the exchange: spec/torch.md §4.2. Whatever fails in the tracing, the
+all_gather is issued (§3.6).
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from .groups import group_info
 from .install import sweep
 from .keys import step_ids
 from .launch import job_id_from_env, launch_facts
+from .owed import Owed, owe, pay
 from .record import RecordKind
-from .spans import end_span, start_or_invalid
+from .spans import end_span, now, start_or_invalid
 from .wrappers import raised_by_op, settings
 
 __all__ = ["current_step", "job_id", "step"]
@@ -93,6 +96,7 @@ class step:  # lower case: used like a function, ``with step(i):``
         self._token: object = None
 
     def __enter__(self) -> Span:
+        pay()  # an earlier step's exchange, owed since its exception (§4.2): before anything of this step
         facts = launch_facts()
         trace_id, parent_id = step_ids(job_id(), facts.restart if facts else 0, self._number)
         parent = NonRecordingSpan(SpanContext(trace_id, parent_id, is_remote=True,
@@ -115,10 +119,13 @@ class step:  # lower case: used like a function, ``with step(i):``
         finally:
             if _open and _open[-1][1] is sp:
                 _open.pop()
-            end_span(sp, self._leave(sp, exc), error=exc)
+            attrs = self._leave(sp, exc)
+            if attrs is not None:
+                end_span(sp, attrs, error=exc)
 
-    def _leave(self, sp: Span, exc: BaseException | None) -> dict[str, Any]:
-        """The sweep and the step exchange, as spec/torch.md §4.2 says for this exit; the step span's attributes."""
+    def _leave(self, sp: Span, exc: BaseException | None) -> dict[str, Any] | None:
+        """The sweep and the step exchange, as spec/torch.md §4.2 says for this exit; the step span's attributes,
+        or None when the exchange is owed (the span ends once it is paid)."""
         if not settings.active or (exc is not None and not isinstance(exc, Exception)):
             return {}  # not instrumented, or the program is stopping (KeyboardInterrupt, SystemExit...)
         try:
@@ -136,6 +143,10 @@ class step:  # lower case: used like a function, ``with step(i):``
             _log.debug("tempotrace.torch: step exchange failed", exc_info=True)
             return {}
         record = make_record(RecordKind.EXCHANGE, info.rank, self._number, sp)  # the absent record on failure
+        if exc is not None:  # perhaps nobody handles it: a dying rank must issue nothing (owed.py)
+            owe(Owed(sp, info, record, self._number, exc, now()))
+            return None
+        pay()
         try:
             return Exchange(info, record, self._number, async_op=False).finish()
         except Exception:  # torch refused the all_gather itself

@@ -33,7 +33,7 @@ OUT = Path(os.environ["TT_TEST_OUT"])
 RANK = int(os.environ["RANK"])
 PEER = 1 - RANK
 #: The job's groups time out after this long: a desynchronised job fails in bounded time.
-PG_TIMEOUT_S = 60
+PG_TIMEOUT_S = 20
 #: The group a side-send wait could time out (scenario untraced_receiver): shorter than the pause.
 SHORT_TIMEOUT_S = 3
 PAUSE_S = SHORT_TIMEOUT_S + 1.5
@@ -132,6 +132,35 @@ def step_exception() -> dict[str, Any]:
             dist.all_reduce(x)
             values.append(float(x[0]))
     return {"values": values}
+
+
+def step_exception_then_bare_op() -> dict[str, Any]:
+    """§4.2: rank 0 handles an exception of step 305, then both ranks issue a collective outside any step:
+    rank 0's owed exchange goes first, so it pairs with rank 1's step-exit all_gather."""
+    try:
+        with tt.step(305):
+            dist.all_reduce(torch.ones(4))
+            if RANK == 0:
+                raise _Raised("a rank-local error after the step's collectives")
+    except _Raised:
+        pass
+    x = torch.full((4,), float(RANK + 1))
+    dist.all_reduce(x)
+    return {"value": float(x[0])}
+
+
+def both_raise() -> dict[str, Any]:
+    """§4.2: every rank raises and handles inside step 320: each owes its exchange and pays it at step 321."""
+    try:
+        with tt.step(320):
+            dist.all_reduce(torch.ones(4))
+            raise _Raised("every rank fails alike")
+    except _Raised:
+        pass
+    with tt.step(321):
+        x = torch.full((4,), float(RANK + 1))
+        dist.all_reduce(x)
+    return {"value": float(x[0])}
 
 
 def step_dist_error() -> dict[str, Any]:
@@ -248,8 +277,9 @@ def gpu_begin_failure() -> dict[str, Any]:
 
 
 SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {
-    f.__name__: f for f in (untraced_sender, untraced_receiver, step_exception, step_dist_error, op_exchange_failure,
-                            step_exchange_failure, side_send_failure, span_failure, gpu_begin_failure)
+    f.__name__: f for f in (untraced_sender, untraced_receiver, step_exception, step_exception_then_bare_op,
+                            both_raise, step_dist_error, op_exchange_failure, step_exchange_failure,
+                            side_send_failure, span_failure, gpu_begin_failure)
 }
 
 
@@ -285,8 +315,33 @@ def main() -> None:
     (OUT / f"result-{RANK}.json").write_text(json.dumps(results))
 
 
+def crash() -> None:
+    """§4.2 (``TT_CRASH=1``, a job of its own): rank 0 dies of an exception raised inside a step (a CUDA OOM
+    in forward) before a collective rank 1 issues. Rank 0 must issue nothing on its way out, so both ranks
+    fail at once; an all_gather at its step exit would pair with rank 1's all_reduce and hold both until the
+    group's timeout. Each rank writes how long its failure took to reach it, then exits as a crashed one."""
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=PG_TIMEOUT_S))
+    tt.instrument(carriage="step")
+    with tt.step(0):
+        dist.all_reduce(torch.ones(2))
+    started = time.monotonic()
+    try:
+        with tt.step(1):
+            if RANK == 0:
+                raise MemoryError("simulated: out of memory in forward on rank 0 only")
+            dist.all_reduce(torch.ones(48))  # 192 bytes: the size of the exchange's all_gather
+        outcome = "finished"
+    except BaseException as err:
+        outcome = type(err).__name__
+    seconds = round(time.monotonic() - started, 2)
+    (OUT / f"crash-{RANK}.json").write_text(json.dumps({"outcome": outcome, "seconds": seconds}))
+    os._exit(0)  # no teardown: what a crashed process leaves (the test reads the file, not the exit code)
+
+
 if __name__ == "__main__":
     try:
+        if os.environ.get("TT_CRASH") == "1":
+            crash()
         main()
     except BaseException:
         traceback.print_exc()

@@ -9,6 +9,7 @@ something else than what happened. Spec: spec/torch.md §1.1, §1.3, §3.3, §4.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ WORKER = Path(__file__).with_name("fault_worker.py")
 #: Two torch processes on a loaded 2-core machine, one scenario pausing past a 3 s group timeout.
 JOB_TIMEOUT_S = 240
 ERROR = "2"  #: the OTLP JSON status code of an error (STATUS_CODE_ERROR)
+#: fault_worker.py's group timeout is 20 s: a failure that waits for it takes at least that long.
+PROMPT_S = 10
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +34,14 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Job:
     out = tmp_path_factory.mktemp("torch-faults")
     run_ranks(WORKER, WORLD, out, JOB_TIMEOUT_S, lambda rank: {"TEMPOTRACE_CLOCK": f"sim:ptp,seed={rank}"})
     return Job(out, WORLD)
+
+
+@pytest.fixture(scope="module")
+def crash(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("torch-crash")
+    run_ranks(WORKER, WORLD, out, JOB_TIMEOUT_S,
+              lambda rank: {"TEMPOTRACE_CLOCK": f"sim:ptp,seed={rank}", "TT_CRASH": "1"})
+    return {rank: json.loads((out / f"crash-{rank}.json").read_text()) for rank in range(WORLD)}
 
 
 def result(job: Job, rank: int, scenario: str) -> dict[str, Any]:
@@ -75,6 +86,34 @@ def test_an_exception_inside_a_step_on_one_rank_keeps_every_rank_in_step(job: Jo
         step = job.step_span(rank, 300)
         assert step["torch.recv.count"] == 1 and step["torch.recv.lts"] < step["end.lts"]
         assert (step.status == ERROR) is (rank == 0)
+
+
+def test_a_rank_that_dies_of_an_exception_inside_a_step_issues_nothing(crash: dict[int, dict[str, Any]]) -> None:
+    """Review R1, §4.2: rank 0 raises (a CUDA OOM in forward) inside a step, unhandled, before an all_reduce
+    rank 1 issues. Its step owes the exchange instead of issuing it, so it dies at once and rank 1's
+    all_reduce fails at once, as untraced; an exchange at the exit held both for the group's timeout."""
+    assert crash[0]["outcome"] == "MemoryError" and crash[1]["outcome"] != "finished", crash
+    assert all(crash[rank]["seconds"] < PROMPT_S for rank in range(WORLD)), crash
+
+
+def test_a_handled_exception_pays_the_owed_exchange_before_the_next_op(job: Job) -> None:
+    """§4.2: rank 0's step 305 owes its exchange; its next collective (outside any step) pays it first, so
+    it pairs with rank 1's step-exit all_gather and the all_reduce after it gets the right value. The
+    records carried go on step 305's span, which ends stamped at the step's exit."""
+    for rank in range(WORLD):
+        assert result(job, rank, "step_exception_then_bare_op")["value"] == 3.0
+        step = job.step_span(rank, 305)
+        assert step["torch.recv.count"] == 1 and step["torch.recv.lts"] < step["end.lts"]
+        assert (step.status == ERROR) is (rank == 0)
+
+
+def test_every_rank_raising_and_handling_pays_alike(job: Job) -> None:
+    """§4.2: both ranks owe step 320's exchange and pay it entering step 321: in step, records carried."""
+    for rank in range(WORLD):
+        assert result(job, rank, "both_raise")["value"] == 3.0
+        step = job.step_span(rank, 320)
+        assert step.status == ERROR and step["torch.recv.count"] == 1
+        assert job.step_span(rank, 321)["torch.recv.count"] == 1
 
 
 def test_a_distributed_failure_leaves_the_step_without_its_exchange(job: Job) -> None:

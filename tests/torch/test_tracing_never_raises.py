@@ -173,3 +173,18 @@ def test_sweep_and_uninstrument_survive_a_broken_gpu_and_put_everything_back(gro
     assert _delta(before, "sweep_failed") == 2
     (span,) = exporter.get_finished_spans()
     assert (span.attributes or {})["tempotrace.torch.completion"] == "unfinished"
+
+
+def test_an_exchange_still_owed_at_uninstrument_is_dropped_and_its_step_ends(group: None,
+                                                                            exporter: InMemorySpanExporter) -> None:
+    """§4.2: a step left by an exception owes its exchange; uninstrument() before any later collective drops
+    it (counted owed_dropped) and ends the step span, with its error, without the exchange's records."""
+    tt.instrument(carriage="step", gpu=False)
+    before = tt.carriage_counts()
+    with pytest.raises(KeyError), tt.step(7):
+        raise KeyError("the program's own error")
+    assert exporter.get_finished_spans() == ()  # open until paid or dropped
+    tt.uninstrument()
+    (span,) = exporter.get_finished_spans()
+    assert not span.status.is_ok and "tempotrace.torch.recv.count" not in (span.attributes or {})
+    assert _delta(before, "owed_dropped") == 1

@@ -1,0 +1,93 @@
+"""Step exchanges owed by steps that ended by an exception (spec/torch.md §4.2).
+
+A step left by an ``Exception`` (not a torch.distributed failure) does not
+run its exchange at its exit: nobody knows yet whether the program handles
+the exception. If it does not (a CUDA OOM in forward on one rank), an
+all_gather issued there would pair with the other ranks' next collective and
+hold the dying rank until the group's timeout. So the exchange is owed, and
+paid (``pay()``) before this rank's next collective of any kind: the next
+``step()`` entry or exit, the next traced op, ``check_clocks()``. The other
+ranks issued theirs at their step's exit, before any later op, so the
+collective order is the same on every rank; a rank that dies issues nothing.
+Any group, not only the step's: an op on a subgroup first would wait for
+ranks that wait in the step's all_gather.
+
+The step span stays open until then, and ends with what the exchange carried,
+stamped with the time of its exit. An exchange still owed at
+``uninstrument()`` or at interpreter exit is dropped (counted
+``owed_dropped``) and its span ends without it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.trace import Span
+
+from ..clocks.base import Timestamp
+from .carriage import Exchange, count
+from .groups import GroupInfo
+from .spans import end_span
+
+__all__ = ["Owed", "drop", "owe", "pay"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Owed:
+    """A step's exchange not yet issued: everything its normal exit had ready."""
+
+    span: Span  #: the step span, still open
+    info: GroupInfo
+    record: bytes  #: made at the step's exit (its send event is the exit's)
+    number: int
+    error: BaseException
+    ts: Timestamp | None  #: the step's exit time: its span's end
+
+
+#: Held while paying, so that an op on another thread (a DDP hook on autograd's) waits for the exchange.
+_paying = threading.RLock()
+_owed: list[Owed] = []
+_at_exit = False
+
+
+def owe(item: Owed) -> None:
+    global _at_exit
+    with _paying:
+        _owed.append(item)
+        if not _at_exit:  # registered late, so it runs before the exporters registered earlier shut down
+            atexit.register(drop)
+            _at_exit = True
+
+
+def pay() -> None:
+    """Issue every owed exchange, oldest first, and end its step span. Never raises."""
+    if not _owed:
+        return
+    with _paying:
+        items = list(_owed)
+        _owed.clear()
+        for item in items:
+            attrs: dict[str, Any] = {}
+            try:
+                attrs = Exchange(item.info, item.record, item.number, async_op=False).finish()
+            except Exception:  # torch refused the all_gather itself
+                count("exchange_failed")
+                _log.debug("tempotrace.torch: owed step exchange failed", exc_info=True)
+            end_span(item.span, attrs, error=item.error, ts=item.ts)
+
+
+def drop() -> int:
+    """Give up every owed exchange (uninstrument, exit): counted ``owed_dropped``; the spans end without it."""
+    with _paying:
+        items = list(_owed)
+        _owed.clear()
+    for item in items:
+        count("owed_dropped")
+        end_span(item.span, error=item.error, ts=item.ts)
+    return len(items)
