@@ -188,3 +188,29 @@ def test_an_exchange_still_owed_at_uninstrument_is_dropped_and_its_step_ends(gro
     (span,) = exporter.get_finished_spans()
     assert not span.status.is_ok and "tempotrace.torch.recv.count" not in (span.attributes or {})
     assert _delta(before, "owed_dropped") == 1
+
+
+def test_a_side_send_thread_that_cannot_start_leaves_its_channel_to_the_next_send(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """§3.3: no thread to be had (counted side_failed): the channel is not marked served, so the next side
+    send on it starts a thread that sees both out (marked first, the channel was never seen out again)."""
+    import threading
+
+    from tempotrace_sdk.torch.couriers import SendCourier
+
+    class Done:
+        def is_completed(self) -> bool:
+            return True
+
+    courier = SendCourier()
+    before = tt.carriage_counts()
+    original = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start", lambda self: (_ for _ in ()).throw(RuntimeError("no thread")))
+    courier.submit("channel", torch.ones(1), Done(), False)
+    monkeypatch.setattr(threading.Thread, "start", original)
+    assert courier.in_flight() == 1 and _delta(before, "side_failed") == 1
+    courier.submit("channel", torch.ones(1), Done(), False)
+    deadline = time.monotonic() + QUICK_S
+    while courier.in_flight() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert courier.in_flight() == 0
