@@ -26,7 +26,7 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
 from benchmarks.harness import Row, compare, emit, measure
 from tempotrace_sdk.clocks import CalibratedClock, CpuClock, Timestamp, _native
 from tempotrace_sdk.clocks.kernel import _read_ctypes, read_kernel_sync
-from tempotrace_sdk.wire._layout import ClockQuality, TsSource
+from tempotrace_sdk.wire.layout import ClockQuality, TsSource
 
 TARGET_RATIO = 1.5
 

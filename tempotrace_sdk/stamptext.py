@@ -43,7 +43,7 @@ import msgspec
 
 from . import semconv as S
 from .errors import StampsError
-from .wire._layout import LTS_MAX, TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
+from .wire.layout import LTS_MAX, TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
 
 __all__ = [
     "MAX_SENDS",

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ..wire._layout import LTS_MAX, SKETCH_BITS, SKETCH_HASHES
+from ..wire.layout import LTS_MAX, SKETCH_BITS, SKETCH_HASHES
 from .events import NO_STAMP, SpanRecord, Stamp
 from .order import SILENCE_REASONS, Decision, Method, Relation, physics_gap, physics_silence, span_mask, stamp_usable
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ..wire._layout import UNCERTAINTY_SATURATED
+from ..wire.layout import UNCERTAINTY_SATURATED
 
 __all__ = [
     "KIND_END", "KIND_SEND", "KIND_START", "QUALITIES", "Event", "SpanRecord", "Stamp", "TorchOp", "clock_id",

@@ -16,7 +16,7 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from ..wire._layout import UNCERTAINTY_SATURATED
+from ..wire.layout import UNCERTAINTY_SATURATED
 from .html_model import HTML_MAX_COLLECTIVES, HTML_MAX_HOPS, HTML_MAX_SPANS, LEGEND, timeline_model
 from .html_text import calendar
 from .report import AnalysisReport

@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from ..clocks.leapseconds import utc_to_tai_ns
-from ..wire._layout import UNCERTAINTY_SATURATED
+from ..wire.layout import UNCERTAINTY_SATURATED
 from .html_text import bound_text, fault_verdicts, hop_tip, relative, span_tip
 from .report import AnalysisReport
 

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..clocks.leapseconds import tai_to_utc_ns
-from ..wire._layout import UNCERTAINTY_SATURATED
+from ..wire.layout import UNCERTAINTY_SATURATED
 from .report import AnalysisReport
 
 __all__ = ["bound_text", "calendar", "fault_verdicts", "hop_tip", "relative", "span_tip"]

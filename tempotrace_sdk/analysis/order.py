@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..wire._layout import LTS_MAX, SKETCH_BITS, SKETCH_HASHES, UNCERTAINTY_SATURATED
+from ..wire.layout import LTS_MAX, SKETCH_BITS, SKETCH_HASHES, UNCERTAINTY_SATURATED
 from ..wire.sketch import _indices_and_mask
 from .events import KIND_START, Event, Stamp
 

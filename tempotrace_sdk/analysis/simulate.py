@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..wire._layout import SKETCH_BITS, SKETCH_HASHES, UNCERTAINTY_SATURATED
+from ..wire.layout import SKETCH_BITS, SKETCH_HASHES, UNCERTAINTY_SATURATED
 from ..wire.sketch import _indices_and_mask
 from .faults import FaultLedger, add_bulk_physics
 from .order import METHOD_CODES, RELATION_CODES, Method, Relation, decide_arrays

@@ -31,7 +31,7 @@ from typing import Any
 from .. import semconv as S
 from ..errors import StampsError
 from ..stamptext import decode as decode_stamps
-from ..wire._layout import TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
+from ..wire.layout import TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from .events import NO_STAMP, QUALITIES, Sends, SpanRecord, Stamp, TorchOp, clock_id
 from .groupkey import GROUP_KEY_PATTERN, MAX_GROUP, MAX_RANK, parse_key
 from .order import span_mask

@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from ..wire._layout import PTP_NS_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
+from ..wire.layout import PTP_NS_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
 
 __all__ = ["ClockSource", "Timestamp", "saturate_uncertainty"]
 

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..wire._layout import PTP_NS_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
+from ..wire.layout import PTP_NS_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from . import refresh
 from .base import ClockSource, Timestamp, saturate_uncertainty
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ClockError
-from ..wire._layout import ClockQuality
+from ..wire.layout import ClockQuality
 from .chrony_candm import LEAP_NAMES, REFID_LOCAL, ChronyTracking
 from .chrony_client import DEFAULT_TIMEOUT_S, ChronyTarget, query_tracking, target
 from .chronysanity import implausible

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ClockError
-from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
+from ..wire.layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from . import refresh
 from ._native import native_status
 from .base import Timestamp, saturate_uncertainty

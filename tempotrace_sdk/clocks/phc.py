@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ClockError
-from ..wire._layout import PTP_NS_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
+from ..wire.layout import PTP_NS_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from . import refresh
 from ._native import require_native
 from .base import Timestamp, saturate_uncertainty

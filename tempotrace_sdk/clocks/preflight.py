@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ClockError
-from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
+from ..wire.layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from .base import ClockSource, Timestamp
 
 __all__ = ["PreflightResult", "preflight"]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ClockError
-from ..wire._layout import ClockQuality
+from ..wire.layout import ClockQuality
 from .ptp4l import DEFAULT_UDS, PortProperties, Ptp4lStatus, query
 from .ptpsanity import implausible, interface_name_problem
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ClockError
-from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
+from ..wire.layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from .base import Timestamp, saturate_uncertainty
 from .leapseconds import utc_to_tai_ns
 

@@ -29,7 +29,7 @@ from opentelemetry import context as context_api
 
 from ..errors import HeaderError
 from ..wire import TTExt
-from ..wire._layout import BINARY_HEADER
+from ..wire.layout import BINARY_HEADER
 from .context import TempoTraceState, get_state
 from .hop import receive, reject, send
 

@@ -24,7 +24,7 @@ from opentelemetry import context as context_api
 from ..clocks.base import ClockSource, Timestamp
 from ..clocks.leapseconds import utc_to_tai_ns
 from ..wire import LamportClock, Sketch
-from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
+from ..wire.layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from .records import RemoteHop, Sent, SpanRecord
 from .stamp import NativeLamport, new_lamport, stamp_for
 

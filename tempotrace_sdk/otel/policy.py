@@ -27,7 +27,7 @@ from typing import Any
 from .._bounded import InputRefused, read_regular_file
 from ..clocks.base import Timestamp
 from ..errors import PolicyError
-from ..wire._layout import TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
+from ..wire.layout import TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -39,7 +39,7 @@ from ..clocks.base import Timestamp
 from ..clocks.leapseconds import tai_to_utc_ns
 from ..semconv import CLK_QUALITY, POLICY_REASON, POLICY_VERDICT, STAMPS, UNCERTAINTY_NS
 from ..stamptext import encode, send_tokens
-from ..wire._layout import ClockQuality, TsSource
+from ..wire.layout import ClockQuality, TsSource
 from .context import LIVE_SPANS_MAX, REMOTE_HOP_KEY, TempoTraceState, get_state, hop_seen
 from .process import ProcessAttributes
 from .records import SKETCH_CHAIN_MAX, RemoteHop, Sent, SpanRecord

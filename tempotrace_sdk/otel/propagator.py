@@ -26,8 +26,8 @@ from opentelemetry.trace.span import TraceState
 
 from ..errors import TextFormError
 from ..wire import TTExt
-from ..wire._layout import TEXT_HEADER, TRACESTATE_KEY
 from ..wire.header import header_text
+from ..wire.layout import TEXT_HEADER, TRACESTATE_KEY
 from .context import TempoTraceState, get_state
 from .hop import receive, reject, send
 

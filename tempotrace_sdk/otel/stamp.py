@@ -33,8 +33,8 @@ from ..clocks._native import native
 from ..clocks.base import ClockSource
 from ..errors import ClockError, FieldError
 from ..wire import LamportClock
-from ..wire._layout import LTS_MAX
 from ..wire.lamport import LAMPORT_MAX_AHEAD
+from ..wire.layout import LTS_MAX
 
 __all__ = ["Lamport", "NativeLamport", "NativeStamp", "PureStamp", "Stamp", "new_lamport", "stamp_for"]
 

@@ -44,7 +44,7 @@ from ..semconv import (
     TORCH_CLOCK_TIMESTAMPS,
     TORCH_CLOCK_VERDICT,
 )
-from ..wire._layout import UNCERTAINTY_SATURATED, ClockQuality
+from ..wire.layout import UNCERTAINTY_SATURATED, ClockQuality
 from .groups import group_info
 from .owed import pay
 from .spans import end_span, start_or_invalid

@@ -44,7 +44,7 @@ from ..semconv import (
     TORCH_GPU_TS_SOURCE,
     TORCH_GPU_UNCERTAINTY_NS,
 )
-from ..wire._layout import ClockQuality, TsSource
+from ..wire.layout import ClockQuality, TsSource
 from .carriage import count
 from .spans import end_span
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ..errors import HeaderError
 from ..wire import TTExt
-from ..wire._layout import HEADER_LEN
+from ..wire.layout import HEADER_LEN
 
 __all__ = [
     "RECORD_LEN",

@@ -3,7 +3,9 @@
 Sans-IO: nothing here reads a clock, touches a socket or imports OpenTelemetry.
 """
 
-from ._layout import (
+from .header import TTExt
+from .lamport import LAMPORT_MAX_AHEAD, LamportClock
+from .layout import (
     BINARY_HEADER,
     HEADER_LEN,
     TEXT_HEADER,
@@ -13,8 +15,6 @@ from ._layout import (
     ClockQuality,
     TsSource,
 )
-from .header import TTExt
-from .lamport import LAMPORT_MAX_AHEAD, LamportClock
 from .sketch import Sketch, sketch_indices
 from .text import decode_text, encode_text
 

@@ -22,8 +22,8 @@ from typing import Any
 import msgspec
 
 from ..errors import FieldError, HeaderError, LengthError, VersionError
-from . import _layout as L
-from ._layout import ClockQuality, TsSource
+from . import layout as L
+from .layout import ClockQuality, TsSource
 from .sketch import Sketch, from_wire
 from .text import _CANONICAL_LAST, _DECODE_TABLE, decode_text
 

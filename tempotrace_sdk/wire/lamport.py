@@ -19,7 +19,7 @@ import threading
 import weakref
 
 from ..errors import FieldError
-from ._layout import LTS_MAX
+from .layout import LTS_MAX
 
 __all__ = ["LAMPORT_MAX_AHEAD", "LamportClock"]
 

@@ -21,7 +21,7 @@ from typing import ClassVar
 import mmh3
 
 from ..errors import FieldError
-from ._layout import SKETCH_BITS, SKETCH_BYTES, SKETCH_HASHES, SKETCH_SEED, SPAN_ID_MAX
+from .layout import SKETCH_BITS, SKETCH_BYTES, SKETCH_HASHES, SKETCH_SEED, SPAN_ID_MAX
 
 assert SKETCH_HASHES == 4 and SKETCH_BITS == 256, "_indices_and_mask is written out for k=4, m=256"
 

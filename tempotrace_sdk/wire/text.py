@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from ..errors import TextFormError
-from ._layout import HEADER_LEN, TEXT_LEN
+from .layout import HEADER_LEN, TEXT_LEN
 
 __all__ = ["MAX_TEXT_INPUT", "decode_text", "encode_text"]
 

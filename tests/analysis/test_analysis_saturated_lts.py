@@ -4,7 +4,7 @@ import numpy as np
 
 from tempotrace_sdk.analysis.events import KIND_START, Event, Stamp
 from tempotrace_sdk.analysis.order import METHOD_CODES, Method, Relation, decide, decide_arrays
-from tempotrace_sdk.wire._layout import LTS_MAX
+from tempotrace_sdk.wire.layout import LTS_MAX
 
 
 def _event(span_id: int, lts: int) -> Event:

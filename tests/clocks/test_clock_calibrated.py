@@ -10,7 +10,7 @@ import pytest
 
 from tempotrace_sdk.clocks import Timestamp
 from tempotrace_sdk.clocks.calibrated import CalibratedClock, fit_pairs
-from tempotrace_sdk.wire._layout import ClockQuality, TsSource
+from tempotrace_sdk.wire.layout import ClockQuality, TsSource
 
 
 class World:

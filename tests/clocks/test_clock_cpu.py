@@ -10,7 +10,7 @@ from tempotrace_sdk.clocks import CpuClock, Timestamp, _native
 from tempotrace_sdk.clocks.cpu import _judge
 from tempotrace_sdk.clocks.kernel import KernelSync, read_kernel_sync
 from tempotrace_sdk.clocks.leapseconds import leap_table
-from tempotrace_sdk.wire._layout import ClockQuality, TsSource
+from tempotrace_sdk.wire.layout import ClockQuality, TsSource
 
 
 def _ks(status: int = 0x2001, state: int = 0, maxerror: int = 1000, tai: int = 37) -> KernelSync:

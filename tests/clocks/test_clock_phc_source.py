@@ -12,7 +12,7 @@ from tempotrace_sdk.clocks.cpu import CpuClock
 from tempotrace_sdk.clocks.phc import PhcClock, PhcReading
 from tempotrace_sdk.clocks.ptpquality import SyncHealth
 from tempotrace_sdk.errors import ClockError
-from tempotrace_sdk.wire._layout import ClockQuality, TsSource
+from tempotrace_sdk.wire.layout import ClockQuality, TsSource
 
 
 class ReplayDevice:

@@ -15,7 +15,7 @@ import pytest
 from tempotrace_sdk.clocks.ptp4l import query, survey_ptp4l
 from tempotrace_sdk.clocks.ptpquality import HOLDOVER_DRIFT_PPB, Limits, Ptp4lHealth
 from tempotrace_sdk.errors import ClockError
-from tempotrace_sdk.wire._layout import ClockQuality
+from tempotrace_sdk.wire.layout import ClockQuality
 
 from .ptp_netns import PtpPair, unavailable_reason
 

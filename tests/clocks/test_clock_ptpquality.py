@@ -25,7 +25,7 @@ from tempotrace_sdk.clocks.ptpquality import (
     evaluate,
 )
 from tempotrace_sdk.errors import ClockError
-from tempotrace_sdk.wire._layout import ClockQuality
+from tempotrace_sdk.wire.layout import ClockQuality
 
 # Recorded from ptp4l 3.1.1 (Debian) answering GET TIME_STATUS_NP over UDS,
 # a slave hearing grandmaster a287e4.fffe.79f8a2 (sequenceId 1).

@@ -22,7 +22,7 @@ from tempotrace_sdk.clocks import (
 )
 from tempotrace_sdk.clocks.kernel import read_kernel_sync
 from tempotrace_sdk.errors import ClockError
-from tempotrace_sdk.wire._layout import ClockQuality, TsSource
+from tempotrace_sdk.wire.layout import ClockQuality, TsSource
 
 
 class FixedClock:

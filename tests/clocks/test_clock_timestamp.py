@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from tempotrace_sdk.clocks import CpuClock, Timestamp
-from tempotrace_sdk.wire._layout import PTP_NS_MAX, ClockQuality, TsSource
+from tempotrace_sdk.wire.layout import PTP_NS_MAX, ClockQuality, TsSource
 
 OK, UNKNOWN, CPU, GTE = ClockQuality.OK, ClockQuality.UNKNOWN, TsSource.CPU, TsSource.GTE
 

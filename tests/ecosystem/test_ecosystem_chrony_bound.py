@@ -29,7 +29,7 @@ from tempotrace_sdk.clocks.cpu import SNAPSHOT_VALID_S, CpuClock
 from tempotrace_sdk.clocks.kernel import KernelSync
 from tempotrace_sdk.clocks.leapseconds import LeapTable
 from tempotrace_sdk.clocks.ptpquality import HOLDOVER_DRIFT_PPB
-from tempotrace_sdk.wire._layout import ClockQuality
+from tempotrace_sdk.wire.layout import ClockQuality
 
 S = 1_000_000_000
 WALL = 1_800_000_000.0  # a wall-clock instant for chronyd's ref_time to be compared with

@@ -25,7 +25,7 @@ from tempotrace_sdk.clocks.chrony_client import ChronyTarget
 from tempotrace_sdk.clocks.cpu import SNAPSHOT_VALID_S, CpuClock
 from tempotrace_sdk.clocks.leapseconds import LeapTable
 from tempotrace_sdk.clocks.ptpquality import HOLDOVER_DRIFT_PPB
-from tempotrace_sdk.wire._layout import ClockQuality
+from tempotrace_sdk.wire.layout import ClockQuality
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 

@@ -22,7 +22,7 @@ from test_ecosystem_chrony_client import FakeChronyd
 from tempotrace_sdk.clocks.chrony import ChronyHealth
 from tempotrace_sdk.clocks.chrony_candm import encode_float
 from tempotrace_sdk.clocks.chrony_client import ChronyTarget
-from tempotrace_sdk.wire._layout import ClockQuality
+from tempotrace_sdk.wire.layout import ClockQuality
 
 #: Offsets in the 104-byte RPY_TRACKING (chrony candm.h): 28-byte header, ref id, IPAddr (20),
 #: stratum, leap status, ref time (s high, s low, ns), then nine Floats.

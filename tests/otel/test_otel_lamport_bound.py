@@ -24,8 +24,8 @@ from tempotrace_sdk import semconv as S
 from tempotrace_sdk.otel import TempoTracePropagator, TempoTraceState, extract_binary, remote_hop
 from tempotrace_sdk.otel.stamp import NativeLamport
 from tempotrace_sdk.wire import LamportClock, Sketch, TsSource, TTExt
-from tempotrace_sdk.wire._layout import LTS_MAX
 from tempotrace_sdk.wire.lamport import LAMPORT_MAX_AHEAD
+from tempotrace_sdk.wire.layout import LTS_MAX
 
 M = LAMPORT_MAX_AHEAD
 #: The local counter before the receive in these tests.

@@ -24,8 +24,8 @@ from tempotrace_sdk.clocks._native import native, native_status
 from tempotrace_sdk.errors import FieldError
 from tempotrace_sdk.otel.stamp import NativeLamport, NativeStamp, PureStamp
 from tempotrace_sdk.wire import ClockQuality, LamportClock, TsSource
-from tempotrace_sdk.wire._layout import LTS_MAX, PTP_NS_MAX
 from tempotrace_sdk.wire.lamport import LAMPORT_MAX_AHEAD
+from tempotrace_sdk.wire.layout import LTS_MAX, PTP_NS_MAX
 
 pytestmark = pytest.mark.skipif(native() is None, reason=f"native stamp unavailable: {native_status().reason}")
 

@@ -26,8 +26,8 @@ from _otel_helpers import Cluster, full_sketch
 
 from tempotrace_sdk import semconv as S
 from tempotrace_sdk.wire import Sketch
-from tempotrace_sdk.wire._layout import LTS_MAX
 from tempotrace_sdk.wire.lamport import LAMPORT_MAX_AHEAD
+from tempotrace_sdk.wire.layout import LTS_MAX
 
 #: Every Lamport attribute a span carries, bar remote.lts (what a peer claims).
 OWN_LAMPORT = (S.LTS, S.END_LTS, S.RECV_LTS, S.SEND_LTS)

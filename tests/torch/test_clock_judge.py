@@ -11,7 +11,7 @@ pytest.importorskip("torch")
 
 from tempotrace_sdk.clocks.base import Timestamp
 from tempotrace_sdk.torch.clockcheck import RankClock, best_round, judge
-from tempotrace_sdk.wire._layout import ClockQuality, TsSource
+from tempotrace_sdk.wire.layout import ClockQuality, TsSource
 
 OK, UNKNOWN = ClockQuality.OK, ClockQuality.UNKNOWN
 

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tempotrace_sdk.clocks.base import Timestamp
 from tempotrace_sdk.torch.gpu import GpuTimer
 from tempotrace_sdk.torch.ops import SPECS, Reader
-from tempotrace_sdk.wire._layout import ClockQuality, TsSource
+from tempotrace_sdk.wire.layout import ClockQuality, TsSource
 
 
 class World:

@@ -1,6 +1,8 @@
 """The tt-ext v3 wire layout, defined once (spec/tt-ext-v3.md §2).
 
-Every other module takes offsets, sizes, limits and enum values from here.
+Every other module takes offsets, sizes, limits and enum values from here. Public: the
+clocks, the processor, the analysis and the torch record all build on these names, and
+code outside the SDK (an exporter, a reader) may too; they change only with the wire version.
 """
 
 from __future__ import annotations
