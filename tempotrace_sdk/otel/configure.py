@@ -140,11 +140,6 @@ def configure(
     if batch is None:
         batch = os.environ.get(SYNC_ENV, "").strip().lower() not in ("1", "true", "yes", "on")
     block_millis = block_millis_from_env() if batch else None
-    # Under torchrun (RANK, WORLD_SIZE set): every span says which rank it is. Never imports torch.
-    from ..torch.launch import install_launch_facts, launch_facts
-
-    launch_env = dict(os.environ)
-    launch_facts(launch_env)  # a malformed RANK or WORLD_SIZE raises here, not halfway through
     exporters, where = ([exporter], None) if exporter is not None else select_exporter(export_path, export_dir)
     export_processors = _build_export_processors(exporters, batch, block_millis)
     state = settings.apply()  # only now: a configuration error above leaves the process as it was
@@ -154,7 +149,6 @@ def configure(
     provider = _provider(service_name, state)
     processor = TempoTraceSpanProcessor()
     provider.add_span_processor(processor)
-    install_launch_facts(provider, launch_env)
     for export, exp in zip(export_processors, exporters, strict=True):
         if isinstance(exp, JsonLinesSpanExporter):
             exp.resource = provider.resource  # what its drop records carry
@@ -179,6 +173,8 @@ class Settings:
     tenant: int
     host: str
     policy: Policy | None
+    #: Under a launcher (RANK, WORLD_SIZE set): rank, world size, job ... (torch/launch.py), else empty.
+    launch: dict[str, int | str] = field(default_factory=dict)
 
     @classmethod
     def resolve(
@@ -196,7 +192,13 @@ class Settings:
             raise ValueError(f"tenant must be an integer 0..15, got {resolved_tenant!r}")
         source = policy if policy is not None else (os.environ.get(POLICY_ENV) or None)
         resolved_policy = source if isinstance(source, Policy) or source is None else Policy.load(source)
-        return cls(resolved_clock, resolved_tenant, host if host is not None else env_host(), resolved_policy)
+        # Every span says which rank it is (on the Resource, semantic-conventions §9.1). A malformed
+        # RANK or WORLD_SIZE raises here, before anything changes. Never imports torch.
+        from ..torch.launch import launch_facts
+
+        facts = launch_facts()
+        return cls(resolved_clock, resolved_tenant, host if host is not None else env_host(), resolved_policy,
+                   facts.attributes() if facts is not None else {})
 
     def apply(self) -> TempoTraceState:
         """Set them on the process's state (``get_state()``) and return it."""
@@ -205,6 +207,7 @@ class Settings:
         state.tenant = self.tenant
         state.host = self.host
         state.policy = self.policy
+        state.launch = self.launch
         return state
 
 

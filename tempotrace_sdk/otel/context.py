@@ -133,7 +133,7 @@ class TempoTraceState:
     ) -> None:
         if tenant is not None and (not isinstance(tenant, int) or isinstance(tenant, bool) or not 0 <= tenant <= 15):
             raise ValueError(f"tenant must be an integer 0..15, got {tenant!r}")
-        #: Bumped whenever clock, tenant, host or policy change: what the per-process attributes
+        #: Bumped whenever clock, tenant, host, policy or launch facts change: what the per-process attributes
         #: (otel/process.py) were computed from.
         self.version = 0
         self._clock = clock
@@ -145,6 +145,8 @@ class TempoTraceState:
         self.lamport = lamport if lamport is not None else new_lamport(native_stamp=native_stamp)
         self.stamp = stamp_for(self.lamport)
         self._policy = policy
+        #: The launcher's facts (rank, world size, job ...; torch/launch.py), empty outside a launch.
+        self._launch: dict[str, int | str] = {}
         self.live: dict[int, SpanRecord] = {}
         # Ended spans' sketches, oldest evicted first: a plain dict and a ring
         # of its keys in end order (cheaper per span than an OrderedDict;
@@ -216,6 +218,15 @@ class TempoTraceState:
     @policy.setter
     def policy(self, policy: Policy | None) -> None:
         self._policy = policy
+        self.version += 1
+
+    @property
+    def launch(self) -> dict[str, int | str]:
+        return self._launch
+
+    @launch.setter
+    def launch(self, facts: dict[str, int | str]) -> None:
+        self._launch = dict(facts)
         self.version += 1
 
     @property

@@ -1,7 +1,8 @@
 """The per-process attributes: on the Resource where it carries them, else on each span (semantic-conventions §1.2).
 
 The host, the clock's name and the local tenant -- and the tenant's policy
-tier and retention -- are the same for every span a process stamps. Written
+tier and retention, and under a launcher the rank, world size and job
+(torch/launch.py) -- are the same for every span a process stamps. Written
 on each span they were a third of an exported demo span; on the Resource
 they are written once per exported batch. ``configure()`` puts them on the
 Resource of the provider it creates. A provider TempoTrace did not create
@@ -28,8 +29,10 @@ __all__ = ["ProcessAttributes", "process_attributes"]
 
 
 def process_attributes(state: TempoTraceState) -> dict[str, types.AttributeValue]:
-    """What every span of this process shares: host, clock, tenant, and the tenant's tier and retention."""
+    """What every span of this process shares: host, clock, tenant, the tenant's tier and retention, and
+    the launch facts."""
     attrs: dict[str, types.AttributeValue] = {HOST: state.host, CLOCK: state.clock.name, TENANT_ID: state.tenant}
+    attrs.update(state.launch)  # under torchrun: rank, world size, job ... (semantic-conventions §9.1)
     contract = state.contract
     if contract is not None:
         if contract.tier:

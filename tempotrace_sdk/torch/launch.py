@@ -1,10 +1,11 @@
 """The launcher's environment (torchrun / torchelastic): which rank this process is.
 
-``configure()`` calls ``install_launch_facts(provider)``: when the process was
-started by a launcher that sets RANK and WORLD_SIZE, every span started on
-that provider carries ``tempotrace.rank`` and the other launch facts
-(spec/semantic-conventions.md §9.1), so reports can show one row per rank even
-when eight ranks share a host. Imports neither torch nor anything that does.
+``configure()`` reads them with ``launch_facts()``: when the process was
+started by a launcher that sets RANK and WORLD_SIZE, every span says
+``tempotrace.rank`` and the other launch facts (spec/semantic-conventions.md
+§9.1) -- on the Resource of the provider ``configure()`` makes, like the host,
+else on each span (otel/process.py) -- so reports can show one row per rank
+even when eight ranks share a host. Imports neither torch nor anything that does.
 
 ==============================  ==============================================
 RANK, WORLD_SIZE                global rank and job size (both required)
@@ -20,17 +21,12 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from opentelemetry import context as context_api
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
-
 from ..semconv import JOB_ID, LOCAL_RANK, NODE_RANK, RANK, RESTART, WORLD_SIZE
 
-__all__ = ["JOB_ID_ENV", "LaunchFacts", "LaunchFactsProcessor", "install_launch_facts", "launch_facts"]
+__all__ = ["JOB_ID_ENV", "LaunchFacts", "launch_facts"]
 
 _log = logging.getLogger(__name__)
 
@@ -102,53 +98,3 @@ def launch_facts(env: Mapping[str, str] | None = None) -> LaunchFacts | None:
     restart = _int_var(env, "TORCHELASTIC_RESTART_COUNT", 0)
     assert local is not None and restart is not None
     return LaunchFacts(rank, world, local, _int_var(env, "GROUP_RANK", None), job_id_from_env(env), restart)
-
-
-class LaunchFactsProcessor(SpanProcessor):
-    """Writes the launch facts on every span it sees start. Never raises."""
-
-    def __init__(self, facts: LaunchFacts) -> None:
-        self.facts = facts
-        self._fact_values = facts.attributes()
-
-    def update(self, facts: LaunchFacts) -> None:
-        self.facts = facts
-        self._fact_values = facts.attributes()
-
-    def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
-        try:
-            span.set_attributes(self._fact_values)
-        except Exception:  # a span of another SDK, or one already ended
-            _log.debug("tempotrace: launch facts not set on a span", exc_info=True)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        pass
-
-    def shutdown(self) -> None:
-        pass
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
-
-
-_installed: weakref.WeakKeyDictionary[TracerProvider, LaunchFactsProcessor] = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
-
-
-def install_launch_facts(provider: TracerProvider, env: Mapping[str, str] | None = None) -> LaunchFacts | None:
-    """Add (once per provider) the processor that writes the launch facts; None outside a launch.
-
-    Calling it again (``configure()`` again) refreshes the facts in place.
-    """
-    facts = launch_facts(env)
-    if facts is None:
-        return None
-    with _lock:
-        processor = _installed.get(provider)
-        if processor is None:
-            processor = LaunchFactsProcessor(facts)
-            provider.add_span_processor(processor)
-            _installed[provider] = processor
-        else:
-            processor.update(facts)
-    return facts

@@ -43,9 +43,12 @@ def read_spans(path: Path) -> list[Span]:
         if not line.strip():
             continue
         for rs in json.loads(line)["resourceSpans"]:
+            # what every span of the process shares (host, rank, ...) is on the Resource (semantic-conventions
+            # §1.2, §9.1); a span's own attributes win, as in the analysis
+            shared = {kv["key"]: _value(kv["value"]) for kv in rs.get("resource", {}).get("attributes", [])}
             for ss in rs["scopeSpans"]:
                 for s in ss["spans"]:
-                    attrs = {kv["key"]: _value(kv["value"]) for kv in s.get("attributes", [])}
+                    attrs = {**shared, **{kv["key"]: _value(kv["value"]) for kv in s.get("attributes", [])}}
                     # tempotrace.stamps under the names of each field (semantic-conventions §1.5)
                     attrs = expand(attrs, int(s["startTimeUnixNano"]), int(s["endTimeUnixNano"]))
                     spans.append(Span(s["name"], s["traceId"], s["spanId"], s.get("parentSpanId", ""), attrs,

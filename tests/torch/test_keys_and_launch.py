@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tempotrace_sdk.torch.keys import group_key, parse_group_key, step_ids
-from tempotrace_sdk.torch.launch import install_launch_facts, job_id_from_env, launch_facts
+from tempotrace_sdk.torch.launch import job_id_from_env, launch_facts
 
 
 @pytest.mark.parametrize(("ranks", "key"), [
@@ -90,36 +88,36 @@ def test_job_id_prefers_ours_and_ignores_torchruns_default() -> None:
     assert job_id_from_env({}) is None
 
 
-def test_every_span_carries_the_launch_facts_once_installed() -> None:
-    provider = TracerProvider()
-    exporter = InMemorySpanExporter()
-    assert install_launch_facts(provider, ENV) is not None
-    install_launch_facts(provider, {**ENV, "RANK": "6"})  # again: refreshed, not added twice
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    provider.get_tracer("t").start_span("op").end()
-    (span,) = exporter.get_finished_spans()
-    assert span.attributes is not None
-    assert span.attributes["tempotrace.rank"] == 6 and span.attributes["tempotrace.world_size"] == 8
-    assert span.attributes["tempotrace.job_id"] == "run-9" and span.attributes["tempotrace.node_rank"] == 2
-    assert len(provider._active_span_processor._span_processors) == 2
-    assert install_launch_facts(TracerProvider(), {}) is None
+_CONFIGURE_CHILD = (
+    "from opentelemetry import trace\n"
+    "from opentelemetry.sdk.trace import TracerProvider\n"
+    "from tempotrace_sdk.otel import configure, span\n"
+    "import json, sys\n"
+    "from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter\n"
+    "if sys.argv[1] == 'own': trace.set_tracer_provider(TracerProvider())\n"
+    "exp = InMemorySpanExporter(); h = configure(exporter=exp, batch=False, clock='sim:ptp')\n"
+    "with span('x'): pass\n"
+    "s = exp.get_finished_spans()[0]\n"
+    "keys = ('tempotrace.rank', 'tempotrace.world_size', 'tempotrace.job_id', 'tempotrace.node_rank')\n"
+    "print(json.dumps({'resource': [s.resource.attributes.get(k) for k in keys],\n"
+    "                  'span': [s.attributes.get(k) for k in keys], 'torch': 'torch' in sys.modules}))\n"
+)
 
 
-def test_configure_under_torchrun_writes_the_rank(tmp_path: object) -> None:
-    """configure() itself reads the environment: a child process started as torchrun would start it."""
-    code = (
-        "from opentelemetry import trace\n"
-        "from tempotrace_sdk.otel import configure, span\n"
-        "import json, sys\n"
-        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter\n"
-        "exp = InMemorySpanExporter(); h = configure(exporter=exp, batch=False, clock='sim:ptp')\n"
-        "with span('x'): pass\n"
-        "a = dict(exp.get_finished_spans()[0].attributes)\n"
-        "print(json.dumps([a['tempotrace.rank'], a['tempotrace.world_size'], 'torch' in sys.modules]))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], env={**ENV, "PATH": "/usr/bin:/bin"}, capture_output=True,
-                         text=True, timeout=120, check=True).stdout
-    assert out.strip() == "[5, 8, false]"
+@pytest.mark.parametrize("provider", ["configure's", "own"])
+def test_configure_under_torchrun_says_the_rank_on_every_span(provider: str) -> None:
+    """configure() itself reads the environment (a child started as torchrun would start it): the launch
+    facts go on the Resource of the provider it makes, like the host, and on each span of a provider the
+    program made itself (its Resource cannot change); the analysis reads either (§9.1)."""
+    out = subprocess.run([sys.executable, "-c", _CONFIGURE_CHILD, provider], env={**ENV, "PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    got = json.loads(out)
+    facts = [5, 8, "run-9", 2]
+    assert got["torch"] is False
+    if provider == "own":
+        assert got["span"] == facts and got["resource"] == [None] * 4
+    else:
+        assert got["resource"] == facts and got["span"] == [None] * 4
 
 
 def test_importing_the_sdk_and_the_torch_package_does_not_import_torch() -> None:
