@@ -3,8 +3,6 @@ re-entrancy, P2POp identity (spec/torch.md §1). The 4-rank behaviour is in test
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,8 +11,6 @@ torch = pytest.importorskip("torch")
 
 import torch.distributed as dist  # noqa: E402
 import torch.distributed.distributed_c10d as c10d  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 from tempotrace_sdk import torch as tt  # noqa: E402
@@ -23,26 +19,6 @@ from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
 from tempotrace_sdk.torch.ops import SPECS  # noqa: E402
 
 NAMES = [s.name for s in SPECS] + ["batch_isend_irecv"]
-
-
-@pytest.fixture(scope="module")
-def group() -> Iterator[None]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
-@pytest.fixture
-def exporter(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
-    exp = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exp))
-    monkeypatch.setattr(torch_spans, "tracer", lambda: provider.get_tracer("test"))
-    yield exp
-    tt.uninstrument()
 
 
 def _snapshot() -> dict[str, Any]:

@@ -4,9 +4,7 @@ courier), a GPU harvest on a sticky CUDA error (sweep, uninstrument). Spec: spec
 
 from __future__ import annotations
 
-import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,8 +13,6 @@ torch = pytest.importorskip("torch")
 
 import torch.distributed as dist  # noqa: E402
 from opentelemetry import trace  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 from tempotrace_sdk import torch as tt  # noqa: E402
@@ -25,26 +21,6 @@ from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
 
 #: Far beyond anything these tests wait for when they work; a regression waits the 15 s safety net instead.
 QUICK_S = 5.0
-
-
-@pytest.fixture(scope="module")
-def group() -> Iterator[None]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
-@pytest.fixture
-def exporter(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
-    exp = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exp))
-    monkeypatch.setattr(torch_spans, "tracer", lambda: provider.get_tracer("test"))
-    yield exp
-    tt.uninstrument()
 
 
 def _delta(before: dict[str, int], name: str) -> int:
