@@ -83,6 +83,9 @@ TORCH_SRC = "tempotrace.torch.src"  #: int: p2p: global rank of the sender
 TORCH_DST = "tempotrace.torch.dst"  #: int: p2p: global rank of the receiver
 TORCH_TAG = "tempotrace.torch.tag"  #: int: p2p tag
 TORCH_P2P_SEQ = "tempotrace.torch.p2p_seq"  #: int: p2p: sequence number per (group, src, dst, tag), from 0
+#: bool, receives only: true when an any-source and a specific receive were outstanding together on this
+#: receive's (group, tag): torch may have paired them otherwise than their p2p_seq says (spec/torch.md §2)
+TORCH_P2P_AMBIGUOUS = "tempotrace.torch.p2p_ambiguous"
 TORCH_BATCHED = "tempotrace.torch.batched"  #: bool: p2p op issued through batch_isend_irecv
 TORCH_BUCKET = "tempotrace.torch.ddp.bucket"  #: int: DDP gradient bucket index (comm_hook spans)
 TORCH_STEP = "tempotrace.torch.step"  #: int: the training step (step() spans and everything inside)

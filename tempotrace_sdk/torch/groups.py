@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 
 from ..semconv import TORCH_BACKEND, TORCH_GROUP, TORCH_GROUP_RANK, TORCH_GROUP_SIZE
+from .ambiguity import OpenReceives
 from .keys import group_key
 from .record import RECORD_LEN
 
@@ -44,6 +45,8 @@ class GroupInfo:
     pg_ref: Any  #: weakref to the process group (the cache is keyed weakly by it)
     coll_seq: Any = field(default_factory=itertools.count)  #: next() gives the collective seq (atomic under the GIL)
     p2p_seq: dict[tuple[int, int, int], Any] = field(default_factory=dict)  #: (src, dst, tag) -> count
+    #: tag -> the receives outstanding on this rank (ambiguity.py: overlaps of any-source and specific ones)
+    open_recvs: dict[int, OpenReceives] = field(default_factory=dict)
     #: The absent record (95 zero octets) on ``device``: sent when a record's own tensor cannot be made.
     absent: torch.Tensor | None = None
     #: RECORD_LEN x size octets on ``device`` nobody reads: receives whose own buffer cannot be made.

@@ -6,7 +6,9 @@ Every carried message has a side message with the sender's record, posted
 the decision to carry it is made from the mode, the tag and the peer alone,
 on both sides alike (§3.6): a span or record that cannot be made sends the
 absent record, never nothing. An any-source receive posts its side receive
-once its sender is known.
+once its sender is known. A receive is tracked while outstanding (ambiguity.py):
+an any-source and a specific one outstanding together on one (group, tag) are
+marked ambiguous (spec/torch.md §2).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ..semconv import (
     TORCH_TAG,
 )
 from . import carriage
+from .ambiguity import Found, Posted, posted, released
 from .carriage import count
 from .groups import GroupInfo, group_info
 from .ops import OpSpec, Reader, tensor_bytes
@@ -137,27 +140,62 @@ def receive(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Gr
         return attrs
 
     begun = begin(spec.name, info, span_attributes)
+    outstanding = _outstanding(info, begun.span, tag, src < 0)  # before torch posts it
     side = None
     if stag is not None and src >= 0:  # before the data (§3.3)
         side = _post_side_recv(info, src, stag, seq, ordered=info.tags)
-    result = call(original, begun.span, args, kwargs, spec.name)
     try:
-        _received(spec, info, begun.span, (src, tag, seq), stag, side, result, device)
+        result = call(original, begun.span, args, kwargs, spec.name)
+    except BaseException:
+        released(outstanding)
+        raise
+    try:
+        _received(spec, info, begun.span, (src, tag, seq), stag, side, result, device, outstanding)
     except Exception:
+        released(outstanding)
         failed(spec.name, begun.span)
     return result
 
 
+def _outstanding(info: GroupInfo, sp: Span, tag: int, any_source: bool) -> Posted | None:
+    """Track a receive until its completion is seen; an overlap of the two kinds is marked and counted."""
+    try:
+        receive, found = posted(info.open_recvs, sp, tag, any_source)
+    except Exception:
+        count("trace_failed")
+        _log.debug("tempotrace.torch: receive not tracked for ambiguity", exc_info=True)
+        return None
+    _count_ambiguous(found)
+    return receive
+
+
+def _completed(receive: Posted | None) -> None:
+    """The receive was seen complete: it no longer overlaps anything (an any-source one may end an overlap)."""
+    _count_ambiguous(released(receive, completed=True))
+
+
+def _count_ambiguous(found: Found) -> None:
+    if found[0]:
+        count("p2p_ambiguous", found[0])
+    if found[1]:
+        count("p2p_ambiguous_unmarked", found[1])
+
+
+def _release_when_done(receive: Posted | None, _op: PendingOp) -> None:
+    _completed(receive)
+
+
 def _received(spec: OpSpec, info: GroupInfo, sp: Span, message: tuple[int, int, int], stag: int | None,
-              side: SideRecv | None, result: Any, device: bool) -> None:
+              side: SideRecv | None, result: Any, device: bool, outstanding: Posted | None) -> None:
     """After the data receive returned: the span ends once the data and its side message are in."""
     src, tag, _ = message
     if spec.asynchronous == "always":
         op = PendingOp(sp, [result] if result is not None else [], carried=side, device=device)
-        if src < 0:
-            op.on_done = functools.partial(_any_source_done, info, tag, stag)
+        op.on_done = functools.partial(_any_source_done, info, tag, stag, outstanding) if src < 0 else \
+            functools.partial(_release_when_done, outstanding)
         registry.watch(op)
         return
+    _completed(outstanding)  # a blocking receive completed
     extra: dict[str, Any] = {}
     if src < 0 and isinstance(result, int) and result >= 0:  # any source: now we know who sent it
         extra = _any_source_known(info, result, tag)
@@ -170,8 +208,10 @@ def _any_source_known(info: GroupInfo, src: int, tag: int) -> dict[str, Any]:
     return {TORCH_PEER: src, TORCH_SRC: src, TORCH_P2P_SEQ: info.next_p2p(src, info.rank, tag)}
 
 
-def _any_source_done(info: GroupInfo, tag: int, stag: int | None, op: PendingOp) -> None:
+def _any_source_done(info: GroupInfo, tag: int, stag: int | None, outstanding: Posted | None,
+                     op: PendingOp) -> None:
     """An any-source irecv completed: number it and fetch its side message from the sender now known."""
+    _completed(outstanding)
     group_src = op.works[0]._source_rank()
     src = info.ranks[group_src]
     op.attrs.update(_any_source_known(info, src, tag))
@@ -211,6 +251,7 @@ def traced_batch(original: Callable[..., Any]) -> Callable[..., Any]:
             except Exception:
                 pass
             for plan in plans:
+                released(plan.outstanding)
                 end_span(plan.span, {TORCH_COMPLETION: "error"}, error=err)
             raise
         finally:
@@ -218,6 +259,8 @@ def traced_batch(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return _batch_done(plans, info, works, len(ops))
         except Exception:  # the ops were issued: hand the program its works whatever happened here
+            for plan in plans:
+                released(plan.outstanding)
             count("trace_failed")
             _log.debug("tempotrace.torch: tracing batch_isend_irecv failed after the op", exc_info=True)
             n = len(p2p_op_list)
@@ -230,7 +273,8 @@ def traced_batch(original: Callable[..., Any]) -> Callable[..., Any]:
 class _Planned:
     """One user P2POp of a batch: its span, its place in the list handed to torch, its side message."""
 
-    __slots__ = ("channel", "device", "index", "peer", "seq", "side_index", "side_recv", "side_tensor", "span")
+    __slots__ = ("channel", "device", "index", "outstanding", "peer", "seq", "side_index", "side_recv", "side_tensor",
+                 "span")
 
     def __init__(self, span: Span, peer: int, seq: int, device: bool) -> None:
         self.span, self.peer, self.seq, self.device = span, peer, seq, device
@@ -239,14 +283,25 @@ class _Planned:
         self.side_tensor: Any = None  #: a send's record tensor
         self.side_recv: SideRecv | None = None  #: a receive's side receive (a spare taken over, or filled in later)
         self.channel: tuple[str, int, int] | None = None
+        self.outstanding: Posted | None = None  #: a receive, tracked until it completed (ambiguity.py)
 
 
 def _batch_plan(user_ops: list[Any]) -> tuple[list[Any], list[_Planned], GroupInfo]:
     """The op list handed to torch (each user op preceded by its side op) and a plan per user op."""
     info = group_info(user_ops[0].group if user_ops else None)
-    isend, irecv = c10d.isend, c10d.irecv
     ops: list[Any] = []
     plans: list[_Planned] = []
+    try:
+        _plan_each(info, user_ops, ops, plans)
+    except BaseException:  # the batch runs untraced: its receives are not outstanding here
+        for plan in plans:
+            released(plan.outstanding)
+        raise
+    return ops, plans, info
+
+
+def _plan_each(info: GroupInfo, user_ops: list[Any], ops: list[Any], plans: list[_Planned]) -> None:
+    isend, irecv = c10d.isend, c10d.irecv
     for op in user_ops:
         is_send = unwrap(op.op) is isend
         if op.op is not isend and op.op is not irecv:  # e.g. .op reassigned by hand: torch checks identity
@@ -269,6 +324,9 @@ def _batch_plan(user_ops: list[Any]) -> tuple[list[Any], list[_Planned], GroupIn
         begun = begin(name, info, functools.partial(dict, attrs),
                       record=(RecordKind.P2P, seq) if stag is not None and is_send else None)
         plan = _Planned(begun.span, peer, seq, device)
+        plans.append(plan)
+        if not is_send:
+            plan.outstanding = _outstanding(info, begun.span, tag, False)
         if stag is not None and is_send:  # the side message goes right before its data (§3.3)
             plan.side_tensor, plan.channel = carriage.outgoing(info, begun.record), (info.key, peer, stag)
             plan.side_index = len(ops)
@@ -284,8 +342,6 @@ def _batch_plan(user_ops: list[Any]) -> tuple[list[Any], list[_Planned], GroupIn
                 ops.append(dist.P2POp(irecv, buffer, peer, op.group, stag))
         plan.index = len(ops)
         ops.append(op)
-        plans.append(plan)
-    return ops, plans, info
 
 
 def _batch_done(plans: list[_Planned], info: GroupInfo, works: list[Any], issued: int) -> list[Any]:
@@ -299,7 +355,9 @@ def _batch_done(plans: list[_Planned], info: GroupInfo, works: list[Any], issued
         side = plan.side_recv
         if side is not None and side.work is None:
             side.work = side_work
-        registry.watch(PendingOp(plan.span, data, carried=side, device=plan.device))
+        pending = PendingOp(plan.span, data, carried=side, device=plan.device)
+        pending.on_done = functools.partial(_release_when_done, plan.outstanding)
+        registry.watch(pending)
     return [works[plan.index] for plan in plans] if per_op else works
 
 
