@@ -88,7 +88,8 @@ class TorchOp(msgspec.Struct, frozen=True, gc=False):
     learned its sender). ``recv_lts`` is the Lamport value of a recorded merge of carried records (None:
     nothing merged, so the span's Lamport values say nothing about other ranks), ``recv_missing`` the
     ranks whose record was not merged, ``recv_sketch`` the union of the merged records' sketches;
-    ``remote`` and ``remote_span`` the sender's record on a point-to-point receive."""
+    ``remote`` and ``remote_span`` the sender's record on a point-to-point receive; ``ambiguous`` a receive
+    torch may have paired otherwise than its ``p2p_seq`` says (spec/torch.md §2: never paired by it)."""
 
     op: str
     group: str | None = None
@@ -105,6 +106,7 @@ class TorchOp(msgspec.Struct, frozen=True, gc=False):
     recv_sketch: int | None = None
     remote: Stamp | None = None
     remote_span: str | None = None
+    ambiguous: bool = False
 
 
 class SpanRecord(msgspec.Struct, gc=False):

@@ -9,6 +9,10 @@ first side falls out of the hop horizon (then it is *unmatched*: a lone
 receive with its sender's record is still decided, blaming no clock; a lone
 send has no receive event to order). A side further than the horizon from
 the first one starts a new message, so pairing depends only on positions.
+A receive marked ``p2p_ambiguous`` (torch may have given it another message
+than its number names, spec/torch.md §2) still takes its place, so its send
+is not reported lost, but its message is counted *ambiguous* and ordered
+by nothing: neither its number nor its carried record is trusted.
 """
 
 from __future__ import annotations
@@ -99,6 +103,9 @@ class Messages:
         c = self.counts
         c.total += 1
         send, recv = open_.send, open_.recv
+        if recv is not None and recv.torch is not None and recv.torch.ambiguous:
+            c.ambiguous += 1
+            return
         if send is not None and recv is not None:
             c.matched += 1
         elif recv is None:

@@ -68,6 +68,10 @@ def collective_warnings(report: AnalysisReport) -> list[str]:
     if report.p2p.record_mismatch:
         out.append(f"{report.p2p.record_mismatch:,} point-to-point receives carry a record from another send than "
                    "the sequence numbers pair: their evidence blames no clock")
+    if report.p2p.ambiguous:
+        out.append(f"{report.p2p.ambiguous:,} point-to-point receives are marked ambiguous (an any-source and a "
+                   "specific receive outstanding together): torch may have paired them otherwise, so they order "
+                   "nothing")
     return out
 
 
@@ -93,7 +97,8 @@ def collective_lines(report: AnalysisReport) -> list[str]:
                          f"on average{flagged}")
     if p.total:
         lines.append(f"  point-to-point messages {p.total:,} ({p.matched:,} matched; unmatched: "
-                     f"{p.unmatched_sends:,} sends, {p.unmatched_recvs:,} receives; {p.carried:,} carried a record)")
+                     f"{p.unmatched_sends:,} sends, {p.unmatched_recvs:,} receives; {p.carried:,} carried a record"
+                     + (f"; {p.ambiguous:,} ambiguous, not ordered" if p.ambiguous else "") + ")")
     return lines
 
 

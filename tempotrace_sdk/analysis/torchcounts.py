@@ -122,14 +122,16 @@ class P2PCounts:
     record_mismatch: int = 0
     conflicts: int = 0  #: a second span for one side of one message (the first is paired)
     not_completed: int = 0  #: receives that never completed (unfinished, error): no receive event
+    #: messages whose receive is marked ambiguous (spec/torch.md §2): not paired by p2p_seq, no edge
+    ambiguous: int = 0
 
     def merge(self, other: P2PCounts) -> None:
         for name in ("total", "matched", "unmatched_sends", "unmatched_recvs", "carried", "record_mismatch",
-                     "conflicts", "not_completed"):
+                     "conflicts", "not_completed", "ambiguous"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def to_dict(self) -> dict[str, int]:
         return {"total": self.total, "matched": self.matched, "unmatched_sends": self.unmatched_sends,
                 "unmatched_recvs": self.unmatched_recvs, "carried": self.carried,
                 "record_mismatch": self.record_mismatch, "conflicts": self.conflicts,
-                "not_completed": self.not_completed}
+                "not_completed": self.not_completed, "ambiguous": self.ambiguous}

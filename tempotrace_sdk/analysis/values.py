@@ -79,7 +79,7 @@ TORCH_RULES: dict[str, Rule] = {
     S.TORCH_BACKEND: Rule(STRING, read=False), S.TORCH_ROOT: _RANK, S.TORCH_BYTES: _COUNT, S.TORCH_SEQ: Rule(INT),
     S.TORCH_COMPLETION: Rule(STRING, choices=frozenset(COMPLETIONS)),
     S.TORCH_PEER: Rule(INT, -1, MAX_RANK, read=False), S.TORCH_SRC: _RANK, S.TORCH_DST: Rule(INT, -1, MAX_RANK),
-    S.TORCH_TAG: Rule(INT, -INT64_MAX - 1, INT64_MAX), S.TORCH_P2P_SEQ: Rule(INT),
+    S.TORCH_TAG: Rule(INT, -INT64_MAX - 1, INT64_MAX), S.TORCH_P2P_SEQ: Rule(INT), S.TORCH_P2P_AMBIGUOUS: Rule(BOOL),
     S.TORCH_BATCHED: Rule(BOOL, read=False), S.TORCH_BUCKET: _COUNT, S.TORCH_STEP: _COUNT,
     S.TORCH_CARRIAGE: Rule(STRING, choices=frozenset(("none", "step", "op")), read=False),
     S.TORCH_RECV_LTS: _LAMPORT, S.TORCH_RECV_COUNT: _COUNT, S.TORCH_RECV_MISSING: Rule(INT_ARRAY, 0, MAX_RANK),
@@ -122,7 +122,7 @@ READ = (
     S.TORCH_OP, S.TORCH_GROUP, S.TORCH_GROUP_RANK, S.TORCH_GROUP_SIZE, S.TORCH_SEQ, S.TORCH_ROOT, S.TORCH_COMPLETION,
     S.TORCH_SRC, S.TORCH_DST, S.TORCH_TAG, S.TORCH_P2P_SEQ, S.TORCH_RECV_LTS, S.TORCH_RECV_MISSING,
     S.TORCH_RECV_SKETCH, S.TORCH_REMOTE_PTP_NS, S.TORCH_REMOTE_UNCERTAINTY_NS, S.TORCH_REMOTE_CLK_QUALITY,
-    S.TORCH_REMOTE_LTS, S.TORCH_REMOTE_SPAN_ID,
+    S.TORCH_REMOTE_LTS, S.TORCH_REMOTE_SPAN_ID, S.TORCH_P2P_AMBIGUOUS,
 )
 
 #: Resource attributes the analysis reads: the host, rank and clock its spans fall back on (per-process
@@ -256,7 +256,7 @@ def torch_op(slots: list[Any]) -> TorchOp | None:
     (a step span, a launch fact alone). A group key must name exactly ``group_size`` ranks (so no
     record can claim a group larger than it says)."""
     (op, group, group_rank, size, seq, root, completion, src, dst, tag, p2p_seq, recv_lts, missing, sketch, rptp,
-     runc, rqual, rlts, rspan) = slots
+     runc, rqual, rlts, rspan, ambiguous) = slots
     if op is None:
         return None
     if group is not None:
@@ -272,7 +272,7 @@ def torch_op(slots: list[Any]) -> TorchOp | None:
         Stamp(rptp, _SAT if runc is None else runc, rqual or "UNKNOWN", rlts)
     return TorchOp(op, group, group_rank, seq, root, completion, src, dst, 0 if tag is None else tag, p2p_seq,
                    recv_lts, tuple(missing) if missing else (), sketch, remote,
-                   None if rspan is None else f"{rspan:016x}")
+                   None if rspan is None else f"{rspan:016x}", ambiguous is True)
 
 
 _QUALITY_NUMBER = {name: i for i, name in enumerate(QUALITIES)}

@@ -94,3 +94,46 @@ def test_messages_match_by_sequence_number_whatever_the_order(tmp_path: Path) ->
     rep = _run(tmp_path, recvs[::-1] + sends)
     assert rep.p2p.matched == 3 and all(h["outcome"] == "consistent" for h in rep.hops_kept)
     assert sorted((h["p2p_seq"], h["tag"]) for h in rep.hops_kept) == [(0, 5), (1, 5), (2, 5)]
+
+
+def _swapped(ambiguous: bool) -> list[dict[str, Any]]:
+    """spec/torch.md §2, the overlap torch may pair otherwise: rank 1 posted an any-source and a specific
+    receive on one tag; rank 0 sent messages 0 (at 0 ns) and 1 (at 40 ms). torch gave message 1 to the
+    receive numbered 0, which completed at 45 ms and carries message 0's record (their side messages follow
+    the numbers), and message 0 to the one numbered 1 (ended at 1 ms, carrying message 1's record, read at
+    40 ms: "received before it was sent"). Then message 2 (tag 0 again, no overlap) pairs as usual."""
+    flag = {"torch_p2p_ambiguous": True} if ambiguous else {}
+    send = [p2p_span("send", 0, 1, k * 40 * MS, k * 40 * MS + 2000, seq=k, sid=0x60 + k, send_lts=11 + k)
+            for k in range(3)]
+    recv = [p2p_span("recv", 1, 0, 500, 45 * MS, seq=0, sid=0x70, record={"ptp": 1000, "lts": 11, "span": 0x60},
+                     **flag),
+            p2p_span("recv", 1, 0, 400, 1 * MS, seq=1, sid=0x71, completion="future",
+                     record={"ptp": 40 * MS + 1000, "lts": 12, "span": 0x61}, **flag),
+            p2p_span("recv", 1, 0, 50 * MS, 80 * MS + 5000, seq=2, sid=0x72,
+                     record={"ptp": 80 * MS + 1000, "lts": 13, "span": 0x62})]
+    return send + recv
+
+
+def test_receives_marked_ambiguous_are_not_paired_by_their_numbers(tmp_path: Path) -> None:
+    """§1.3, spec/torch.md §2: both receives of the overlap are counted ambiguous and order nothing (no p2p
+    edge, no record check: the record of the receive numbered 1 would otherwise contradict the clocks and
+    blame two honest ones); their sends are not reported lost; the message after the overlap pairs."""
+    rep = _run(tmp_path, _swapped(ambiguous=True))
+    p = rep.p2p
+    assert (p.total, p.ambiguous, p.matched, p.unmatched_sends, p.unmatched_recvs) == (3, 2, 1, 0, 0)
+    assert (p.carried, p.record_mismatch) == (1, 0)
+    (hop,) = rep.hops_kept
+    assert (hop["p2p_seq"], hop["recv_span"], hop["outcome"]) == (2, f"{0x72:016x}", "consistent")
+    assert rep.edges.by_kind["p2p"] == 1 and sum(rep.edges.wrong.values()) == 0 and not rep.faults
+    assert rep.to_dict()["p2p"]["ambiguous"] == 2
+    text = rep.to_text()
+    assert "2 point-to-point receives are marked ambiguous" in text and "2 ambiguous, not ordered" in text
+
+
+def test_the_same_receives_unmarked_are_paired_and_blame_the_clocks(tmp_path: Path) -> None:
+    """The control: without the mark the numbers pair the receive numbered 1 with message 1, whose record
+    reads after that receive completed, so the analysis calls the clocks liars (what an unmarked overlap
+    did before the mark existed)."""
+    rep = _run(tmp_path, _swapped(ambiguous=False))
+    assert (rep.p2p.ambiguous, rep.p2p.matched) == (0, 3)
+    assert sum(rep.edges.wrong.values()) == 1 and "ambiguous" not in rep.to_text()
