@@ -276,10 +276,49 @@ def gpu_begin_failure() -> dict[str, Any]:
     return {"raised": raised, "t": float(t[0])}
 
 
+def any_source_overlap() -> dict[str, Any]:
+    """Review R4, spec/torch.md §2: receives torch may pair otherwise than their numbers. Rank 0 sends 1.0,
+    2.0... on one tag per step; rank 1 receives them with the two kinds outstanding together (step 600: any-source
+    posted first; 601: a specific one in a batch posted while the any-source one is out), two any-source
+    ones waited in reverse (602), then plainly (603: one at a time of each kind, two specific ones together,
+    two any-source ones waited in order), which must not be marked."""
+    got: dict[str, list[float]] = {}
+    for number, tag in ((600, 11), (601, 12), (602, 13), (603, 14)):
+        with tt.step(number):
+            if RANK == 0:
+                for k in range(1, 7 if number == 603 else 3):
+                    dist.send(torch.full((4,), float(k)), 1, tag=tag)
+                continue
+            bufs = [torch.zeros(4) for _ in range(6)]
+            if number == 600:
+                a = dist.irecv(bufs[0], tag=tag)
+                b = dist.irecv(bufs[1], src=0, tag=tag)
+                b.wait()
+                a.wait()
+            elif number == 601:
+                a = dist.irecv(bufs[0], tag=tag)
+                (b,) = dist.batch_isend_irecv([dist.P2POp(dist.irecv, bufs[1], 0, tag=tag)])
+                b.wait()
+                a.wait()
+            elif number == 602:
+                a, b = dist.irecv(bufs[0], tag=tag), dist.irecv(bufs[1], tag=tag)
+                b.wait()
+                a.wait()
+            else:
+                dist.recv(bufs[0], tag=tag)
+                dist.irecv(bufs[1], src=0, tag=tag).wait()
+                for src in (0, None):  # two specific ones together, then two any-source ones, waited in order
+                    pair = [dist.irecv(bufs[k], src=src, tag=tag) for k in ((2, 3) if src == 0 else (4, 5))]
+                    for w in pair:
+                        w.wait()
+            got[str(number)] = [float(b[0]) for b in bufs]
+    return {"got": got}
+
+
 SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {
     f.__name__: f for f in (untraced_sender, untraced_receiver, step_exception, step_exception_then_bare_op,
                             both_raise, step_dist_error, op_exchange_failure, step_exchange_failure,
-                            side_send_failure, span_failure, gpu_begin_failure)
+                            side_send_failure, span_failure, gpu_begin_failure, any_source_overlap)
 }
 
 

@@ -92,6 +92,15 @@ def test_receives_carry_the_senders_record(job: Job) -> None:
     assert carried >= 10
 
 
+def test_ordinary_receives_are_not_marked_ambiguous(job: Job) -> None:
+    """spec/torch.md §2: the job's receives (specific ones several at once, batched ones, an any-source one
+    alone) never have an any-source and another receive outstanding together: none is marked or counted."""
+    recvs = [s for v in _p2p(job, "recv").values() for s in v]
+    assert len(recvs) >= 10 and any(s.get("torch.batched") for s in recvs)
+    assert not [s for rank in range(WORLD) for s in job.spans[rank] if s.get("torch.p2p_ambiguous") is not None]
+    assert all("p2p_ambiguous" not in job.results[rank]["counts"] for rank in range(WORLD))
+
+
 def test_batched_p2p_ops_built_before_and_during_instrument_work(job: Job) -> None:
     """P2POp made before instrument() (batch in step 0) and during it (batch after uninstrument())."""
     for rank in range(WORLD):

@@ -20,6 +20,8 @@ pytest.importorskip("torch")
 from rank_job import Job, run_ranks  # tests/torch is on sys.path (a package here would be named torch)
 from spans_file import Span
 
+from tempotrace_sdk.analysis import analyze
+
 WORLD = 2
 WORKER = Path(__file__).with_name("fault_worker.py")
 #: Two torch processes on a loaded 2-core machine, one scenario pausing past a 3 s group timeout.
@@ -173,3 +175,46 @@ def test_a_gpu_timer_that_fails_before_the_op_leaves_a_cpu_timed_span(job: Job) 
     assert result(job, 0, "gpu_begin_failure")["counts"]["gpu_failed"] == 1
     (span,) = op_spans(job, 0, 510, "all_reduce")
     assert span["torch.completion"] == "return" and span.get("end.ptp_ns") is not None
+
+
+AMBIGUOUS_STEPS = (600, 601, 602)  #: fault_worker.any_source_overlap: receives torch may pair otherwise
+PLAIN_STEP = 603  #: the same traffic one receive (or one kind) at a time: nothing ambiguous
+
+
+def test_receives_the_numbers_cannot_pair_are_marked_ambiguous_and_plain_ones_are_not(job: Job) -> None:
+    """Review R4, spec/torch.md §2: an any-source and a specific receive outstanding together on one tag
+    (either posted first, one from batch_isend_irecv), or two any-source receives waited in reverse: every
+    receive involved is marked and counted; receives one at a time, two specific ones together and two
+    any-source ones waited in order are not (nor is anything in the other scenarios)."""
+    got = result(job, 1, "any_source_overlap")["got"]
+    for number in AMBIGUOUS_STEPS:
+        assert sorted(got[str(number)][:2]) == [1.0, 2.0], got
+    assert got[str(PLAIN_STEP)] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], got
+    for rank in range(WORLD):
+        for name, r in job.results[rank].items():
+            expected = 2 * len(AMBIGUOUS_STEPS) if (rank, name) == (1, "any_source_overlap") else 0
+            assert r["counts"].get("p2p_ambiguous", 0) == expected, (rank, name, r["counts"])
+            assert "p2p_ambiguous_unmarked" not in r["counts"], (rank, name, r["counts"])
+    for number in AMBIGUOUS_STEPS:
+        recvs = op_spans(job, 1, number, "irecv")
+        assert len(recvs) == 2 and all(s.get("torch.p2p_ambiguous") is True for s in recvs), number
+        assert all(s.get("torch.completion") == "wait" for s in recvs)
+    plain = [s for s in job.in_step(1, PLAIN_STEP) if s.get("torch.op") in ("recv", "irecv")]
+    assert len(plain) == 6 and not any(s.get("torch.p2p_ambiguous") for s in plain)
+    assert not any(s.get("torch.p2p_ambiguous") for rank in range(WORLD) for s in job.spans[rank]
+                   if s.trace_id not in {job.step_span(1, n).trace_id for n in AMBIGUOUS_STEPS})
+
+
+def test_the_analysis_orders_no_ambiguous_receive_and_pairs_the_plain_ones(job: Job) -> None:
+    """spec/analysis.md §1.3: the six ambiguous messages are counted ``ambiguous``, give no p2p edge and no
+    decision (so no wrong one); their sends are not reported lost; the plain step's six messages pair."""
+    rep = analyze([str(job.out / f"spans-{r}.jsonl") for r in range(WORLD)], keep=100_000)
+    assert rep.p2p.ambiguous == 2 * len(AMBIGUOUS_STEPS)
+    ambiguous = {s.span_id for n in AMBIGUOUS_STEPS for s in op_spans(job, 1, n, "irecv")}
+    traces = {job.step_span(1, n).trace_id for n in AMBIGUOUS_STEPS}
+    assert not [h for h in rep.hops_kept if h["recv_span"] in ambiguous or h["trace_id"] in traces]
+    plain_trace = job.step_span(1, PLAIN_STEP).trace_id
+    plain = [h for h in rep.hops_kept if h["trace_id"] == plain_trace and h["kind"] == "p2p"]
+    assert sorted(h["p2p_seq"] for h in plain) == [0, 1, 2, 3, 4, 5]
+    assert all(h["matched"] and h["outcome"] != "contradiction" for h in plain), plain
+    assert "marked ambiguous" in rep.to_text()
