@@ -78,6 +78,10 @@ TORCH_SEQ = "tempotrace.torch.seq"  #: int: SDK-kept collective sequence number 
 #: queued, no completion) | "future" | "wait" | "sweep" | "gpu" | "unfinished" | "error" (spec/torch.md §1.3)
 
 TORCH_COMPLETION = "tempotrace.torch.completion"
+#: Every value of TORCH_COMPLETION the SDK writes (spec/torch.md §1.3), and those whose end stamp is
+#: not a completion: a consumer takes no end from them.
+TORCH_COMPLETIONS = ("return", "queued", "future", "wait", "sweep", "gpu", "unfinished", "error")
+TORCH_NOT_COMPLETED = frozenset(("queued", "unfinished", "error"))
 TORCH_PEER = "tempotrace.torch.peer"  #: int: p2p: global rank of the other side (-1: any source, not yet known)
 TORCH_SRC = "tempotrace.torch.src"  #: int: p2p: global rank of the sender
 TORCH_DST = "tempotrace.torch.dst"  #: int: p2p: global rank of the receiver

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from ..semconv import TORCH_NOT_COMPLETED
 from ..wire.layout import LTS_MAX, SKETCH_BITS, SKETCH_HASHES
 from .events import NO_STAMP, SpanRecord, Stamp
 from .order import SILENCE_REASONS, Decision, Method, Relation, physics_gap, physics_silence, span_mask, stamp_usable
@@ -53,7 +54,7 @@ SHAPES: dict[str, str] = {
 }
 
 #: Completions that are not the op completing (spec/torch.md §1.3): such a span's end is no end event.
-NOT_COMPLETED = frozenset(("unfinished", "error"))
+NOT_COMPLETED = TORCH_NOT_COMPLETED  # queued, unfinished, error: their end stamp is no completion
 
 Witness = tuple[int, int, int]  # start member, end member, by how much (physics: ns beyond the bounds)
 

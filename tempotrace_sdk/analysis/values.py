@@ -66,7 +66,7 @@ _RANK = Rule(INT, 0, MAX_RANK)
 _COUNT = Rule(INT, read=False)
 _CHECKED_RANK = Rule(INT, 0, MAX_RANK, read=False)
 #: how a torch op's end was seen (spec/torch.md §1.3)
-COMPLETIONS = ("return", "future", "wait", "sweep", "gpu", "unfinished", "error")
+COMPLETIONS = S.TORCH_COMPLETIONS  # the SDK's own list: a value it writes is never refused
 
 #: torch.distributed spans (spec/semantic-conventions.md §9): launch facts, op spans, carried records, the
 #: clock check, GPU timing. One row per attribute, like the rows above.

@@ -202,3 +202,11 @@ def test_spans_carry_the_launch_facts(job: Job) -> None:
     for rank in range(WORLD):
         for s in job.spans[rank]:
             assert (s["rank"], s["world_size"], s["local_rank"], s["job_id"]) == (rank, WORLD, rank, JOB), s.name
+
+
+def test_every_completion_the_job_wrote_is_one_the_analysis_knows(job: Job) -> None:
+    """semconv.TORCH_COMPLETIONS is the one list: the analysis refuses any other value (spec/torch.md §1.3)."""
+    from tempotrace_sdk.semconv import TORCH_COMPLETIONS
+
+    written = {s.get("torch.completion") for spans in job.spans.values() for s in spans} - {None}
+    assert written and written <= set(TORCH_COMPLETIONS), written - set(TORCH_COMPLETIONS)
