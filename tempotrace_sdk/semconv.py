@@ -118,6 +118,8 @@ TORCH_CLOCK_RTT_NS = "tempotrace.torch.clock_check.rtt_ns"  #: int, ns: the best
 #: int[4], ns TAI: the best round's t1 (send, here), t2 (recv, ref), t3 (reply, ref), t4 (recv, here)
 TORCH_CLOCK_TIMESTAMPS = "tempotrace.torch.clock_check.timestamps"
 TORCH_CLOCK_VERDICT = "tempotrace.torch.clock_check.verdict"  #: str: ok|unbounded|unmeasured|irreconcilable|ref
+#: Every value of TORCH_CLOCK_VERDICT check_clocks writes (spec/torch.md §5).
+TORCH_CLOCK_VERDICTS = ("ref", "ok", "unbounded", "unmeasured", "irreconcilable")
 TORCH_CLOCK_SUSPECTS = "tempotrace.torch.clock_check.suspects"  #: int[]: ranks named (same on every rank)
 
 # GPU timing (spec/torch.md §6): a collective timed on its CUDA stream.

@@ -88,7 +88,7 @@ TORCH_RULES: dict[str, Rule] = {
     S.TORCH_REMOTE_LTS: _LAMPORT, S.TORCH_REMOTE_SPAN_ID: Rule(HEX, digits=16),
     S.TORCH_CLOCK_REF_RANK: _CHECKED_RANK, S.TORCH_CLOCK_OFFSET_NS: Rule(INT, -INT64_MAX - 1, INT64_MAX, read=False),
     S.TORCH_CLOCK_BOUND_NS: _COUNT, S.TORCH_CLOCK_RTT_NS: _COUNT, S.TORCH_CLOCK_TIMESTAMPS: Rule(INT_ARRAY, read=False),
-    S.TORCH_CLOCK_VERDICT: Rule(STRING, choices=frozenset(("ref", "ok", "unbounded", "irreconcilable")), read=False),
+    S.TORCH_CLOCK_VERDICT: Rule(STRING, choices=frozenset(S.TORCH_CLOCK_VERDICTS), read=False),
     S.TORCH_CLOCK_SUSPECTS: Rule(INT_ARRAY, 0, MAX_RANK, read=False),
     S.TORCH_GPU_PTP_NS: Rule(INT, read=False), S.TORCH_GPU_END_PTP_NS: Rule(INT, read=False),
     S.TORCH_GPU_UNCERTAINTY_NS: Rule(INT, 0, UNCERTAINTY_SATURATED, read=False), S.TORCH_GPU_TS_SOURCE: _SOURCE,

@@ -181,3 +181,18 @@ def test_open_collectives_stay_within_the_hop_horizon(tmp_path: Path) -> None:
         most = max(most, len(analyzer.collectives))
     report = analyzer.finish()
     assert report.collectives.incomplete == 3000 and most <= (analyzer.horizon + 2 * analyzer.window) // 3
+
+
+def _written_values() -> list[tuple[str, Any]]:
+    from tempotrace_sdk import semconv
+
+    return ([("torch_completion", v) for v in semconv.TORCH_COMPLETIONS]
+            + [("torch_clock_check.verdict", v) for v in semconv.TORCH_CLOCK_VERDICTS])
+
+
+@pytest.mark.parametrize(("name", "value"), _written_values())
+def test_every_value_the_sdk_writes_is_accepted(tmp_path: Path, name: str, value: Any) -> None:
+    """The SDK's own lists (semconv) are the analysis's: 'queued' and 'unmeasured', added to the SDK, were
+    once refused as malformed, dropping the spans of NCCL ops and of clock checks from the report."""
+    report = analyze(write(str(tmp_path / "t.jsonl"), [op_span(0, 0, 1000, seq=0, **{name: value})]))
+    assert (report.bad_spans, report.spans) == (0, 1), report.bad_samples
