@@ -20,6 +20,7 @@ import all_reduce``) keeps the untraced one.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from typing import Any
 
@@ -31,7 +32,7 @@ from .carriage import MODES, count
 from .dispatch import make_wrapper
 from .groups import forget_groups
 from .ops import SPECS
-from .owed import drop
+from .owed import settle
 from .p2p import traced_batch
 from .pending import registry
 from .wrappers import ORIGINAL_ATTR, settings, unwrap
@@ -84,7 +85,9 @@ def uninstrument() -> None:
             return
         settings.active = False
         try:
-            drop()  # a step exchange still owed will not be paid: no traced op comes any more
+            # a step exchange still owed: no traced op comes to pay it, so pay it now, unless this runs
+            # while an exception unwinds (a rank going down issues nothing; owed.py)
+            settle(unwinding=sys.exc_info()[1] is not None)
             sweep(final=True)  # never raises; the restore below must happen whatever it meets
         finally:
             _restore()

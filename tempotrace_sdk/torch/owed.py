@@ -13,15 +13,20 @@ Any group, not only the step's: an op on a subgroup first would wait for
 ranks that wait in the step's all_gather.
 
 The step span stays open until then, and ends with what the exchange carried,
-stamped with the time of its exit. An exchange still owed at
-``uninstrument()`` or at interpreter exit is dropped (counted
-``owed_dropped``) and its span ends without it.
+stamped with the time of its exit. An exchange still owed when no traced op
+comes any more -- ``uninstrument()``, interpreter exit -- is paid if the
+program survived (the other ranks wait for it in their step-exit all_gather:
+a last step that raised and was handled must not hold them until the group's
+timeout), and dropped (counted ``owed_dropped``, its span ends without it)
+when ``uninstrument()`` runs while an exception unwinds or the process ends
+by an unhandled one.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +38,7 @@ from .carriage import Exchange, count
 from .groups import GroupInfo
 from .spans import end_span
 
-__all__ = ["Owed", "drop", "owe", "pay"]
+__all__ = ["Owed", "drop", "owe", "pay", "settle"]
 
 _log = logging.getLogger(__name__)
 
@@ -50,9 +55,14 @@ class Owed:
     ts: Timestamp | None  #: the step's exit time: its span's end
 
 
-#: Held while paying, so that an op on another thread (a DDP hook on autograd's) waits for the exchange.
+#: Held while an exchange is owed or being paid: an op on another thread (a DDP hook on autograd's)
+#: that must pay first waits here until the exchange is out.
 _paying = threading.RLock()
 _owed: list[Owed] = []
+#: The thread paying now (None: none). Set before the first item is issued and cleared after the last,
+#: and items leave ``_owed`` only once paid, so another thread's fast path never sees "nothing owed"
+#: while an exchange is still on its way out.
+_payer: int | None = None
 _at_exit = False
 
 
@@ -61,29 +71,46 @@ def owe(item: Owed) -> None:
     with _paying:
         _owed.append(item)
         if not _at_exit:  # registered late, so it runs before the exporters registered earlier shut down
-            atexit.register(drop)
+            atexit.register(_settle_at_exit)
             _at_exit = True
 
 
 def pay() -> None:
-    """Issue every owed exchange, oldest first, and end its step span. Never raises."""
-    if not _owed:
+    """Issue every owed exchange, oldest first, and end its step span. Never raises.
+
+    Another thread calling it meanwhile waits until they are out (its op must come after them); the
+    paying thread itself, re-entering from the exchange, returns at once."""
+    global _payer
+    if not _owed and _payer is None:
+        return
+    me = threading.get_ident()
+    if _payer == me:
         return
     with _paying:
-        items = list(_owed)
-        _owed.clear()
-        for item in items:
-            attrs: dict[str, Any] = {}
-            try:
-                attrs = Exchange(item.info, item.record, item.number, async_op=False).finish()
-            except Exception:  # torch refused the all_gather itself
-                count("exchange_failed")
-                _log.debug("tempotrace.torch: owed step exchange failed", exc_info=True)
-            end_span(item.span, attrs, error=item.error, ts=item.ts)
+        _payer = me
+        try:
+            while _owed:
+                item = _owed[0]
+                try:
+                    _pay(item)
+                finally:
+                    _owed.pop(0)
+        finally:
+            _payer = None
+
+
+def _pay(item: Owed) -> None:
+    attrs: dict[str, Any] = {}
+    try:
+        attrs = Exchange(item.info, item.record, item.number, async_op=False).finish()
+    except Exception:  # torch refused the all_gather itself
+        count("exchange_failed")
+        _log.debug("tempotrace.torch: owed step exchange failed", exc_info=True)
+    end_span(item.span, attrs, error=item.error, ts=item.ts)
 
 
 def drop() -> int:
-    """Give up every owed exchange (uninstrument, exit): counted ``owed_dropped``; the spans end without it."""
+    """Give up every owed exchange: counted ``owed_dropped``; the spans end without it."""
     with _paying:
         items = list(_owed)
         _owed.clear()
@@ -91,3 +118,23 @@ def drop() -> int:
         count("owed_dropped")
         end_span(item.span, error=item.error, ts=item.ts)
     return len(items)
+
+
+def settle(*, unwinding: bool) -> None:
+    """No traced op comes any more (``uninstrument()``, interpreter exit): the program survived an owed
+    exchange's exception unless ``unwinding``, so the other ranks wait in their step-exit all_gather for
+    it: pay. A rank going down with an exception issues nothing: drop."""
+    if unwinding:
+        drop()
+    else:
+        pay()
+
+
+def _dying_of_it() -> bool:
+    """At exit: does the process end by an unhandled exception (``sys.last_value``, set by the
+    interpreter for one)? Then, like a rank dying inside a step, it issues nothing."""
+    return getattr(sys, "last_value", None) is not None
+
+
+def _settle_at_exit() -> None:
+    settle(unwinding=_dying_of_it())

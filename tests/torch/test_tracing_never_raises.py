@@ -151,19 +151,77 @@ def test_sweep_and_uninstrument_survive_a_broken_gpu_and_put_everything_back(gro
     assert (span.attributes or {})["tempotrace.torch.completion"] == "unfinished"
 
 
-def test_an_exchange_still_owed_at_uninstrument_is_dropped_and_its_step_ends(group: None,
-                                                                            exporter: InMemorySpanExporter) -> None:
-    """§4.2: a step left by an exception owes its exchange; uninstrument() before any later collective drops
-    it (counted owed_dropped) and ends the step span, with its error, without the exchange's records."""
+def test_an_exchange_owed_by_a_handled_exception_is_paid_at_uninstrument(group: None,
+                                                                       exporter: InMemorySpanExporter) -> None:
+    """§4.2: the last step raised, the program handled it and stops tracing: the other ranks wait for this
+    exchange in their step-exit all_gather, so uninstrument() pays it (dropping it held them until the
+    group's timeout); the step span ends with its error and what the exchange carried."""
     tt.instrument(carriage="step", gpu=False)
     before = tt.carriage_counts()
     with pytest.raises(KeyError), tt.step(7):
         raise KeyError("the program's own error")
-    assert exporter.get_finished_spans() == ()  # open until paid or dropped
+    assert exporter.get_finished_spans() == ()  # open until paid
     tt.uninstrument()
+    (span,) = exporter.get_finished_spans()
+    # the exchange ran: what it carried is on the span (one rank: no other record to count)
+    assert not span.status.is_ok and (span.attributes or {}).get("tempotrace.torch.recv.count") == 0
+    assert _delta(before, "owed_dropped") == 0
+
+
+def test_an_exchange_still_owed_when_uninstrument_runs_unwinding_is_dropped(group: None,
+                                                                            exporter: InMemorySpanExporter) -> None:
+    """§4.2: uninstrument() in a `finally` while the step's exception unwinds: this rank is going down, it
+    issues nothing (counted owed_dropped); the step span ends with its error, without the exchange."""
+    tt.instrument(carriage="step", gpu=False)
+    before = tt.carriage_counts()
+    with pytest.raises(KeyError):
+        try:
+            with tt.step(8):
+                raise KeyError("fatal here")
+        finally:
+            tt.uninstrument()
     (span,) = exporter.get_finished_spans()
     assert not span.status.is_ok and "tempotrace.torch.recv.count" not in (span.attributes or {})
     assert _delta(before, "owed_dropped") == 1
+
+
+def test_an_op_on_another_thread_waits_while_an_owed_exchange_is_paid(group: None, exporter: InMemorySpanExporter,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """§4.2: a thread whose op must pay (a DDP hook on autograd's thread) does not go ahead of an exchange
+    another thread is paying: it would be issued before the exchange the other ranks issued first."""
+    import threading
+
+    from tempotrace_sdk.torch import owed
+
+    tt.instrument(carriage="step", gpu=False)
+    with pytest.raises(KeyError), tt.step(9):
+        raise KeyError("handled")
+    in_exchange, release, order = threading.Event(), threading.Event(), []
+    paying = owed._pay
+
+    def slow_pay(item: Any) -> None:
+        in_exchange.set()
+        release.wait(10)
+        paying(item)
+        order.append("exchange")
+
+    monkeypatch.setattr(owed, "_pay", slow_pay)
+    payer = threading.Thread(target=owed.pay)
+    payer.start()
+    assert in_exchange.wait(10)
+
+    def other_op() -> None:
+        owed.pay()
+        order.append("other op")
+
+    other = threading.Thread(target=other_op)
+    other.start()
+    other.join(0.5)
+    assert other.is_alive()  # waiting for the exchange (it returned at once before the fix)
+    release.set()
+    payer.join(10)
+    other.join(10)
+    assert order == ["exchange", "other op"]
 
 
 def test_a_side_send_thread_that_cannot_start_leaves_its_channel_to_the_next_send(
