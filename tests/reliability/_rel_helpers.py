@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +90,21 @@ def describe(result: subprocess.CompletedProcess[str]) -> str:
 
 def as_json(result: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, options: str, purpose: str) -> Iterator[Path]:
+    """A tmpfs mounted at ``where`` with ``options`` (``ro,size=1m``, ``size=2m``), unmounted afterwards;
+    skips with ``purpose`` named when not root or when this machine cannot mount one."""
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip(f"mounting {purpose} needs root")
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)

@@ -11,14 +11,11 @@ application's own work is never interrupted.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _rel_helpers import FileContents, as_json, describe, run_python
+from _rel_helpers import FileContents, as_json, describe, run_python, tmpfs
 
 APP = r"""
 import json, os, sys, time
@@ -78,23 +75,9 @@ def test_an_unwritable_directory_is_a_warning_and_the_application_runs_on(tmp_pa
     _assert_reported_once(report, stderr, path, "Permission denied")
 
 
-@contextlib.contextmanager
-def _read_only_mount(where: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a read-only tmpfs needs root")
-    where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(where)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
 def test_a_read_only_file_system_is_a_warning_and_the_application_runs_on(tmp_path: Path) -> None:
     """The issue's case: configure() raised OSError at start-up and the program died."""
-    with _read_only_mount(tmp_path / "ro") as ro:
+    with tmpfs(tmp_path / "ro", "ro,size=1m", "a read-only tmpfs") as ro:
         path = ro / "spans.jsonl"
         report, stderr = _run_app(path)
         _assert_reported_once(report, stderr, path, "Read-only file system")

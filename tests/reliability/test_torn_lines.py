@@ -9,18 +9,15 @@ traceback per span.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import random
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _rel_helpers import CHILD_TIMEOUT_S, FileContents, as_json, describe, run_python, subprocess_env
+from _rel_helpers import CHILD_TIMEOUT_S, FileContents, as_json, describe, run_python, subprocess_env, tmpfs
 
 #: Fill a limited file with ~4 KB spans (one line each: sync export), then make room and flush.
 FILL = r"""
@@ -79,26 +76,12 @@ def test_beyond_the_kept_bytes_spans_are_dropped_and_counted(tmp_path: Path) -> 
     assert final["export_dropped"] > 0 and final["export_dropped"] == final["export_dropped_write_failed"]
 
 
-@contextlib.contextmanager
-def _small_tmpfs(where: Path, size: str) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
 @pytest.mark.parametrize("sync", ["1", "0"], ids=["sync-export", "batch-export"])
 def test_a_full_tmpfs_is_counted_without_tracebacks_and_nothing_is_lost_when_space_returns(
     tmp_path: Path, sync: str
 ) -> None:
     """A 2 MiB tmpfs, 1.5 MiB taken by another file: 300 x 4 KB spans fill it (ENOSPC), then the file goes."""
-    with _small_tmpfs(tmp_path / "disk", "2m") as disk:
+    with tmpfs(tmp_path / "disk", "size=2m", "a small tmpfs") as disk:
         filler = disk / "filler"
         filler.write_bytes(b"\0" * (1536 * 1024))
         path = disk / "spans.jsonl"
