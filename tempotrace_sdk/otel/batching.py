@@ -41,7 +41,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from . import lifecycle
-from .lifecycle import FlushLock
+from .lifecycle import FlushLock, release_held
 from .loss import LossLedger
 
 __all__ = [
@@ -309,6 +309,7 @@ class TempoTraceBatchProcessor(SpanProcessor):
             self._wake.clear()
             if self._shutdown:
                 break
+            release_held()  # spans held to be made in bulk wait at most one tick, like queued ones
             self._drain(None)
 
     def _drain(self, deadline: float | None) -> bool:

@@ -48,7 +48,7 @@ from .batching import block_millis_from_env
 from .context import TempoTraceState, default_clock, env_host, env_tenant, get_state
 from .export import export_processor, select_exporter
 from .file_export import JsonLinesSpanExporter
-from .lifecycle import flush_each, install_exit_flush
+from .lifecycle import flush_each, install_exit_flush, release_held
 from .policy import Policy
 from .process import process_attributes
 from .processor import TempoTraceSpanProcessor
@@ -81,6 +81,7 @@ class TempoTraceHandle:
         A pipeline that hangs (a collector not answering) does not keep the others
         (the local file) from being flushed.
         """
+        release_held()
         return flush_each(self.export_processors, timeout_millis / 1000)
 
     def errors(self) -> dict[str, int]:
@@ -95,7 +96,7 @@ class TempoTraceHandle:
             if self._done:
                 return
             self._done = True
-        self.processor.shutdown()
+        self.processor.shutdown()  # makes the held spans first (lifecycle.release_held)
         for p in self.export_processors:
             p.shutdown()
 

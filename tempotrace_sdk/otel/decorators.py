@@ -60,7 +60,7 @@ def _start_span(
     if ts is None:  # no usable clock: still trace, with the SDK's own start time
         return (tracer or _tracer()).start_span(name, context=context, kind=kind, attributes=attributes)
     start_utc = tai_to_utc_ns(ts.ptp_ns)
-    token = pending_start.set((start_utc, ts))
+    token = pending_start.set((start_utc, ts, None))
     try:
         return (tracer or _tracer()).start_span(
             name, context=context, kind=kind, attributes=attributes, start_time=start_utc

@@ -14,6 +14,12 @@ spec/reliability.md §Process lifecycle says what each guarantees:
   with ``shutdown_on_exit=False``);
 - ``multiprocessing`` workers started by fork end with ``os._exit`` (no
   atexit): a finalizer registered in each such child flushes first.
+
+Spans that ended but are held back to be made later, in bulk (torch's op
+spans inside a step, torch/held.py), are released before every flush:
+``release_before_flush`` registers who holds them; every flush here, the
+configure() handle's, our span processor's and the batch exporter's worker
+tick call ``release_held()`` first.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ __all__ = [
     "flush_each",
     "flush_on_exit",
     "install_exit_flush",
+    "release_before_flush",
+    "release_held",
     "renew_after_fork",
 ]
 
@@ -127,6 +135,25 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+# -- spans held back to be made in bulk ---------------------------------------------------------------------------
+_RELEASE: list[Callable[[], None]] = []
+
+
+def release_before_flush(release: Callable[[], None]) -> None:
+    """Call ``release`` (which makes the spans it holds and ends them) before every flush; once per function."""
+    if release not in _RELEASE:
+        _RELEASE.append(release)
+
+
+def release_held() -> None:
+    """Make every held span now, so that a flush exports it; never raises (callable from any thread)."""
+    for release in list(_RELEASE):
+        try:
+            release()
+        except Exception:
+            _log.debug("tempotrace: releasing held spans failed", exc_info=True)
+
+
 # -- flushing at the end of a process ----------------------------------------------------------------------------
 _FLUSH: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -187,8 +214,17 @@ def flush_each(objs: Iterable[_Flushable], timeout_s: float) -> bool:
 
 
 def flush_all(timeout_s: float = EXIT_FLUSH_TIMEOUT_S) -> bool:
-    """Flush every registered processor and exporter within ``timeout_s`` in all; never raises."""
-    return flush_each(list(_FLUSH), timeout_s)
+    """Flush every registered processor and exporter within ``timeout_s`` in all; never raises.
+
+    The held spans are made first, on a helper thread given at most half the time: a lock the
+    interrupted thread holds can stop that thread, not the flush of what is already queued."""
+    deadline = time.monotonic() + timeout_s
+    releasing = _start_daemon(release_held, "tempotrace-release")
+    if releasing is None:  # no thread can start now (interpreter exit): nothing is interrupted, make them here
+        release_held()
+    else:
+        releasing.join(timeout_s / 2)
+    return flush_each(list(_FLUSH), max(0.0, deadline - time.monotonic()))
 
 
 def _flush_at_exit() -> None:

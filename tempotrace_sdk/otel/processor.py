@@ -41,6 +41,7 @@ from ..semconv import CLK_QUALITY, POLICY_REASON, POLICY_VERDICT, STAMPS, UNCERT
 from ..stamptext import encode, send_tokens
 from ..wire.layout import ClockQuality, TsSource
 from .context import LIVE_SPANS_MAX, REMOTE_HOP_KEY, TempoTraceState, get_state, hop_seen
+from .lifecycle import release_held
 from .process import ProcessAttributes
 from .records import SKETCH_CHAIN_MAX, RemoteHop, Sent, SpanRecord
 from .sdk_internals import PROBE, attribute_store, on_ending_hook, set_after_end, span_lock, value_length_limit
@@ -50,8 +51,12 @@ __all__ = ["TempoTraceSpanProcessor", "pending_start", "stamp_end"]
 _log = logging.getLogger(__name__)
 
 #: Set by our decorators around start_span so on_start uses the very reading
-#: whose UTC form became the span's start time (one clock read, not two).
-pending_start: contextvars.ContextVar[tuple[int, Timestamp] | None] = contextvars.ContextVar(
+#: whose UTC form became the span's start time (one clock read, not two):
+#: (start time in UTC ns, the reading, the Lamport value ticked with it or None
+#: to tick now). A span made after its op happened (torch's held op spans,
+#: torch/held.py) brings the value ticked when the op started, so its place in
+#: this process's Lamport order is the op's, not the moment it was made.
+pending_start: contextvars.ContextVar[tuple[int, Timestamp, int | None] | None] = contextvars.ContextVar(
     "tempotrace_pending_start", default=None
 )
 
@@ -73,9 +78,10 @@ End = tuple[int, int, int, int]
 _PROCESS = ProcessAttributes()
 
 
-def stamp_end(state: TempoTraceState, span: Span, span_id: int, ts: Timestamp) -> None:
+def stamp_end(state: TempoTraceState, span: Span, span_id: int, ts: Timestamp, lts: int | None = None) -> None:
     """Write a span's attributes, its end read as ``ts``, while it still records (our decorators and torch's
-    spans, just before ``span.end(end_time=tai_to_utc_ns(ts.ptp_ns))``).
+    spans, just before ``span.end(end_time=tai_to_utc_ns(ts.ptp_ns))``). ``lts``: the end's Lamport value
+    when it was ticked with the reading (a held op span); else it is ticked now.
 
     Under the span's own lock, the one ``set_attributes`` takes, so no other
     writer and no ``end()`` can interleave; the values skip the SDK's
@@ -85,7 +91,7 @@ def stamp_end(state: TempoTraceState, span: Span, span_id: int, ts: Timestamp) -
     record = state.live.get(span_id)
     if record is None:
         return
-    end = (state.lamport.tick(), ts.ptp_ns, ts.uncertainty_ns, ts.clk_quality)
+    end = (state.lamport.tick() if lts is None else lts, ts.ptp_ns, ts.uncertainty_ns, ts.clk_quality)
     end_ns = tai_to_utc_ns(ts.ptp_ns)
     store = attribute_store(span, _ATTRS_MAX)
     lock = span_lock(span) if store is not None else None
@@ -212,7 +218,8 @@ class TempoTraceSpanProcessor(SpanProcessor):
             if pending is not None and pending[0] == span.start_time:
                 ts = pending[1]
                 ptp, unc, source, quality = ts.ptp_ns, ts.uncertainty_ns, ts.ts_source, ts.clk_quality
-                lts = state.lamport.tick()
+                ticked = pending[2]
+                lts = state.lamport.tick() if ticked is None else ticked
             else:
                 clock = state._clock
                 ptp, unc, source, quality, lts = state.stamp.tick(clock if clock is not None else state.clock)
@@ -331,9 +338,12 @@ class TempoTraceSpanProcessor(SpanProcessor):
             self._failed(state, "on_end")
 
     def shutdown(self) -> None:
-        """Stop stamping. Nothing is buffered here, so nothing is lost."""
+        """Stop stamping. Nothing is buffered here; spans held to be made later are made first (lifecycle)."""
+        release_held()
         self._shut = True
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Nothing is buffered in this processor: always done."""
+        """Nothing is buffered in this processor; spans held to be made later are made now (lifecycle), so that the
+        export processors after this one (a provider flushes its processors in order) export them."""
+        release_held()
         return True

@@ -28,6 +28,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from ..errors import TempoTraceError
+from . import held
 from .carriage import MODES, count
 from .dispatch import make_wrapper
 from .groups import forget_groups
@@ -89,6 +90,7 @@ def uninstrument() -> None:
             # while an exception unwinds (a rank going down issues nothing; owed.py)
             settle(unwinding=sys.exc_info()[1] is not None)
             sweep(final=True)  # never raises; the restore below must happen whatever it meets
+            held.release()  # never raises
         finally:
             _restore()
             forget_groups()

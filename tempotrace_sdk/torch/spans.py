@@ -58,7 +58,7 @@ def start_span(name: str, attributes: dict[str, Any], context: context_api.Conte
     if ts is None:
         return tracer().start_span(name, context=context, kind=SpanKind.INTERNAL, attributes=attributes)
     start_utc = tai_to_utc_ns(ts.ptp_ns)
-    token = pending_start.set((start_utc, ts))
+    token = pending_start.set((start_utc, ts, None))
     try:
         return tracer().start_span(
             name, context=context, kind=SpanKind.INTERNAL, attributes=attributes, start_time=start_utc

@@ -31,6 +31,7 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, TraceFlags
 
 from ..semconv import TORCH_CARRIAGE, TORCH_STEP
+from . import held
 from .carriage import Exchange, count, make_record
 from .groups import group_info
 from .install import sweep
@@ -106,6 +107,7 @@ class step:  # lower case: used like a function, ``with step(i):``
         self._span = sp
         self._token = context_api.attach(trace.set_span_in_context(sp))
         _open.append((self._number, sp))
+        held.steps_open[0] += 1
         return sp
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -119,7 +121,9 @@ class step:  # lower case: used like a function, ``with step(i):``
         finally:
             if _open and _open[-1][1] is sp:
                 _open.pop()
+            held.steps_open[0] = max(0, held.steps_open[0] - 1)
             attrs = self._leave(sp, exc)
+            held.release()  # the step's op spans, made after the exchange (every rank at once) and before it ends
             if attrs is not None:
                 end_span(sp, attrs, error=exc)
 

@@ -29,6 +29,7 @@ from opentelemetry.trace import Span
 from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
 from .carriage import Exchange, count, make_record
 from .groups import GroupInfo
+from .held import HeldOp, hold
 from .ops import Kind, OpSpec, Reader, tensor_bytes
 from .pending import PendingOp, registry
 from .record import RecordKind, absent_record
@@ -185,6 +186,10 @@ def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info:
             attrs[TORCH_COMPLETION] = blocking_completion(spec, device)
         return attrs
 
+    if not (carry or asynchronous or device or settings.gpu is not None):  # nothing carried or timed: made in bulk
+        held = _hold(spec.name, span_attributes)
+        if held is not None:
+            return _call_held(original, held, args, kwargs, spec.name)
     begun = begin(spec.name, info, span_attributes, record=(RecordKind.EXCHANGE, seq) if carry else None,
                   timed=(reader, spec, args, kwargs))
     result = call(original, begun.span, args, kwargs, spec.name)
@@ -193,6 +198,38 @@ def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info:
         _collective_end(begun, exchange, asynchronous, device, result)
     except Exception:
         failed(spec.name, begun.span)
+    return result
+
+
+def _hold(name: str, attributes: Callable[[], dict[str, Any]]) -> HeldOp | None:
+    """The op's start held for a span made later (held.py); None: make it now. Never raises."""
+    try:
+        return hold("torch." + name, attributes())
+    except Exception:
+        _log.debug("tempotrace.torch: %s not held; its span is made now", name, exc_info=True)
+        return None
+
+
+def _call_held(original: Callable[..., Any], held: HeldOp, args: Any, kwargs: dict[str, Any], name: str) -> Any:
+    """``call`` for a held op: its exception makes the span at once (with the error); a return holds its end."""
+    token = inside.set(True)
+    try:
+        result = original(*args, **kwargs)
+    except BaseException as err:
+        try:
+            setattr(err, OP_ERROR_ATTR, name)
+        except Exception:
+            pass
+        held.make({TORCH_COMPLETION: "error"}, error=err)
+        raise
+    finally:
+        inside.reset(token)
+    try:  # the op succeeded: nothing after this may fail the program
+        if not held.ended():
+            held.make()
+    except Exception:
+        count("trace_failed")
+        _log.debug("tempotrace.torch: tracing %s failed after the op", name, exc_info=True)
     return result
 
 

@@ -1,0 +1,141 @@
+"""Held op spans: a blocking collective inside a step becomes its span later, in bulk (spec/torch.md §1.4).
+
+Why: between two collectives of 1 MiB, gloo has copied megabytes through the
+caches, and making one OpenTelemetry span there (the SDK's span, its
+attributes, our stamps) runs from cold memory at about three times its warm
+cost; with more ranks than cores that time delays every rank's next
+collective. So a blocking collective on a CPU group that carries nothing,
+run inside ``step()``, takes at the op only what must be taken then -- its
+two clock readings with their Lamport ticks (its place in this process's
+order), its attributes and its parent context -- and its span is made and
+ended from those, with those readings and those Lamport values, when the
+step exits, when ``MAX_HELD`` ops are held, before any flush (SIGTERM, exit,
+``force_flush``, shutdown: ``lifecycle.release_held``), on the batch
+exporter's tick (at most its 1 s delay later, like a queued span) and at
+``uninstrument()``. The exported span is the one an immediate span would
+have been; only its export is later.
+
+Anything unusual makes the span at once instead: a clock that fails, an op
+that raises (its span carries the error), an op outside a step.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any
+
+from opentelemetry import context as context_api
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from ..clocks.base import Timestamp
+from ..clocks.leapseconds import tai_to_utc_ns
+from ..otel import lifecycle
+from ..otel.context import get_state
+from ..otel.processor import pending_start, stamp_end
+from . import spans
+from .carriage import count
+from .spans import now
+
+__all__ = ["MAX_HELD", "HeldOp", "hold", "release", "steps_open"]
+
+_log = logging.getLogger(__name__)
+
+#: Held ops before the holding thread makes their spans itself: a bulk of this size runs warm after
+#: its first span, and bounds what a process holds (a few KiB per op).
+MAX_HELD = 64
+
+#: How many ``step()`` contexts are open, process-wide (steps.py keeps it): ops hold only inside one,
+#: whose exit is the next release.
+steps_open = [0]
+
+_held: deque[HeldOp] = deque()
+
+
+class HeldOp:
+    """What an op's span will be made of: name, attributes, parent context, start and end with their Lamport."""
+
+    __slots__ = ("attributes", "context", "end", "end_lts", "name", "start", "start_lts")
+
+    def __init__(self, name: str, attributes: dict[str, Any], start: Timestamp, start_lts: int) -> None:
+        self.name = name
+        self.attributes = attributes
+        self.context = context_api.get_current()
+        self.start = start
+        self.start_lts = start_lts
+        self.end: Timestamp | None = None
+        self.end_lts = 0
+
+    def ended(self) -> bool:
+        """The op returned: take its end reading and Lamport tick and hold it (False: the clock failed)."""
+        state = get_state()
+        ts = now(state)
+        if ts is None:
+            return False
+        self.end, self.end_lts = ts, state.lamport.tick()
+        _held.append(self)
+        if len(_held) >= MAX_HELD:
+            release()
+        return True
+
+    def make(self, attributes: dict[str, Any] | None = None, error: BaseException | None = None) -> None:
+        """Make and end the span now, from what was taken at the op (an end not taken yet: read now). Never raises."""
+        state = get_state()
+        try:
+            start_utc = tai_to_utc_ns(self.start.ptp_ns)
+            token = pending_start.set((start_utc, self.start, self.start_lts))
+            try:
+                sp = spans.tracer().start_span(self.name, context=self.context, kind=SpanKind.INTERNAL,
+                                         attributes=self.attributes, start_time=start_utc)
+            finally:
+                pending_start.reset(token)
+            end: Timestamp | None = self.end
+            end_lts: int | None = self.end_lts
+            if end is None:
+                end = now(state)
+                end_lts = None if end is None else state.lamport.tick()
+            if sp.is_recording():
+                if attributes:
+                    sp.set_attributes(attributes)
+                if error is not None:
+                    sp.record_exception(error)
+                    sp.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+                span_id = sp.get_span_context().span_id
+                if end is not None and span_id in state.live:
+                    stamp_end(state, sp, span_id, end, end_lts)  # type: ignore[arg-type]  # an SDK span: in live
+            sp.end(end_time=None if end is None else tai_to_utc_ns(end.ptp_ns))
+        except Exception:
+            count("untraced")
+            _log.debug("tempotrace.torch: a held span %s could not be made", self.name, exc_info=True)
+
+
+def hold(name: str, attributes: dict[str, Any]) -> HeldOp | None:
+    """The op's start, held (None: not inside a step, or the clock failed: make the span at once)."""
+    if not steps_open[0]:
+        return None
+    state = get_state()
+    ts = now(state)
+    if ts is None:
+        return None
+    return HeldOp(name, attributes, ts, state.lamport.tick())
+
+
+def release() -> None:
+    """Make the span of every held op. Any thread; ops held meanwhile are made too. Never raises."""
+    held = _held
+    while held:
+        try:
+            op = held.popleft()
+        except IndexError:  # another thread took the last one
+            return
+        op.make()
+
+
+class _AfterFork:
+    def after_fork_in_child(self) -> None:
+        _held.clear()  # the parent's ops: its spans to make, not the child's
+
+
+_after_fork = _AfterFork()
+lifecycle.renew_after_fork(_after_fork)
+lifecycle.release_before_flush(release)

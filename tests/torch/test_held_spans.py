@@ -1,0 +1,169 @@
+"""Held op spans (spec/torch.md §1.4): a blocking collective inside a step gets its span at the step's exit, or at
+any flush, stamped with the readings and Lamport values taken at the op; one that raises gets it at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.distributed as dist  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry.trace import StatusCode  # noqa: E402
+
+from tempotrace_sdk import torch as tt  # noqa: E402
+from tempotrace_sdk.otel.processor import TempoTraceSpanProcessor  # noqa: E402
+from tempotrace_sdk.stamptext import SpanStamps, decode  # noqa: E402
+from tempotrace_sdk.torch import held  # noqa: E402
+from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
+
+
+@pytest.fixture
+def stamped(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
+    """The torch spans go through our stamping processor (first, as configure() orders it) to memory."""
+    exp = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(TempoTraceSpanProcessor())
+    provider.add_span_processor(SimpleSpanProcessor(exp))
+    monkeypatch.setattr(torch_spans, "tracer", lambda: provider.get_tracer("test"))
+    tt.instrument(carriage="none")
+    yield provider, exp
+    tt.uninstrument()
+    provider.shutdown()
+
+
+def _stamps(sp: ReadableSpan) -> SpanStamps:
+    attrs = sp.attributes or {}
+    return decode(str(attrs["tempotrace.stamps"]), sp.start_time or 0, sp.end_time or 0,
+                  int(attrs["tempotrace.uncertainty_ns"]), None)  # type: ignore[arg-type]
+
+
+def _names(exp: InMemorySpanExporter) -> list[str]:
+    return [s.name for s in exp.get_finished_spans()]
+
+
+def test_a_held_span_keeps_the_ops_place_in_time_and_in_lamport_order(
+        group: None, stamped: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+    """A span made at the step's exit is stamped with what was read at the op: a span the program made between
+    two ops sits between them by Lamport and by time, though it was exported first."""
+    provider, exp = stamped
+    t = torch.ones(4)
+    with tt.step(0):
+        dist.all_reduce(t)
+        with provider.get_tracer("app").start_as_current_span("between"):
+            pass
+        dist.all_reduce(t)
+        assert _names(exp) == ["between"]  # the ops' spans are held until the exit
+    spans = {s.name: s for s in exp.get_finished_spans()}
+    ops = [s for s in exp.get_finished_spans() if s.name == "torch.all_reduce"]
+    assert len(ops) == 2 and "torch.step" in spans
+    first, second = sorted(ops, key=lambda s: int((s.attributes or {})["tempotrace.torch.seq"]))
+    a, mid, b = _stamps(first), _stamps(spans["between"]), _stamps(second)
+    assert a.end is not None and mid.end is not None and b.end is not None
+    lamport = [a.start.lts, a.end.lts, mid.start.lts, mid.end.lts, b.start.lts, b.end.lts]
+    assert lamport == sorted(lamport) and len(set(lamport)) == 6, lamport
+    times = [first.start_time, first.end_time, spans["between"].start_time, spans["between"].end_time,
+             second.start_time, second.end_time]
+    assert times == sorted(times), times
+    step = spans["torch.step"]
+    assert all(op.parent is not None and op.parent.span_id == step.context.span_id for op in ops)
+
+
+def test_a_flush_makes_the_held_spans(group: None, stamped: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+    """force_flush inside a step (what SIGTERM and exit do, lifecycle.release_held) exports what has ended."""
+    provider, exp = stamped
+    with tt.step(1):
+        dist.all_reduce(torch.ones(2))
+        assert _names(exp) == []
+        assert provider.force_flush()
+        assert _names(exp) == ["torch.all_reduce"]
+        assert "tempotrace.stamps" in (exp.get_finished_spans()[0].attributes or {})
+    assert sorted(_names(exp)) == ["torch.all_reduce", "torch.step"]
+
+
+Stamped = tuple[TracerProvider, InMemorySpanExporter]
+
+
+def test_an_op_that_raises_in_a_step_gets_its_span_at_once(group: None, stamped: Stamped) -> None:
+    _, exp = stamped
+    t = torch.ones(2)
+    with tt.step(2):
+        with pytest.raises(ValueError):
+            dist.broadcast(t, src=0, group_src=0)  # torch refuses both: the error is the program's
+        (failed,) = exp.get_finished_spans()
+        assert failed.name == "torch.broadcast" and failed.status.status_code is StatusCode.ERROR
+        assert (failed.attributes or {})["tempotrace.torch.completion"] == "error"
+
+
+def test_held_ops_are_bounded(group: None, stamped: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+    """A long step holds at most MAX_HELD ops: the thread that fills the hold makes their spans."""
+    _, exp = stamped
+    t = torch.ones(2)
+    with tt.step(3):
+        for _ in range(held.MAX_HELD):
+            dist.all_reduce(t)
+        assert len(_names(exp)) == held.MAX_HELD
+        dist.all_reduce(t)
+        assert len(_names(exp)) == held.MAX_HELD
+    assert len(_names(exp)) == held.MAX_HELD + 2  # the last op and the step
+
+
+def test_ops_outside_a_step_and_async_ops_are_not_held(group: None,
+                                                       stamped: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+    _, exp = stamped
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    assert _names(exp) == ["torch.all_reduce"]
+    with tt.step(4):
+        work: Any = dist.all_reduce(t, async_op=True)
+        work.wait()
+        assert _names(exp) == ["torch.all_reduce"] * 2
+
+
+SIGTERMED_IN_A_STEP = r"""
+import socket, sys, time
+import torch, torch.distributed as dist
+from tempotrace_sdk.otel import configure
+from tempotrace_sdk import torch as tt
+configure(service_name="held")
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+tt.instrument(carriage="step")
+with tt.step(0):
+    dist.all_reduce(torch.ones(2))
+    print("ready", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_worker_stopped_by_sigterm_inside_a_step_loses_no_op_that_had_ended(tmp_path: Path) -> None:
+    """How torchrun and Kubernetes stop a worker: the SIGTERM flush makes the held op spans first."""
+    path = tmp_path / "spans.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TEMPOTRACE_", "TORCHELASTIC_"))}
+    # The batch delay is long: only the SIGTERM flush can bring the span out in time.
+    env.update(TEMPOTRACE_EXPORT_PATH=str(path), OTEL_BSP_SCHEDULE_DELAY="120000", TEMPOTRACE_JOB_ID="held")
+    proc = subprocess.Popen([sys.executable, "-c", SIGTERMED_IN_A_STEP], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    names = [sp["name"] for line in path.read_text().splitlines() for rs in json.loads(line).get("resourceSpans", [])
+             for ss in rs["scopeSpans"] for sp in ss["spans"]]
+    assert names == ["torch.all_reduce"]  # the step never ended: its span is not there
