@@ -33,11 +33,13 @@ from pathlib import Path
 from typing import Any
 
 #: (case, bytes, ops per round = per step, rounds); --quick divides rounds. A step of 20 all-reduces
-#: of 1 MiB is 20 MiB of gradients, a small model's; real steps amortise the exchange over more.
+#: of 1 MiB is 20 MiB of gradients, a small model's; real steps amortise the exchange over more. The
+#: two cases with a target get more rounds: on a shared machine one round's ratio moves by several
+#: per cent either way, and the median of 15 moved by as much as the targets allow.
 CASES = (
-    ("all_reduce 1 MiB", 1 << 20, 20, 15),
+    ("all_reduce 1 MiB", 1 << 20, 20, 40),
     ("all_reduce 64 MiB", 64 << 20, 1, 7),
-    ("barrier", 0, 40, 15),
+    ("barrier", 0, 40, 40),
     ("send/recv 64 KiB", 64 << 10, 20, 15),
 )
 MODES = ("none", "step", "op")
