@@ -16,9 +16,9 @@ writes the batch. The representation is upstream's (Proto3 JSON):
 - a field whose value is the proto default (empty string, 0, empty list) is
   left out, except the messages upstream always writes: ``resource``,
   ``scope``, ``value`` and ``status`` (possibly ``{}``);
-- spans grouped by Resource, then by InstrumentationScope, with the SDK's
-  equality for both (a scope's attributes do not take part: the first
-  scope of a group is the one written), in order of first appearance.
+- spans grouped by Resource, then by InstrumentationScope (and its schema
+  URL), with the SDK's equality for both (another object with equal content
+  is the same group), groups and spans in order of first appearance.
 
 Values of any other type (a str or int subclass, a set, an object) raise
 ``UnsupportedValue``: the caller encodes that batch with upstream's encoder.
