@@ -92,10 +92,10 @@ def _key_value(key: str, value: Any) -> dict[str, Any]:
     return {"key": key, "value": _any_value(value)} if key else {"value": _any_value(value)}
 
 
-#: A batch's KeyValues by (key, value), for str and int values only: op spans repeat most of theirs
-#: (group, backend, op, rank...), and a hit costs half a new pair. Entries keep the value to tell
-#: 1 from True (equal keys in a dict); floats are not kept (-0.0 == 0.0).
-_Seen = dict[tuple[str, Any], tuple[dict[str, Any], Any]]
+#: A batch's KeyValues by (key, value), for values of type str and int only: op spans repeat most
+#: of theirs (group, backend, op, rank...), and a hit costs half a new pair. Only these two types
+#: are looked up, so no other value equal to one of them (True == 1 == 1.0) meets its entry.
+_Seen = dict[tuple[str, Any], dict[str, Any]]
 
 
 def _attributes(owner: object, seen: _Seen) -> list[dict[str, Any]]:
@@ -109,13 +109,10 @@ def _attributes(owner: object, seen: _Seen) -> list[dict[str, Any]]:
         key, value = item
         kind = type(value)
         if kind is str or kind is int:
-            hit = get(item)
-            if hit is not None and type(hit[1]) is kind:
-                out.append(hit[0])
-                continue
-            encoded = {"stringValue": value} if kind is str else {"intValue": str(value)}
-            pair = {"key": key, "value": encoded} if key else {"value": encoded}
-            seen[item] = (pair, value)
+            pair = get(item)
+            if pair is None:
+                encoded = {"stringValue": value} if kind is str else {"intValue": str(value)}
+                pair = seen[item] = {"key": key, "value": encoded} if key else {"value": encoded}
         else:
             pair = _key_value(key, value)
         out.append(pair)

@@ -112,6 +112,7 @@ def _rich_batch() -> list[ReadableSpan]:
         with tracer.start_as_current_span(f"op-{kind.name}", kind=kind, attributes=VALUES) as outer:
             outer.add_event("issued", {"bytes": 16, "peers": [0, 1, 2]}, timestamp=1_796_067_801_000_000_000 + i)
             outer.add_event("bare")
+            outer.set_attribute("equal.values", (1, True, 1.0, 0, False)[i])  # equal as dict keys, not as JSON
             with tracer.start_as_current_span("", links=[Link(remote, {"why": "recv", "n": i}), Link(local)]) as inner:
                 inner.set_status(Status(StatusCode.ERROR, "collective timed out: rank 2"))
         with scoped.start_as_current_span("served", context=_remote_parent(), kind=SpanKind.SERVER) as served:
