@@ -10,14 +10,16 @@ computes and calls the next two workers in a ring.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.exporter.otlp.json.file import FileSpanExporter
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -34,11 +36,11 @@ class Host:
     propagator: CompositePropagator
 
 
-def _host(name: str, clock: str, stream: Any, rank: int) -> Host:
+def _host(name: str, clock: str, exporter: SpanExporter, rank: int) -> Host:
     state = TempoTraceState(clock=from_spec(clock.removeprefix("sim:")), host=name)
     provider = TracerProvider(resource=Resource.create({"service.name": name}))
     provider.add_span_processor(TempoTraceSpanProcessor(state=state))
-    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(stream=stream)))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
     prop = CompositePropagator([TraceContextTextMapPropagator(), TempoTracePropagator(state=state)])
     return Host(name, provider.get_tracer("tracegen"), provider, prop)
 
@@ -59,24 +61,35 @@ def write_trace(path: str, clocks: dict[str, str], steps: int = 2) -> dict[str, 
     """Write a trace; ``clocks`` maps host name -> sim clock spec ("sim:ptp", "sim:liar", ...).
     The first host coordinates. Returns counts the tests check against."""
     with open(path, "a", encoding="utf-8") as stream:
-        hosts = [_host(name, spec, stream, i) for i, (name, spec) in enumerate(clocks.items())]
-        coord, workers = hosts[0], hosts[1:]
-        hops = 0
+        return _trace(clocks, steps, lambda: FileSpanExporter(stream=stream))
 
-        def ring(me: Host) -> None:
-            nonlocal hops
-            i = workers.index(me)
-            for k in (1, 2):
-                peer = workers[(i + k) % len(workers)]
-                if peer is not me:
-                    hops += 1
-                    _call(me, peer)
 
-        for step in range(steps):
-            with coord.tracer.start_as_current_span(f"step {step}"):
-                for w in workers:
-                    hops += 1
-                    _call(coord, w, ring)
-        for h in hosts:
-            h.provider.shutdown()
+def trace_spans(clocks: dict[str, str], steps: int = 2) -> list[ReadableSpan]:
+    """The trace ``write_trace`` writes, its spans kept in memory (in the order they ended)."""
+    memory = InMemorySpanExporter()
+    _trace(clocks, steps, lambda: memory)
+    return list(memory.get_finished_spans())
+
+
+def _trace(clocks: dict[str, str], steps: int, exporter: Callable[[], SpanExporter]) -> dict[str, int]:
+    hosts = [_host(name, spec, exporter(), i) for i, (name, spec) in enumerate(clocks.items())]
+    coord, workers = hosts[0], hosts[1:]
+    hops = 0
+
+    def ring(me: Host) -> None:
+        nonlocal hops
+        i = workers.index(me)
+        for k in (1, 2):
+            peer = workers[(i + k) % len(workers)]
+            if peer is not me:
+                hops += 1
+                _call(me, peer)
+
+    for step in range(steps):
+        with coord.tracer.start_as_current_span(f"step {step}"):
+            for w in workers:
+                hops += 1
+                _call(coord, w, ring)
+    for h in hosts:
+        h.provider.shutdown()
     return {"hops": hops}
