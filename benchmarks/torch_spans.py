@@ -15,10 +15,12 @@ from typing import Any
 
 from opentelemetry.exporter.otlp.json.file import FileSpanExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanContext, SpanKind
 
-__all__ = ["SAMPLES", "TORCH_PROPOSAL", "proposal", "torch_rows"]
+__all__ = ["SAMPLES", "TORCH_PROPOSAL", "op_spans", "proposal", "torch_rows"]
 
 _LAUNCH = {"tempotrace.rank": 1, "tempotrace.world_size": 4, "tempotrace.local_rank": 1, "tempotrace.restart": 0,
            "tempotrace.job_id": "job-test"}  # fmt: skip
@@ -107,6 +109,45 @@ def _batch_bytes(name: str, attrs: dict[str, Any]) -> int:
         return len(stream.getvalue().encode())
 
     return (size(101) - size(1)) // 100
+
+
+def _varied(attrs: dict[str, Any], i: int) -> dict[str, Any]:
+    """A sample's attributes as op ``i`` of a run has them: counters, Lamport times, stamps, sketches and
+    the remote record move from op to op (what repeats, the group, op, rank..., stays)."""
+    out = dict(attrs)
+    lts = 10 * i + 4
+    for counter in ("tempotrace.torch.seq", "tempotrace.torch.p2p_seq", "tempotrace.torch.step"):
+        if counter in out:
+            out[counter] = i
+    for older in ("tempotrace.torch.recv.lts", "tempotrace.torch.remote.lts"):
+        if older in out:
+            out[older] = lts - 3
+    if "tempotrace.torch.recv.svc_sketch" in out:
+        out["tempotrace.torch.recv.svc_sketch"] = f"{(i * 0x9E3779B97F4A7C15) % 2**256:064x}"
+    if "tempotrace.torch.remote.ptp_ns" in out:
+        out["tempotrace.torch.remote.ptp_ns"] += 1_000_003 * i
+        out["tempotrace.torch.remote.span_id"] = f"{i * 0x9E3779B97F4A7C15 % 2**64:016x}"
+    _head, _, sends = out["tempotrace.stamps"].partition(" x")
+    out["tempotrace.stamps"] = f"s{lts},0 e{i % 97}" + (f" x{i % 5 + 1},{15210 + 7 * i}" if sends else "")
+    return out
+
+
+def op_spans(count: int) -> list[ReadableSpan]:
+    """``count`` ended op spans from a real TracerProvider, the samples in turn, each with the values that
+    change from op to op in a run changed (so an encoder reusing repeated values meets no more repeats
+    than a real batch has): what the torch tracing hands its exporter."""
+    memory = InMemorySpanExporter()
+    resource = Resource.create({"service.name": "trainer", "tempotrace.host": "node-1", "tempotrace.clock": "ptp",
+                                "tempotrace.tenant_id": 0})  # fmt: skip
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("tempotrace_sdk.torch")
+    names = list(SAMPLES)
+    for i in range(count):
+        name = names[i % len(names)]
+        with tracer.start_as_current_span(name.split(" ")[0], attributes=_varied(SAMPLES[name], i)):
+            pass
+    return list(memory.get_finished_spans())
 
 
 def torch_rows() -> list[tuple[str, str, int, int]]:

@@ -41,5 +41,6 @@ def test_a_file_from_the_fast_encoder_reads_as_one_from_upstream_s(tmp_path: Pat
 
     report, expected = analyze_file(str(fast)).to_dict(), analyze_file(str(upstream)).to_dict()
     assert (report.pop("source"), expected.pop("source")) == (str(fast), str(upstream))
+    report.pop("elapsed_s"), expected.pop("elapsed_s")  # the analysis' own run time
     assert report == expected
     assert report["faults"], "the liar's clock is named from either file"
