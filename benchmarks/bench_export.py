@@ -5,8 +5,12 @@
 Measured in one process, as the other benchmarks do, with ratios against
 peers from the same run:
 
-1. Costs per span. Exporting a 512-span batch with our JSON-lines exporter
-   (OpenTelemetry's OTLP JSON encoder + one append) against the peer,
+1. Costs per span. Encoding a 512-span batch of torch op spans
+   (``torch_spans.op_spans``: real attribute sets, values changing from op to
+   op) with our OTLP JSON encoder (``otel/otlp_json.py``) against
+   OpenTelemetry's (``opentelemetry-exporter-otlp-json-common``, the one
+   ``encode_batch`` falls back to), the same JSON; exporting a 512-span batch
+   with our JSON-lines exporter (our encoder + one append) against the peer,
    ``opentelemetry-exporter-otlp-json-file``'s FileSpanExporter on the same
    batch; and ending a span with the TempoTrace processor (what one
    application thread can produce). Both share the process's GIL, so
@@ -48,11 +52,12 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from benchmarks.harness import Row, as_json, compare, print_table
+from benchmarks.torch_spans import op_spans
 from tempotrace_sdk.clocks.select import select_clock
 from tempotrace_sdk.otel import TempoTraceSpanProcessor, TempoTraceState
 from tempotrace_sdk.otel.appender import AppendStream
 from tempotrace_sdk.otel.batching import DEFAULT_MAX_QUEUE_SIZE, TempoTraceBatchProcessor
-from tempotrace_sdk.otel.file_export import JsonLinesSpanExporter
+from tempotrace_sdk.otel.file_export import JsonLinesSpanExporter, encode_batch, encode_batch_upstream
 from tempotrace_sdk.otel.loss import LossLedger
 
 BATCH = 512
@@ -87,6 +92,12 @@ def _ended_spans(state: TempoTraceState, n: int) -> list[ReadableSpan]:
 
 
 def per_span_costs(state: TempoTraceState, tmp: Path) -> tuple[list[Row], float, float]:
+    ops = op_spans(BATCH)
+    if json.loads(encode_batch(ops) or b"") != json.loads(encode_batch_upstream(ops) or b""):
+        raise SystemExit("bench_export: the two encoders disagree on the op spans")  # a ratio of what, then?
+    fast_ns, upstream_ns, encode_ratio = compare(
+        lambda: encode_batch(ops), lambda: encode_batch_upstream(ops), min_time=0.6, repeat=9
+    )
     spans = _ended_spans(state, BATCH)
     ours = JsonLinesSpanExporter(AppendStream(lambda _pid: str(tmp / "ours.jsonl")), ledger=LossLedger(lambda *_: None))
     peer_stream = open(tmp / "peer.jsonl", "a", encoding="utf-8")
@@ -109,6 +120,8 @@ def per_span_costs(state: TempoTraceState, tmp: Path) -> tuple[list[Row], float,
     end_ns, _bare_ns, end_ratio = compare(end_one, bare, min_time=0.4, repeat=9)
     queue.shutdown()
     rows = [
+        Row("OTLP JSON encode, per torch op span (batch 512)", fast_ns / BATCH, "otlp-json-common", encode_ratio),
+        Row("  otlp-json-common's encoder, same batch", upstream_ns / BATCH),
         Row("export, per span (512-span batch)", ours_ns / BATCH, "otlp-json-file", ratio),
         Row("end a span (TempoTrace + queue)", end_ns, "bare SDK span", end_ratio),
     ]
