@@ -6,7 +6,7 @@ Each export batch becomes one line, OTLP JSON as OpenTelemetry's own encoder
 write. The line is built by ``otlp_json`` (the same JSON at a fraction of the
 CPU: a test compares the two); a batch holding a value that encoder does not
 write exactly as upstream does is encoded by upstream's. Unlike that exporter
-(spec/reliability.md §1):
+(spec/reliability.md §4):
 
 - a failed write keeps the line and retries it whole before the next one
   (up to ``MAX_PENDING_BYTES``; older lines beyond that are dropped and

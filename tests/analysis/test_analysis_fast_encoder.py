@@ -1,5 +1,5 @@
 """The exporter's own OTLP JSON encoder (otel/otlp_json.py) and the reader (spec/analysis.md §5,
-spec/reliability.md §1): a file it writes reads exactly as one OpenTelemetry's encoder writes."""
+spec/reliability.md §4): a file it writes reads exactly as one OpenTelemetry's encoder writes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""otel/otlp_json.py against OpenTelemetry's own OTLP JSON encoder (spec/reliability.md §1).
+"""otel/otlp_json.py against OpenTelemetry's own OTLP JSON encoder (spec/reliability.md §4).
 
 The exporter's lines are built by our encoder; the format is upstream's
 (``opentelemetry-exporter-otlp-json-common``: ``encode_spans(spans).to_dict()``).
