@@ -1,11 +1,12 @@
-"""SDK spans as one OTLP JSON ExportTraceServiceRequest line, built as plain dicts and encoded by msgspec.
+"""SDK spans as one OTLP JSON ExportTraceServiceRequest, built as msgspec Structs and dicts, encoded by msgspec.
 
 What ``opentelemetry-exporter-otlp-json-common``'s ``encode_spans(spans).to_dict()``
 gives, field for field (tests/otel/test_otel_otlp_json.py compares the two on
 real SDK spans), at a fraction of its cost: the upstream encoder builds a
 dataclass per value, then a dict per dataclass, then ``json.dumps`` walks
-them; here each span becomes its dicts once and one ``msgspec.json.encode``
-writes the batch. The representation is upstream's (Proto3 JSON):
+them; here each span becomes its Structs once (a batch's repeated str and
+int attributes share theirs) and one ``msgspec.json.encode`` writes the
+batch. The representation is upstream's (Proto3 JSON):
 
 - trace and span ids as lowercase hex; 64-bit integers (timestamps,
   ``intValue``) as decimal strings; uint32 counts and flags as numbers;
