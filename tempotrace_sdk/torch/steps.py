@@ -152,8 +152,17 @@ class step:  # lower case: used like a function, ``with step(i):``
             return None
         pay()
         try:
-            return Exchange(info, record, self._number, async_op=False).finish()
+            exchange = Exchange(info, record, self._number, async_op=True)
         except Exception:  # torch refused the all_gather itself
+            count("exchange_failed")
+            _log.debug("tempotrace.torch: step exchange failed", exc_info=True)
+            return {}
+        held.release()  # the step's op spans are made while the exchange travels (this rank would only wait)
+        try:
+            if exchange.work is not None:
+                exchange.work.wait()
+            return exchange.finish()
+        except Exception:  # the all_gather failed on its way (a broken group)
             count("exchange_failed")
             _log.debug("tempotrace.torch: step exchange failed", exc_info=True)
             return {}
