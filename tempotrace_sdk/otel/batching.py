@@ -309,7 +309,8 @@ class TempoTraceBatchProcessor(SpanProcessor):
             self._wake.clear()
             if self._shutdown:
                 break
-            release_held()  # spans held to be made in bulk wait at most one tick, like queued ones
+            if len(self._queue) < self.max_queue_size // 2:  # made here they could not wait for room (§2.1)
+                release_held()  # spans held to be made in bulk wait at most one tick, like queued ones
             self._drain(None)
 
     def _drain(self, deadline: float | None) -> bool:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +49,7 @@ from .batching import block_millis_from_env
 from .context import TempoTraceState, default_clock, env_host, env_tenant, get_state
 from .export import export_processor, select_exporter
 from .file_export import JsonLinesSpanExporter
-from .lifecycle import flush_each, install_exit_flush, release_held
+from .lifecycle import EXIT_FLUSH_TIMEOUT_S, flush_each, install_exit_flush, release_held_within
 from .policy import Policy
 from .process import process_attributes
 from .processor import TempoTraceSpanProcessor
@@ -81,8 +82,9 @@ class TempoTraceHandle:
         A pipeline that hangs (a collector not answering) does not keep the others
         (the local file) from being flushed.
         """
-        release_held()
-        return flush_each(self.export_processors, timeout_millis / 1000)
+        deadline = time.monotonic() + timeout_millis / 1000
+        release_held_within(timeout_millis / 2000)
+        return flush_each(self.export_processors, max(0.0, deadline - time.monotonic()))
 
     def errors(self) -> dict[str, int]:
         """Failures counted instead of raised, by kind: hook errors, and export loss
@@ -96,7 +98,7 @@ class TempoTraceHandle:
             if self._done:
                 return
             self._done = True
-        self.processor.shutdown()  # makes the held spans first (lifecycle.release_held)
+        self.processor.shutdown()  # makes the held spans first (lifecycle.release_held_within)
         for p in self.export_processors:
             p.shutdown()
 
@@ -143,6 +145,9 @@ def configure(
     block_millis = block_millis_from_env() if batch else None
     exporters, where = ([exporter], None) if exporter is not None else select_exporter(export_path, export_dir)
     export_processors = _build_export_processors(exporters, batch, block_millis)
+    # Spans held to be made later (torch's, lifecycle) were read under the running configuration: they are made
+    # under it, before the state changes (tenant, host, policy, clock).
+    release_held_within(EXIT_FLUSH_TIMEOUT_S)
     state = settings.apply()  # only now: a configuration error above leaves the process as it was
 
     if _current is not None:

@@ -44,6 +44,7 @@ __all__ = [
     "install_exit_flush",
     "release_before_flush",
     "release_held",
+    "release_held_within",
     "renew_after_fork",
 ]
 
@@ -136,22 +137,45 @@ if hasattr(os, "register_at_fork"):
 
 
 # -- spans held back to be made in bulk ---------------------------------------------------------------------------
-_RELEASE: list[Callable[[], None]] = []
+#: (release, holding): ``release()`` makes and ends the spans held, ``holding()`` says whether there are any.
+_RELEASE: list[tuple[Callable[[], None], Callable[[], bool]]] = []
 
 
-def release_before_flush(release: Callable[[], None]) -> None:
+def release_before_flush(release: Callable[[], None], holding: Callable[[], bool]) -> None:
     """Call ``release`` (which makes the spans it holds and ends them) before every flush; once per function."""
-    if release not in _RELEASE:
-        _RELEASE.append(release)
+    if all(release is not r for r, _ in _RELEASE):
+        _RELEASE.append((release, holding))
+
+
+def _holding() -> bool:
+    try:
+        return any(holding() for _, holding in list(_RELEASE))
+    except Exception:
+        return True
 
 
 def release_held() -> None:
-    """Make every held span now, so that a flush exports it; never raises (callable from any thread)."""
-    for release in list(_RELEASE):
+    """Make every held span now, on this thread, so that a flush exports it; never raises."""
+    for release, _ in list(_RELEASE):
         try:
             release()
         except Exception:
             _log.debug("tempotrace: releasing held spans failed", exc_info=True)
+
+
+def release_held_within(timeout_s: float) -> None:
+    """``release_held`` on a helper thread, waited for at most ``timeout_s``; never raises.
+
+    A flush may be asked for on a thread that was interrupted (a signal handler calling
+    ``force_flush()``) while it held a lock that making a span needs: the helper can be stopped by
+    it, the caller cannot. Where no thread can start (interpreter exit) it runs here."""
+    if not _holding():
+        return
+    releasing = _start_daemon(release_held, "tempotrace-release")
+    if releasing is None:
+        release_held()
+    else:
+        releasing.join(max(0.0, timeout_s))
 
 
 # -- flushing at the end of a process ----------------------------------------------------------------------------
@@ -219,11 +243,7 @@ def flush_all(timeout_s: float = EXIT_FLUSH_TIMEOUT_S) -> bool:
     The held spans are made first, on a helper thread given at most half the time: a lock the
     interrupted thread holds can stop that thread, not the flush of what is already queued."""
     deadline = time.monotonic() + timeout_s
-    releasing = _start_daemon(release_held, "tempotrace-release")
-    if releasing is None:  # no thread can start now (interpreter exit): nothing is interrupted, make them here
-        release_held()
-    else:
-        releasing.join(timeout_s / 2)
+    release_held_within(timeout_s / 2)
     return flush_each(list(_FLUSH), max(0.0, deadline - time.monotonic()))
 
 

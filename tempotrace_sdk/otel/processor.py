@@ -41,7 +41,7 @@ from ..semconv import CLK_QUALITY, POLICY_REASON, POLICY_VERDICT, STAMPS, UNCERT
 from ..stamptext import encode, send_tokens
 from ..wire.layout import ClockQuality, TsSource
 from .context import LIVE_SPANS_MAX, REMOTE_HOP_KEY, TempoTraceState, get_state, hop_seen
-from .lifecycle import release_held
+from .lifecycle import EXIT_FLUSH_TIMEOUT_S, release_held_within
 from .process import ProcessAttributes
 from .records import SKETCH_CHAIN_MAX, RemoteHop, Sent, SpanRecord
 from .sdk_internals import PROBE, attribute_store, on_ending_hook, set_after_end, span_lock, value_length_limit
@@ -339,11 +339,11 @@ class TempoTraceSpanProcessor(SpanProcessor):
 
     def shutdown(self) -> None:
         """Stop stamping. Nothing is buffered here; spans held to be made later are made first (lifecycle)."""
-        release_held()
+        release_held_within(EXIT_FLUSH_TIMEOUT_S)
         self._shut = True
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Nothing is buffered in this processor; spans held to be made later are made now (lifecycle), so that the
         export processors after this one (a provider flushes its processors in order) export them."""
-        release_held()
+        release_held_within(timeout_millis / 2000)
         return True

@@ -22,6 +22,7 @@ that raises (its span carries the error), an op outside a step.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
 from typing import Any
 
@@ -37,7 +38,7 @@ from . import spans
 from .carriage import count
 from .spans import now
 
-__all__ = ["MAX_HELD", "HeldOp", "hold", "release", "steps_open"]
+__all__ = ["MAX_HELD", "HeldOp", "hold", "release", "step_closed", "step_opened", "steps_open"]
 
 _log = logging.getLogger(__name__)
 
@@ -45,11 +46,28 @@ _log = logging.getLogger(__name__)
 #: its first span, and bounds what a process holds (a few KiB per op).
 MAX_HELD = 64
 
-#: How many ``step()`` contexts are open, process-wide (steps.py keeps it): ops hold only inside one,
-#: whose exit is the next release.
+#: How many ``step()`` contexts are open, process-wide (``step_opened``/``step_closed``): ops hold only
+#: inside one, whose exit is the next release.
 steps_open = [0]
+_steps_lock = threading.Lock()
 
 _held: deque[HeldOp] = deque()
+#: Ops taken from ``_held`` whose span is being made, and its condition (an RLock's: a signal handler may
+#: release on a thread that was inside it).
+_making = [0]
+_made = threading.Condition()
+#: How long ``release()`` waits for ops another thread took: a flush after it then exports them too.
+RELEASE_WAIT_S = 1.0
+
+
+def step_opened() -> None:
+    with _steps_lock:
+        steps_open[0] += 1
+
+
+def step_closed() -> None:
+    with _steps_lock:
+        steps_open[0] = max(0, steps_open[0] - 1)
 
 
 class HeldOp:
@@ -121,21 +139,38 @@ def hold(name: str, attributes: dict[str, Any]) -> HeldOp | None:
 
 
 def release() -> None:
-    """Make the span of every held op. Any thread; ops held meanwhile are made too. Never raises."""
+    """Make the span of every held op, any thread; ops held meanwhile are made too. Returns once the ops other
+    threads took are made as well (waiting RELEASE_WAIT_S at most), so that a flush after it exports every one,
+    and a shutdown after it stamps every one. Never raises."""
     held = _held
-    while held:
-        try:
+    while True:
+        with _made:  # taking an op and counting it is one step: a concurrent release cannot miss it
+            if not held:
+                break
             op = held.popleft()
-        except IndexError:  # another thread took the last one
-            return
-        op.make()
+            _making[0] += 1
+        try:
+            op.make()
+        finally:
+            with _made:
+                _making[0] -= 1
+                if not _making[0]:
+                    _made.notify_all()
+    with _made:
+        _made.wait_for(lambda: not _making[0], RELEASE_WAIT_S)
 
 
 class _AfterFork:
     def after_fork_in_child(self) -> None:
-        _held.clear()  # the parent's ops: its spans to make, not the child's
+        # the parent's ops are its spans to make, not the child's; its steps are not the child's either
+        global _made, _steps_lock
+        _held.clear()
+        _making[0] = 0
+        _made = threading.Condition()
+        _steps_lock = threading.Lock()
+        steps_open[0] = 0
 
 
 _after_fork = _AfterFork()
 lifecycle.renew_after_fork(_after_fork)
-lifecycle.release_before_flush(release)
+lifecycle.release_before_flush(release, lambda: bool(_held) or bool(_making[0]))

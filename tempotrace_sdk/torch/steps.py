@@ -107,7 +107,7 @@ class step:  # lower case: used like a function, ``with step(i):``
         self._span = sp
         self._token = context_api.attach(trace.set_span_in_context(sp))
         _open.append((self._number, sp))
-        held.steps_open[0] += 1
+        held.step_opened()
         return sp
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -121,7 +121,7 @@ class step:  # lower case: used like a function, ``with step(i):``
         finally:
             if _open and _open[-1][1] is sp:
                 _open.pop()
-            held.steps_open[0] = max(0, held.steps_open[0] - 1)
+            held.step_closed()
             attrs = self._leave(sp, exc)
             held.release()  # the step's op spans, made after the exchange (every rank at once) and before it ends
             if attrs is not None:

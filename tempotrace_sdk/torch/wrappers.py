@@ -29,7 +29,7 @@ from opentelemetry.trace import Span
 from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
 from .carriage import Exchange, count, make_record
 from .groups import GroupInfo
-from .held import HeldOp, hold
+from .held import HeldOp, hold, steps_open
 from .ops import Kind, OpSpec, Reader, tensor_bytes
 from .pending import PendingOp, registry
 from .record import RecordKind, absent_record
@@ -186,7 +186,7 @@ def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info:
             attrs[TORCH_COMPLETION] = blocking_completion(spec, device)
         return attrs
 
-    if not (carry or asynchronous or device or settings.gpu is not None):  # nothing carried or timed: made in bulk
+    if not (carry or asynchronous or device):  # nothing carried, nothing a GPU timer times: made later, in bulk
         held = _hold(spec.name, span_attributes)
         if held is not None:
             return _call_held(original, held, args, kwargs, spec.name)
@@ -203,6 +203,8 @@ def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info:
 
 def _hold(name: str, attributes: Callable[[], dict[str, Any]]) -> HeldOp | None:
     """The op's start held for a span made later (held.py); None: make it now. Never raises."""
+    if not steps_open[0]:  # the common case outside step(): decided before the attributes are built
+        return None
     try:
         return hold("torch." + name, attributes())
     except Exception:
@@ -225,11 +227,12 @@ def _call_held(original: Callable[..., Any], held: HeldOp, args: Any, kwargs: di
     finally:
         inside.reset(token)
     try:  # the op succeeded: nothing after this may fail the program
-        if not held.ended():
-            held.make()
+        if held.ended():
+            return result
     except Exception:
         count("trace_failed")
         _log.debug("tempotrace.torch: tracing %s failed after the op", name, exc_info=True)
+    held.make()  # not held after all (a clock that failed, a tick that raised): made now; never raises
     return result
 
 

@@ -174,7 +174,7 @@ def test_a_gpu_timer_that_fails_before_the_op_leaves_a_cpu_timed_span(job: Job) 
             "raised": [], "t": 2.0, "counts": None, "seconds": None}
     assert result(job, 0, "gpu_begin_failure")["counts"]["gpu_failed"] == 1
     (span,) = op_spans(job, 0, 510, "all_reduce")
-    assert span["torch.completion"] == "return" and span.get("end.ptp_ns") is not None
+    assert span["torch.completion"] in ("future", "wait") and span.get("end.ptp_ns") is not None
 
 
 AMBIGUOUS_STEPS = (600, 601, 602)  #: fault_worker.any_source_overlap: receives torch may pair otherwise
