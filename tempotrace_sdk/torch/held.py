@@ -27,16 +27,13 @@ from collections import deque
 from typing import Any
 
 from opentelemetry import context as context_api
-from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ..clocks.base import Timestamp
-from ..clocks.leapseconds import tai_to_utc_ns
 from ..otel import lifecycle
 from ..otel.context import get_state
-from ..otel.processor import pending_start, stamp_end
 from . import spans
 from .carriage import count
-from .spans import now
+from .spans import end_span, now
 
 __all__ = ["MAX_HELD", "HeldOp", "hold", "release", "step_closed", "step_opened", "steps_open"]
 
@@ -98,33 +95,13 @@ class HeldOp:
 
     def make(self, attributes: dict[str, Any] | None = None, error: BaseException | None = None) -> None:
         """Make and end the span now, from what was taken at the op (an end not taken yet: read now). Never raises."""
-        state = get_state()
         try:
-            start_utc = tai_to_utc_ns(self.start.ptp_ns)
-            token = pending_start.set((start_utc, self.start, self.start_lts))
-            try:
-                sp = spans.tracer().start_span(self.name, context=self.context, kind=SpanKind.INTERNAL,
-                                         attributes=self.attributes, start_time=start_utc)
-            finally:
-                pending_start.reset(token)
-            end: Timestamp | None = self.end
-            end_lts: int | None = self.end_lts
-            if end is None:
-                end = now(state)
-                end_lts = None if end is None else state.lamport.tick()
-            if sp.is_recording():
-                if attributes:
-                    sp.set_attributes(attributes)
-                if error is not None:
-                    sp.record_exception(error)
-                    sp.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
-                span_id = sp.get_span_context().span_id
-                if end is not None and span_id in state.live:
-                    stamp_end(state, sp, span_id, end, end_lts)  # type: ignore[arg-type]  # an SDK span: in live
-            sp.end(end_time=None if end is None else tai_to_utc_ns(end.ptp_ns))
+            sp = spans.start_span(self.name, self.attributes, self.context, at=(self.start, self.start_lts))
         except Exception:
             count("untraced")
             _log.debug("tempotrace.torch: a held span %s could not be made", self.name, exc_info=True)
+            return
+        end_span(sp, attributes, error, self.end, self.end_lts if self.end is not None else None)
 
 
 def hold(name: str, attributes: dict[str, Any]) -> HeldOp | None:

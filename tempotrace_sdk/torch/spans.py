@@ -52,13 +52,15 @@ def now(state: TempoTraceState | None = None) -> Timestamp | None:
         return None
 
 
-def start_span(name: str, attributes: dict[str, Any], context: context_api.Context | None = None) -> Span:
-    """A span started now by our clock (parent: ``context``, default the current one)."""
-    ts = now()
+def start_span(name: str, attributes: dict[str, Any], context: context_api.Context | None = None, *,
+               at: tuple[Timestamp, int] | None = None) -> Span:
+    """A span started now by our clock (parent: ``context``, default the current one); or started ``at`` a
+    reading taken earlier with its Lamport tick (a held op, held.py)."""
+    ts, lts = (now(), None) if at is None else at
     if ts is None:
         return tracer().start_span(name, context=context, kind=SpanKind.INTERNAL, attributes=attributes)
     start_utc = tai_to_utc_ns(ts.ptp_ns)
-    token = pending_start.set((start_utc, ts, None))
+    token = pending_start.set((start_utc, ts, lts))
     try:
         return tracer().start_span(
             name, context=context, kind=SpanKind.INTERNAL, attributes=attributes, start_time=start_utc
@@ -79,9 +81,11 @@ def start_or_invalid(name: str, attributes: dict[str, Any], context: context_api
 
 
 def end_span(
-    sp: Span, attributes: dict[str, Any] | None = None, error: BaseException | None = None, ts: Timestamp | None = None
+    sp: Span, attributes: dict[str, Any] | None = None, error: BaseException | None = None, ts: Timestamp | None = None,
+    lts: int | None = None,
 ) -> None:
-    """Set ``attributes``, stamp the end (``ts``, default now) and end the span. Never raises."""
+    """Set ``attributes``, stamp the end (``ts``, default now; ``lts``: the Lamport value ticked with ``ts``,
+    default ticked now) and end the span. Never raises."""
     state = get_state()
     try:
         if ts is None:
@@ -94,7 +98,7 @@ def end_span(
                 sp.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
             span_id = sp.get_span_context().span_id
             if ts is not None and span_id in state.live:
-                stamp_end(state, sp, span_id, ts)  # type: ignore[arg-type]  # an SDK span: it is in live
+                stamp_end(state, sp, span_id, ts, lts)  # type: ignore[arg-type]  # an SDK span: it is in live
         sp.end(end_time=None if ts is None else tai_to_utc_ns(ts.ptp_ns))
     except Exception:
         state.count_error("torch_span_end")
