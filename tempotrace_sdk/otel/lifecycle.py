@@ -18,8 +18,8 @@ spec/reliability.md §Process lifecycle says what each guarantees:
 Spans that ended but are held back to be made later, in bulk (torch's op
 spans inside a step, torch/held.py), are released before every flush:
 ``release_before_flush`` registers who holds them; every flush here, the
-configure() handle's, our span processor's and the batch exporter's worker
-tick call ``release_held()`` first.
+configure() handle's and exit's (``flush_each``), our span processor's and
+the batch exporter's worker tick call ``release_held()`` first.
 """
 
 from __future__ import annotations
@@ -217,8 +217,13 @@ def flush_each(objs: Iterable[_Flushable], timeout_s: float) -> bool:
     left running on its daemon thread. Where no thread can start (interpreter
     exit on newer Pythons) they run here one after the other, each bounded by
     what is left (an ``export()`` already running is not interrupted).
+
+    The held spans are made first, on a helper thread given at most half the
+    time: a lock the interrupted thread holds can stop that thread, not the
+    flush of what is already queued.
     """
     deadline = time.monotonic() + timeout_s
+    release_held_within(timeout_s / 2)
     results: dict[int, bool] = {}
     threads: list[threading.Thread] = []
     items = list(objs)
@@ -238,13 +243,9 @@ def flush_each(objs: Iterable[_Flushable], timeout_s: float) -> bool:
 
 
 def flush_all(timeout_s: float = EXIT_FLUSH_TIMEOUT_S) -> bool:
-    """Flush every registered processor and exporter within ``timeout_s`` in all; never raises.
-
-    The held spans are made first, on a helper thread given at most half the time: a lock the
-    interrupted thread holds can stop that thread, not the flush of what is already queued."""
-    deadline = time.monotonic() + timeout_s
-    release_held_within(timeout_s / 2)
-    return flush_each(list(_FLUSH), max(0.0, deadline - time.monotonic()))
+    """Flush every registered processor and exporter within ``timeout_s`` in all (held spans made first:
+    ``flush_each``); never raises."""
+    return flush_each(list(_FLUSH), timeout_s)
 
 
 def _flush_at_exit() -> None:
