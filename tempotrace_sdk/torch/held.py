@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as context_api
@@ -35,7 +36,7 @@ from . import spans
 from .carriage import count
 from .spans import end_span, now
 
-__all__ = ["MAX_HELD", "HeldOp", "hold", "release", "step_closed", "step_opened", "steps_open"]
+__all__ = ["MAX_HELD", "HeldOp", "hold", "release", "step_closed", "step_opened"]
 
 _log = logging.getLogger(__name__)
 
@@ -104,15 +105,20 @@ class HeldOp:
         end_span(sp, attributes, error, self.end, self.end_lts if self.end is not None else None)
 
 
-def hold(name: str, attributes: dict[str, Any]) -> HeldOp | None:
-    """The op's start, held (None: not inside a step, or the clock failed: make the span at once)."""
-    if not steps_open[0]:
+def hold(name: str, attributes: Callable[[], dict[str, Any]]) -> HeldOp | None:
+    """The op's start, held (None: not inside a step, the clock failed, or its attributes could not be built:
+    make the span at once). ``attributes`` is called only inside a step. Never raises."""
+    if not steps_open[0]:  # the common case outside step(): decided before the attributes are built
         return None
-    state = get_state()
-    ts = now(state)
-    if ts is None:
+    try:
+        state = get_state()
+        ts = now(state)
+        if ts is None:
+            return None
+        return HeldOp(name, attributes(), ts, state.lamport.tick())
+    except Exception:
+        _log.debug("tempotrace.torch: %s not held; its span is made now", name, exc_info=True)
         return None
-    return HeldOp(name, attributes, ts, state.lamport.tick())
 
 
 def release() -> None:

@@ -29,7 +29,7 @@ from opentelemetry.trace import Span
 from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
 from .carriage import Exchange, count, make_record
 from .groups import GroupInfo
-from .held import HeldOp, hold, steps_open
+from .held import HeldOp, hold
 from .ops import Kind, OpSpec, Reader, tensor_bytes
 from .pending import PendingOp, registry
 from .record import RecordKind, absent_record
@@ -97,6 +97,13 @@ def begin(name: str, info: GroupInfo, attributes: Callable[[], dict[str, Any]], 
 
 def call(original: Callable[..., Any], sp: Span, args: Any, kwargs: dict[str, Any], name: str) -> Any:
     """Run the op with re-entrancy off; its exception ends the span, is marked as an op's, and propagates."""
+    return _run_op(original, args, kwargs, name, lambda err: end_span(sp, {TORCH_COMPLETION: "error"}, error=err))
+
+
+def _run_op(original: Callable[..., Any], args: Any, kwargs: dict[str, Any], name: str,
+            on_error: Callable[[BaseException], None]) -> Any:
+    """The op with re-entrancy off; its exception is marked as an op's, given to ``on_error`` (which ends its
+    span) and propagates."""
     token = inside.set(True)
     try:
         return original(*args, **kwargs)
@@ -105,7 +112,7 @@ def call(original: Callable[..., Any], sp: Span, args: Any, kwargs: dict[str, An
             setattr(err, OP_ERROR_ATTR, name)
         except Exception:
             pass
-        end_span(sp, {TORCH_COMPLETION: "error"}, error=err)
+        on_error(err)
         raise
     finally:
         inside.reset(token)
@@ -187,7 +194,7 @@ def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info:
         return attrs
 
     if not (carry or asynchronous or device):  # nothing carried, nothing a GPU timer times: made later, in bulk
-        held = _hold(spec.name, span_attributes)
+        held = hold("torch." + spec.name, span_attributes)
         if held is not None:
             return _call_held(original, held, args, kwargs, spec.name)
     begun = begin(spec.name, info, span_attributes, record=(RecordKind.EXCHANGE, seq) if carry else None,
@@ -201,31 +208,9 @@ def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info:
     return result
 
 
-def _hold(name: str, attributes: Callable[[], dict[str, Any]]) -> HeldOp | None:
-    """The op's start held for a span made later (held.py); None: make it now. Never raises."""
-    if not steps_open[0]:  # the common case outside step(): decided before the attributes are built
-        return None
-    try:
-        return hold("torch." + name, attributes())
-    except Exception:
-        _log.debug("tempotrace.torch: %s not held; its span is made now", name, exc_info=True)
-        return None
-
-
 def _call_held(original: Callable[..., Any], held: HeldOp, args: Any, kwargs: dict[str, Any], name: str) -> Any:
     """``call`` for a held op: its exception makes the span at once (with the error); a return holds its end."""
-    token = inside.set(True)
-    try:
-        result = original(*args, **kwargs)
-    except BaseException as err:
-        try:
-            setattr(err, OP_ERROR_ATTR, name)
-        except Exception:
-            pass
-        held.make({TORCH_COMPLETION: "error"}, error=err)
-        raise
-    finally:
-        inside.reset(token)
+    result = _run_op(original, args, kwargs, name, lambda err: held.make({TORCH_COMPLETION: "error"}, error=err))
     try:  # the op succeeded: nothing after this may fail the program
         if held.ended():
             return result
