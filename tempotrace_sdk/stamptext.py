@@ -200,10 +200,21 @@ def _check(token: str, what: str, value: int, hi: int) -> int:
     return value
 
 
+#: Stands for a present plain attribute that is no value of its field: outside every range, so decode refuses it.
+_NOT_A_VALUE = -1
+
+
+def _check_plain(name: str, rule: str, value: int, hi: int) -> None:
+    if not 0 <= value <= hi:
+        got = "" if value == _NOT_A_VALUE else f", got {value}"
+        raise StampsError("s", f"the span's {name} must be {rule}{got}", error_class="STAMPS_RANGE")
+
+
 def decode(text: str, start_ns: int, end_ns: int, uncertainty_ns: int | None, clk_quality: int | None) -> SpanStamps:
     """The absolute values of a span's stamps text; ``start_ns``/``end_ns`` are its OpenTelemetry
-    times, ``uncertainty_ns``/``clk_quality`` its plain attributes (None when absent: saturated and
-    UNKNOWN). Raises StampsError (a ValueError) naming the token and the rule it breaks."""
+    times, ``uncertainty_ns``/``clk_quality`` its plain attributes (each None when absent: saturated,
+    UNKNOWN; a present one outside 0..65535 / 0..2 is refused with the start's values, STAMPS_RANGE).
+    Raises StampsError (a ValueError) naming the token and the rule it breaks."""
     unc = UNCERTAINTY_SATURATED if uncertainty_ns is None else uncertainty_ns
     qual = _UNKNOWN if clk_quality is None else clk_quality
     if text.count(" x") > MAX_SENDS:  # counted before anything is built
@@ -215,6 +226,9 @@ def decode(text: str, start_ns: int, end_ns: int, uncertainty_ns: int | None, cl
     lts = int(m[1])
     _check("s", "lts", lts, INT63_MAX)
     ptp = _check("s", "ptp_ns", start_ns + TAI_UTC_BASE_NS + int(m[3] or 0), INT63_MAX)
+    # The plain attributes are the start's bound and quality: checked as its values, never clamped (§1.4).
+    _check_plain(S.UNCERTAINTY_NS, "an int 0..65535", unc, UNCERTAINTY_SATURATED)
+    _check_plain(S.CLK_QUALITY, "OK, DEGRADED or UNKNOWN (tt-ext 0..2)", qual, _UNKNOWN)
     source = int(m[2])
     end: Reading | None = None
     remote: Received | None = None
@@ -276,6 +290,19 @@ def quality_number(name: object) -> int | None:
     return _QUALITY_NUMBERS.get(name) if isinstance(name, str) else None
 
 
+def _plain(attributes: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """The span's plain bound and quality as decode takes them: None where absent; a value of the wrong type
+    or an unknown quality name is out of range, never taken for absent (§1.4)."""
+    unc = attributes.get(S.UNCERTAINTY_NS)
+    qual = attributes.get(S.CLK_QUALITY)
+    if unc is not None and (isinstance(unc, bool) or not isinstance(unc, int)):
+        unc = _NOT_A_VALUE
+    if qual is not None:
+        number = quality_number(qual)
+        qual = _NOT_A_VALUE if number is None else number
+    return unc, qual
+
+
 def expand(attributes: Mapping[str, Any], start_ns: int, end_ns: int) -> dict[str, Any]:
     """A span's attributes with ``tempotrace.stamps`` written out under the previous attribute set's names
     (``tempotrace.ptp_ns``, ``tempotrace.end.lts``, ``tempotrace.send.lts``, ...; semantic-conventions
@@ -285,8 +312,7 @@ def expand(attributes: Mapping[str, Any], start_ns: int, end_ns: int) -> dict[st
     text = out.pop(S.STAMPS, None)
     if not isinstance(text, str):
         return out
-    unc = out.get(S.UNCERTAINTY_NS)
-    st = decode(text, start_ns, end_ns, unc if isinstance(unc, int) else None, quality_number(out.get(S.CLK_QUALITY)))
+    st = decode(text, start_ns, end_ns, *_plain(out))
     out[S.PTP_NS], out[S.LTS], out[S.TS_SOURCE] = st.start.ptp_ns, st.start.lts, _SOURCE_NAMES[st.ts_source]
     out.setdefault(S.UNCERTAINTY_NS, st.start.uncertainty_ns)
     out.setdefault(S.CLK_QUALITY, _QUALITY_NAMES[st.start.clk_quality])

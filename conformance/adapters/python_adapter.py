@@ -187,7 +187,7 @@ def receive_record(req: dict[str, Any]) -> Response:
     """The codec's checks, then the receiver's (spec/torch.md §3.2 checks 7-9), as carriage._check makes them."""
     record = decode_record(_hex(_str(req, "record")))
     if int(record.kind) != _int(_str(req, "expectKind")):
-        raise RecordError("kind", "not the kind expected", error_class="RECORD_KIND", remote=True)
+        raise RecordError("kind", "not the kind expected", error_class="RECORD_UNEXPECTED_KIND", remote=True)
     if record.rank != _int(_str(req, "expectRank")):
         raise RecordError("rank", "not the rank expected", error_class="RECORD_RANK", remote=True)
     if record.seq != _int(_str(req, "expectSeq")):
@@ -198,8 +198,8 @@ def receive_record(req: dict[str, Any]) -> Response:
 def encode_record_op(req: dict[str, Any]) -> Response:
     kind = _int(_str(req, "kind"))
     ids = _hex(_str(req, "traceId")), _hex(_str(req, "spanId"))
-    if (len(ids[0]), len(ids[1])) != (16, 8):
-        raise ProtocolProblem("traceId must be 16 octets and spanId 8")
+    if (len(ids[0]), len(ids[1])) != (16, 8):  # the SDK takes ids as integers: their octets' count is checked here
+        raise RecordError("trace_id/span_id", "must be 16 and 8 octets", error_class="RECORD_FIELD")
     try:  # a TorchRecord holds a TTExt: bytes that are not a valid header are a bad field of the caller's
         header = TTExt.decode(_hex(_str(req, "header")))
     except HeaderError as err:
@@ -248,8 +248,10 @@ def decode_stamps(req: dict[str, Any]) -> Response:
     if r is not None:
         out.update(_reading("remote", stamptext.Reading(r.ptp_ns, r.uncertainty_ns, r.clk_quality, r.lts)))
         out.update(receive="true", remoteTsSource=str(r.ts_source), remoteTenantId=str(r.tenant_id))
-    out["recvLts"] = "" if r is None or r.recv_lts is None else str(r.recv_lts)
-    out["sketch"] = "" if st.sketch is None else st.sketch.hex()
+    if r is not None and r.recv_lts is not None:  # absent values are absent keys (PROTOCOL.md)
+        out["recvLts"] = str(r.recv_lts)
+    if st.sketch is not None:
+        out["sketch"] = st.sketch.hex()
     for key in _READING:
         out["send" + key] = [_reading("", x)[key] for x in st.sends]
     s = st.start
@@ -268,8 +270,8 @@ def encode_stamps(req: dict[str, Any]) -> Response:
     if _flag(req, "receive"):
         r_lts, r_ptp, r_unc, r_qual = _reading_of(req, "remote")
         remote = (r_ptp, r_unc, r_qual, _int(_str(req, "remoteTsSource")), _int(_str(req, "remoteTenantId")), r_lts)
-        recv_lts = _int(_str(req, "recvLts")) if _str(req, "recvLts") else None
-    sketch = _hex(_str(req, "sketch")) or None
+        recv_lts = _int(_str(req, "recvLts")) if "recvLts" in req else None  # absent: not merged
+    sketch = _sketch(_str(req, "sketch")).to_bytes() if "sketch" in req else None  # absent: no sketch
     columns = [[_int(v) for v in _list(req, "send" + k)] for k in _READING]
     if len({len(c) for c in columns}) != 1:
         raise ProtocolProblem("the send arrays must have one entry per send")

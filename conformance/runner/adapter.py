@@ -14,6 +14,9 @@ MAX_RESTARTS = 20  # a crashing adapter is restarted so later vectors still run,
 # cannot start (missing dependency, wrong command): stop at once and say why,
 # instead of restarting it for every vector.
 START_ATTEMPTS = 2
+# The wait for an answer grows with the request: a valid text of 2^20 sends is 5.2 MB in and 43 MB out, which
+# took our Python codec 6-12 s on a 2-core machine (C: 1 s). PROTOCOL.md states it.
+SECONDS_PER_MB = 4.0
 
 
 class AdapterStartError(RuntimeError):
@@ -118,7 +121,7 @@ class Adapter:
             assert proc.stdin is not None
             proc.stdin.write(line.encode("ascii"))
             proc.stdin.flush()
-            raw = self._lines.get(timeout=self.timeout)
+            raw = self._lines.get(timeout=self.timeout + len(line) / 1e6 * SECONDS_PER_MB)
         except (OSError, queue.Empty) as err:
             what = "timed out" if isinstance(err, queue.Empty) else f"write failed ({err})"
             self.restarts += 1

@@ -83,7 +83,10 @@ def mismatches(expect: dict[str, Value], got: dict[str, Value]) -> list[str]:
         out.append(f"expected a valid result, got errorClass {got['errorClass']}")
     else:
         for key, want in expect.items():
-            if got.get(key) != want:
+            if want is None:  # the vector says this value is absent: so must the key be
+                if key in got:
+                    out.append(f"{key}: expected no such key (the value is absent), got {shorten(got[key])}")
+            elif got.get(key) != want:
                 out.append(f"{key}: expected {shorten(want)}, got {shorten(got.get(key, '<missing>'))}")
     return out
 
@@ -230,7 +233,9 @@ def main(argv: list[str] | None = None) -> int:
         default=Path(os.environ.get("TTEXT_C_ADAPTER", C_ADAPTER)),
         help="the C adapter binary (default native/build/ttext/ttext-adapter or $TTEXT_C_ADAPTER)",
     )
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each answer")
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds to wait for each answer, plus 4 s per MB of the request"
+    )
     parser.add_argument("--max-reports", type=int, default=50, help="failure reports to print (all are counted)")
     parser.add_argument(
         "--differential",

@@ -122,6 +122,25 @@ def _mutate_stamps(rng: random.Random, text: str) -> str:
     return " ".join(tokens)
 
 
+# The span's plain attributes (semantic-conventions 1.4: each absent on its own, a present one range-checked):
+# edges of both ranges, the type's and beyond any integer type.
+PLAIN_VALUES = {
+    "uncertaintyNs": ("0", "65535", "65536", "70000", "-1", "4294967296", "99999999999999999999"),
+    "clkQuality": ("0", "1", "2", "3", "-1", "255", "18446744073709551616"),
+}
+
+
+def _mutate_plain(rng: random.Random, request: dict[str, Any]) -> dict[str, Any]:
+    """A decode_stamps request with one plain attribute dropped or set to an edge value."""
+    out = dict(request)
+    key = rng.choice(sorted(PLAIN_VALUES))
+    if rng.random() < 0.25:
+        out.pop(key, None)
+    else:
+        out[key] = rng.choice(PLAIN_VALUES[key])
+    return out
+
+
 def _stamps_base(case: Case) -> dict[str, Any]:
     """A decode_stamps request to mutate: a decode vector's, or an encode vector's text read back with its values."""
     req = case.request
@@ -137,7 +156,8 @@ def differential_requests(cases: list[Case], count: int, seed: int) -> Iterator[
 
     They take turns among the input families the vectors have: binary headers,
     text headers, records (decoded, or received with expectations), stamps
-    texts (decoded with their vector's OpenTelemetry times and attributes).
+    texts (decoded with their vector's OpenTelemetry times and attributes, the
+    attributes themselves mutated in three of ten).
     """
     rng = random.Random(seed)
     wires = [bytes.fromhex(c.request["wire"]) for c in cases if c.request["op"] == "decode_bytes"]
@@ -157,6 +177,12 @@ def differential_requests(cases: list[Case], count: int, seed: int) -> Iterator[
             yield {"op": "decode_text", "text": _mutate_text(rng, rng.choice(texts))}
         elif family == "stamps":
             base = rng.choice(stamps)
-            yield {**base, "text": _mutate_stamps(rng, str(base["text"]))}
+            r = rng.random()
+            if r < 0.2:  # the text as it was, the attributes changed
+                yield _mutate_plain(rng, base)
+            elif r < 0.3:
+                yield _mutate_plain(rng, {**base, "text": _mutate_stamps(rng, str(base["text"]))})
+            else:
+                yield {**base, "text": _mutate_stamps(rng, str(base["text"]))}
         else:
             yield _record_request(rng, records)

@@ -23,10 +23,22 @@ HEADER_FIELDS = ("tenantId", "ptpNs", "tsSource", "clkQuality", "uncertaintyNs",
 RECORD_FIELDS = ("kind", "rank", "seq", "traceId", "spanId")
 READING_FIELDS = ("ptpNs", "uncertaintyNs", "clkQuality", "lts")  # one reading of a stamps text
 STAMPS_BASES = ("startTimeUnixNano", "endTimeUnixNano")
+# The decode_stamps keys present only when the text has that part (PROTOCOL.md): the end's, the receive's,
+# the receive's lts when merged, the sketch.
+STAMPS_OPTIONAL_KEYS = (
+    *("end" + k[0].upper() + k[1:] for k in READING_FIELDS),
+    *("remote" + k[0].upper() + k[1:] for k in READING_FIELDS),
+    "remoteTsSource",
+    "remoteTenantId",
+    "recvLts",
+    "sketch",
+)
 FLOAT_KEYS = frozenset({"falsePositiveEstimate"})
 
 # typing.Union, not "|": the runner runs on a stock Python 3.8 or later (conformance/README.md).
-Value = Union[str, float, List[str]]  # noqa: UP006, UP007
+# None in an expectation: the answer must not have that key (an absent value is an absent key).
+Value = Union[str, float, List[str], None]  # noqa: UP006, UP007
+ABSENT = None
 
 
 class VectorError(ValueError):
@@ -195,8 +207,10 @@ def flat_stamps(st: dict[str, Any]) -> dict[str, Value]:
         out.update(_prefixed("remote", rec))
         out["remoteTsSource"] = norm("tsSource", _need(rec, "tsSource"))
         out["remoteTenantId"] = str(_need(rec, "tenantId"))
-    out["recvLts"] = str(rec["recvLts"]) if rec is not None and "recvLts" in rec else ""
-    out["sketch"] = str(st.get("sketch", ""))
+    if rec is not None and "recvLts" in rec:  # absent values are absent keys, in requests and answers alike
+        out["recvLts"] = str(rec["recvLts"])
+    if "sketch" in st:
+        out["sketch"] = str(st["sketch"])
     sends = _need(st, "sends")
     for k in READING_FIELDS:
         out["send" + k[0].upper() + k[1:]] = [str(norm(k, _need(x, k))) for x in sends]
@@ -216,7 +230,8 @@ def _stamps_decode(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]
     req.update({k: norm(k, t[k]) for k in ("uncertaintyNs", "clkQuality") if k in t})  # absent: not on the span
     if t.get("result") == "invalid":
         return req, {"errorClass": str(_need(t, "errorClass"))}
-    return req, {**flat_stamps(_need(t, "stamps")), "canonical": str(_need(t, "canonical"))}
+    answer: dict[str, Value] = {**flat_stamps(_need(t, "stamps")), "canonical": str(_need(t, "canonical"))}
+    return req, {**dict.fromkeys(STAMPS_OPTIONAL_KEYS, ABSENT), **answer}  # what the text lacks must be absent
 
 
 def _stamps_encode(t: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Value]]:

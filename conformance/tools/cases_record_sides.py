@@ -50,9 +50,13 @@ def receive() -> list[dict[str, Any]]:
             "seq 2^63 as expected", ["Expectation", "RankSeqLimit"], replace(s, seq=2**63), ("EXCHANGE", 3, 2**63)
         ),
         _receive(
-            "exchange record where a p2p side message is expected", ["Expectation"], s, ("P2P", 3, 7), "RECORD_KIND"
+            "exchange record where a p2p side message is expected",
+            ["Expectation"],
+            s,
+            ("P2P", 3, 7),
+            "RECORD_UNEXPECTED_KIND",
         ),
-        _receive("p2p side message in an exchange", ["Expectation"], p, ("EXCHANGE", 1, 17), "RECORD_KIND"),
+        _receive("p2p side message in an exchange", ["Expectation"], p, ("EXCHANGE", 1, 17), "RECORD_UNEXPECTED_KIND"),
         _receive("rank 4 where 3 is expected", ["Expectation"], replace(s, rank=4), ex, "RECORD_RANK"),
         _receive(
             "rank 0x03000000: byte order", ["Expectation", "ByteOrder"], replace(s, rank=0x03000000), ex, "RECORD_RANK"
@@ -76,11 +80,11 @@ def receive() -> list[dict[str, Any]]:
             "seq 7 where 2^64-1 is expected", ["Expectation", "RankSeqLimit"], s, ("EXCHANGE", 3, U64), "RECORD_SEQ"
         ),
         _receive(
-            "wrong kind and wrong rank: RECORD_KIND",
+            "wrong kind and wrong rank: RECORD_UNEXPECTED_KIND",
             ["Expectation", "RecordPrecedence"],
             replace(s, rank=9),
             ("P2P", 3, 7),
-            "RECORD_KIND",
+            "RECORD_UNEXPECTED_KIND",
         ),
         _receive(
             "wrong rank and wrong seq: RECORD_RANK",
@@ -119,18 +123,21 @@ def receive() -> list[dict[str, Any]]:
 
 
 def _enc(comment: str, flags: list[str], rec: Rec, *, kind: int | None = None, rank: int | None = None,
-         seq: int | None = None, header: bytes | None = None, error: str | None = None) -> dict[str, Any]:  # fmt: skip
-    """Encode rec's fields, or values that override them (out of range, a bad header)."""
+         seq: int | None = None, header: bytes | None = None, trace_id: bytes | None = None,
+         span_id: bytes | None = None, error: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Encode rec's fields, or values that override them (out of range, a bad header, ids of a wrong length)."""
     k = rec.kind if kind is None else kind
     h = rec.header.pack() if header is None else header
     r = rec.rank if rank is None else rank
     q = rec.seq if seq is None else seq
+    tid = rec.trace_id if trace_id is None else trace_id
+    sid = rec.span_id if span_id is None else span_id
     fields = {
         "kind": KINDS.get(k, k),
         "rank": r,
         "seq": str(q),
-        "traceId": rec.trace_id.hex(),
-        "spanId": rec.span_id.hex(),
+        "traceId": tid.hex(),
+        "spanId": sid.hex(),
         "header": h.hex(),
     }
     case: dict[str, Any] = {
@@ -138,11 +145,11 @@ def _enc(comment: str, flags: list[str], rec: Rec, *, kind: int | None = None, r
         "flags": ["RecordEncode", *with_normalised(flags, rec)],
         "fields": fields,
     }
-    got = encode_error(k, r, q, h)
+    got = encode_error(k, r, q, h, tid, sid)
     assert got == error, (comment, got, error)
     if error:
         return {**case, "result": "invalid", "errorClass": error}
-    assert header is None
+    assert header is None and trace_id is None and span_id is None
     return {**case, "result": "valid", "record": _checked(replace(rec, header=normalised(rec.header))).hex()}
 
 
@@ -194,4 +201,21 @@ def encode() -> list[dict[str, Any]]:
             error="RECORD_FIELD",
         ),
         _enc("kind 2 and rank 2^32", ["RecordField"], s, kind=2, rank=2**32, error="RECORD_FIELD"),
+        # An id is its 16 / 8 octets: a shorter or longer one is the caller's bad field, not a malformed request.
+        _enc("trace id of 15 octets", ["RecordField", "IdLength"], s, trace_id=s.trace_id[1:], error="RECORD_FIELD"),
+        _enc(
+            "trace id of 17 octets", ["RecordField", "IdLength"], s, trace_id=b"\0" + s.trace_id, error="RECORD_FIELD"
+        ),
+        _enc("trace id of 0 octets", ["RecordField", "IdLength"], s, trace_id=b"", error="RECORD_FIELD"),
+        _enc("span id of 7 octets", ["RecordField", "IdLength"], s, span_id=s.span_id[1:], error="RECORD_FIELD"),
+        _enc("span id of 9 octets", ["RecordField", "IdLength"], s, span_id=s.span_id + b"\0", error="RECORD_FIELD"),
+        _enc("span id of 0 octets", ["RecordField", "IdLength"], s, span_id=b"", error="RECORD_FIELD"),
+        _enc(
+            "a 16-octet span id and an 8-octet trace id (swapped)",
+            ["RecordField", "IdLength"],
+            s,
+            trace_id=s.span_id,
+            span_id=s.trace_id,
+            error="RECORD_FIELD",
+        ),
     ]

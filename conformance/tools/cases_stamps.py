@@ -48,7 +48,13 @@ NOTES: dict[str, tuple[str, str]] = {
     "Relative": ("EDGE_CASE", "dt, dlts, dptp and back negative, zero and positive: each relative to its base."),
     "PlainAttributes": (
         "EDGE_CASE",
-        "Without the plain tempotrace.uncertainty_ns / clk_quality attributes the start reads as 65535, UNKNOWN.",
+        "Without the plain tempotrace.uncertainty_ns / clk_quality attributes the start reads as 65535, UNKNOWN; "
+        "each absent one defaults on its own.",
+    ),
+    "PlainRange": (
+        "BASIC",
+        "A present plain attribute is the start's bound or quality: outside 0..65535 / OK, DEGRADED, UNKNOWN it is "
+        "STAMPS_RANGE, checked with the start token's values, never clamped or taken for absent (1.4).",
     ),
     "Sketch": ("EDGE_CASE", "Sketches of 43 base64url characters: empty, full, every position, - and _."),
     "Sends": ("BASIC", "One or many x tokens, each relative to the start, in send order."),
@@ -107,8 +113,8 @@ def _bases(start_ns: int, end_ns: int, unc: int | None, qual: int | None) -> dic
     out: dict[str, Any] = {"startTimeUnixNano": str(start_ns), "endTimeUnixNano": str(end_ns)}
     if unc is not None:
         out["uncertaintyNs"] = unc
-    if qual is not None:
-        out["clkQuality"] = QUALITIES[qual]
+    if qual is not None:  # a name; a number where the value has none (out of range)
+        out["clkQuality"] = QUALITIES[qual] if 0 <= qual < len(QUALITIES) else qual
     return out
 
 

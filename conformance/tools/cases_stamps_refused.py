@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cases_stamps import EB, U64, ZERO_SKETCH, B, E, T, _bases
+from cases_stamps import EB, U64, ZERO_SKETCH, B, E, T, _bases, valid
 from reference_stamps import MAX_SENDS, Refused, decode
 
 
@@ -183,5 +183,81 @@ def decode_invalid() -> list[dict[str, Any]]:
             ["TooManySends"],
             _parts("s5,0", " x0,0", MAX_SENDS + 1),
             "STAMPS_TOO_MANY_SENDS",
+        ),
+    ]
+
+
+def decode_plain() -> list[dict[str, Any]]:
+    """The span's plain attributes: each absent one defaults alone; a present one is range-checked as the
+    start's (semantic-conventions §1.4). Appended after the refused texts, so no earlier tcId moves."""
+    return [
+        valid(
+            "only the quality present: the bound alone defaults to 65535",
+            ["PlainAttributes"],
+            "s5,0 e3",
+            unc=None,
+            qual=1,
+        ),
+        valid(
+            "only the bound present: the quality alone defaults to UNKNOWN",
+            ["PlainAttributes"],
+            "s5,0 x1,1",
+            unc=220,
+            qual=None,
+        ),
+        valid(
+            "bound 65535 with quality OK: at the top of its range",
+            ["PlainRange", "FieldLimit"],
+            "s5,0",
+            unc=65535,
+            qual=0,
+        ),
+        valid("bound 0 with quality UNKNOWN: read as given, not replaced", ["PlainRange"], "s5,0 e1", unc=0, qual=2),
+        invalid("bound 65536", ["PlainRange"], "s5,0 e3", "STAMPS_RANGE", unc=65536),
+        invalid("bound 70000", ["PlainRange"], "s5,0", "STAMPS_RANGE", unc=70000),
+        invalid("bound -1", ["PlainRange"], "s5,0", "STAMPS_RANGE", unc=-1),
+        invalid("bound 2^32: beyond a uint32", ["PlainRange"], "s5,0", "STAMPS_RANGE", unc=2**32),
+        invalid("bound 2^64: beyond any integer type", ["PlainRange"], "s5,0", "STAMPS_RANGE", unc=2**64),
+        invalid("quality 3", ["PlainRange"], "s5,0", "STAMPS_RANGE", qual=3),
+        invalid("quality -1", ["PlainRange"], "s5,0", "STAMPS_RANGE", qual=-1),
+        invalid("quality 2^64", ["PlainRange"], "s5,0", "STAMPS_RANGE", qual=2**64),
+        invalid(
+            "bound 70000 without the quality",
+            ["PlainRange", "PlainAttributes"],
+            "s5,0",
+            "STAMPS_RANGE",
+            unc=70000,
+            qual=None,
+        ),
+        invalid(
+            "quality 3 without the bound", ["PlainRange", "PlainAttributes"], "s5,0", "STAMPS_RANGE", unc=None, qual=3
+        ),
+        invalid(
+            "bound 70000 where the end and a send have their own bound",
+            ["PlainRange"],
+            "s5,0 e3,0,10,0 x1,1,10,0",
+            "STAMPS_RANGE",
+            unc=70000,
+        ),
+        invalid(
+            "bound 70000 and a malformed start: the start's grammar first",
+            ["PlainRange", "Precedence"],
+            "s5",
+            "STAMPS_START",
+            unc=70000,
+        ),
+        invalid(
+            "quality 3 and a malformed end: the start's range comes first",
+            ["PlainRange", "Precedence"],
+            "s5,0 e",
+            "STAMPS_RANGE",
+            qual=3,
+        ),
+        invalid(
+            "bound 70000 and an unknown tag after the start",
+            ["PlainRange", "Precedence"],
+            "s5,0 z1",
+            "STAMPS_RANGE",
+            unc=70000,
         ),
     ]

@@ -112,7 +112,7 @@ def receive_error(record: bytes, kind: int, rank: int, seq: int) -> tuple[str | 
     if error[0] is not None:
         return error
     if record[1] != kind:
-        return "RECORD_KIND", None
+        return "RECORD_UNEXPECTED_KIND", None
     if int.from_bytes(record[2:6], "big") != rank:
         return "RECORD_RANK", None
     if int.from_bytes(record[6:14], "big") != seq:
@@ -136,9 +136,21 @@ def decoded(rec: Rec) -> dict[str, object]:
     }
 
 
-def encode_error(kind: int, rank: int, seq: int, header: bytes) -> str | None:
+TRACE_ID_LEN, SPAN_ID_LEN = 16, 8  # octets, as OpenTelemetry's ids (spec §3.1)
+
+
+def encode_error(
+    kind: int,
+    rank: int,
+    seq: int,
+    header: bytes,
+    trace_id: bytes = bytes(TRACE_ID_LEN),
+    span_id: bytes = bytes(SPAN_ID_LEN),
+) -> str | None:
     """The caller error a record encoder reports (spec §3.2, building a record)."""
     if kind not in KINDS or not 0 <= rank < RANK_LIMIT or not 0 <= seq < SEQ_LIMIT:
+        return "RECORD_FIELD"
+    if len(trace_id) != TRACE_ID_LEN or len(span_id) != SPAN_ID_LEN:  # an id is its octets: no shorter, no longer
         return "RECORD_FIELD"
     if len(header) != HEADER_LEN or binary_error(header) is not None:
         return "RECORD_FIELD"

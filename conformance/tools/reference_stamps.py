@@ -15,7 +15,8 @@ Which rule names a text that breaks several (first failure wins):
      tag (TOKEN: an empty token, from a double, leading or trailing SP, has
      none) in its place (ORDER); its fields must match the grammar (START, END,
      RECEIVE, SKETCH, SEND); the absolute values they give must be in range
-     (RANGE).
+     (RANGE); the span's plain attributes, when present, are the start's
+     bound and quality and are range-checked with the start's values.
 """
 
 from __future__ import annotations
@@ -147,6 +148,8 @@ def decode(text: str, start_ns: int, end_ns: int, uncertainty_ns: int | None, cl
     lts, source, *dt = _fields(tokens[0])
     _in(lts, I63, "start lts")
     ptp = _in(start_ns + TAI_UTC_BASE_NS + (dt[0] if dt else 0), I63, "start ptp_ns")
+    _in(unc, UNC_MAX, "the plain uncertainty_ns")  # the start's bound and quality: its values, its ranges
+    _in(qual, UNKNOWN, "the plain clk_quality")
     out = Stamps(Reading(ptp, unc, qual, lts), source)
     seen = "s"
     end = remote = sketch = None

@@ -592,22 +592,33 @@ static void op_encode_record(const jl_object *req)
     const jl_str *seq_s = get_str(req, "seq"), *tid = get_str(req, "traceId"), *sid = get_str(req, "spanId");
     const jl_str *hdr = get_str(req, "header");
     ttrec_record r;
-    uint8_t out[TTREC_LEN], *raw;
+    uint8_t out[TTREC_LEN], *raw, *trace_id = NULL, *span_id = NULL;
     int neg, ovf;
-    size_t n;
+    size_t n, n_trace = 0, n_span = 0;
     ttrec_status st = TTREC_OK;
 
     memset(&r, 0, sizeof r);
     if (seq_s == NULL || tid == NULL || sid == NULL || hdr == NULL || get_u32(req, "kind", &r.kind) ||
         get_u64(req, "rank", &r.rank) || parse_dec(seq_s, &neg, &r.seq, &ovf) != 0 ||
-        fixed_hex(tid, r.trace_id, TTREC_TRACE_ID_LEN) != 0 || fixed_hex(sid, r.span_id, TTREC_SPAN_ID_LEN) != 0 ||
-        (raw = from_hex(hdr, &n)) == NULL)
+        (trace_id = from_hex(tid, &n_trace)) == NULL || (span_id = from_hex(sid, &n_span)) == NULL ||
+        (raw = from_hex(hdr, &n)) == NULL) {
+        free(trace_id);
+        free(span_id);
         return;
+    }
     /* A uint64 cannot hold a seq outside 0..2^64-1, nor a ttext_header octets that are not a
-     * header: the C types make these caller values unrepresentable, so they are the caller's
-     * bad field (spec/torch.md section 3.2), as ttrec_encode() says of the representable ones. */
-    if ((neg && r.seq != 0) || ovf || ttext_decode(raw, n, &r.header) != TTEXT_OK)
+     * header, nor the id arrays an id of another length: the C types make these caller values
+     * unrepresentable, so they are the caller's bad field (spec/torch.md section 3.2), as
+     * ttrec_encode() says of the representable ones. */
+    if ((neg && r.seq != 0) || ovf || n_trace != TTREC_TRACE_ID_LEN || n_span != TTREC_SPAN_ID_LEN ||
+        ttext_decode(raw, n, &r.header) != TTEXT_OK)
         st = TTREC_E_FIELD;
+    else {
+        memcpy(r.trace_id, trace_id, TTREC_TRACE_ID_LEN);
+        memcpy(r.span_id, span_id, TTREC_SPAN_ID_LEN);
+    }
+    free(trace_id);
+    free(span_id);
     free(raw);
     if (st == TTREC_OK)
         st = ttrec_encode(&r, out);

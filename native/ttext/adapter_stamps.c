@@ -37,6 +37,17 @@ static uint64_t u64_field(const jl_object *req, const char *k)
     return m;
 }
 
+/* A plain attribute (uncertaintyNs, clkQuality): any decimal; one no uint32 holds (negative, too large)
+ * becomes UINT32_MAX, which the codec refuses as out of range like any other value above the field's. */
+static uint32_t plain(const jl_str *s)
+{
+    int neg, ovf;
+    uint64_t m = 0;
+    if (s == NULL || parse_dec(s, &neg, &m, &ovf) != 0)
+        return 0;
+    return (neg && m != 0) || ovf || m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
+}
+
 static void put_i64(const char *k, int64_t v)
 {
     char buf[24];
@@ -120,15 +131,15 @@ static void reply(const jl_object *req, const ttst_stamps *st, const char *canon
         put_i64("remoteTsSource", st->remote.ts_source);
         put_i64("remoteTenantId", st->remote.tenant_id);
     }
+    /* Absent values are absent keys, as end* and remote* are (PROTOCOL.md, one convention). */
     if (st->has_remote && st->remote.merged)
         put_i64("recvLts", st->remote.recv_lts);
-    else
-        put_str("recvLts", "");
     for (i = 0; st->has_sketch && i < TTST_SKETCH_BYTES; i++) {
         sketch[2 * i] = hex[st->sketch[i] >> 4];
         sketch[2 * i + 1] = hex[st->sketch[i] & 15];
     }
-    put_str("sketch", st->has_sketch ? sketch : "");
+    if (st->has_sketch)
+        put_str("sketch", sketch);
     put_sends(st);
     put_str("canonical", canonical);
     end();
@@ -147,9 +158,9 @@ void op_decode_stamps(const jl_object *req)
     char *copy, *canonical;
 
     if (unc != NULL)
-        u = (uint32_t)dec(get_str(req, "uncertaintyNs"), 0, TTST_UNCERTAINTY_MAX);
+        u = plain(get_str(req, "uncertaintyNs"));
     if (qual != NULL)
-        q = (uint32_t)dec(get_str(req, "clkQuality"), 0, 2);
+        q = plain(get_str(req, "clkQuality"));
     if (text == NULL || problem != NULL)
         return;
     cap = ttst_count_sends(text->ptr, text->len);
@@ -203,16 +214,15 @@ void op_encode_stamps(const jl_object *req)
     if ((st.has_end = flag(req, "end")) != 0)
         get_reading(req, "end", &st.end);
     if ((st.has_remote = flag(req, "receive")) != 0) {
-        const jl_str *recv = get_str(req, "recvLts");
         get_reading(req, "remote", &st.remote.header);
         st.remote.ts_source = (uint32_t)dec(get_str(req, "remoteTsSource"), 0, 2);
         st.remote.tenant_id = (uint32_t)dec(get_str(req, "remoteTenantId"), 0, TTST_TENANT_MAX);
-        st.remote.merged = recv != NULL && recv->len > 0;
+        st.remote.merged = jl_get(req, "recvLts") != NULL; /* absent: not merged */
         if (st.remote.merged)
-            st.remote.recv_lts = dec(recv, 0, INT64_MAX);
+            st.remote.recv_lts = dec(get_str(req, "recvLts"), 0, INT64_MAX);
     }
-    sk = get_str(req, "sketch");
-    if (sk != NULL && sk->len > 0) {
+    sk = jl_get(req, "sketch") != NULL ? get_str(req, "sketch") : NULL; /* absent: no sketch */
+    if (sk != NULL) {
         uint8_t *raw = from_hex(sk, &len);
         if (raw != NULL && len == TTST_SKETCH_BYTES)
             memcpy(st.sketch, raw, TTST_SKETCH_BYTES);

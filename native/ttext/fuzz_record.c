@@ -97,7 +97,7 @@ static void one_record(const unsigned char *src, size_t len)
                  (r.header.clk_quality != TTEXT_Q_UNKNOWN && memcmp(again, buf, TTREC_LEN) != 0))
             VIOLATION("a decoded record re-encodes to other octets");
         if (ttrec_receive(buf, len, r.kind, r.rank, r.seq, &r2, NULL) != TTREC_OK ||
-            ttrec_receive(buf, len, r.kind ^ 1u, r.rank, r.seq, &r2, NULL) != TTREC_E_KIND ||
+            ttrec_receive(buf, len, r.kind ^ 1u, r.rank, r.seq, &r2, NULL) != TTREC_E_UNEXPECTED_KIND ||
             ttrec_receive(buf, len, r.kind, r.rank ^ 1u, r.seq ^ 1u, &r2, NULL) != TTREC_E_RANK ||
             ttrec_receive(buf, len, r.kind, r.rank, r.seq ^ (UINT64_C(1) << 63), &r2, NULL) != TTREC_E_SEQ)
             VIOLATION("the receiver's checks are not exactly kind, rank, seq in that order");

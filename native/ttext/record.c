@@ -23,6 +23,7 @@ static const char *const status_names[] = {
     "RECORD_CHECKSUM",
     "RECORD_KIND",
     "RECORD_HEADER",
+    "RECORD_UNEXPECTED_KIND",
     "RECORD_RANK",
     "RECORD_SEQ",
     "RECORD_FIELD",
@@ -146,7 +147,7 @@ ttrec_status ttrec_receive(const uint8_t *buf, size_t len, uint32_t expect_kind,
     if (st != TTREC_OK)
         return st;
     if (r.kind != expect_kind)
-        return TTREC_E_KIND;
+        return TTREC_E_UNEXPECTED_KIND;
     if (r.rank != expect_rank)
         return TTREC_E_RANK;
     if (r.seq != expect_seq)

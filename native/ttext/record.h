@@ -54,9 +54,10 @@ typedef enum ttrec_status {
     TTREC_E_ABSENT,   /* 95 zero octets: the sender had no record */
     TTREC_E_VERSION,  /* octet 0 is not 1 */
     TTREC_E_CHECKSUM, /* octets 91..94 are not the CRC-32 of octets 0..90 */
-    TTREC_E_KIND,     /* octet 1 is neither 0 nor 1; or (check 7) not the kind expected */
+    TTREC_E_KIND,     /* octet 1 is neither 0 nor 1: no such kind */
     TTREC_E_HEADER,   /* the embedded header breaks a tt-ext binary rule (its own status is reported too) */
-    /* the receiver's checks against what it expects (checks 8, 9) */
+    /* the receiver's checks against what it expects (checks 7, 8, 9) */
+    TTREC_E_UNEXPECTED_KIND, /* a kind that exists, but not the one expected */
     TTREC_E_RANK,     /* not from the rank expected */
     TTREC_E_SEQ,      /* not for the sequence number expected */
     /* building a record (the caller's values) */
@@ -112,7 +113,7 @@ ttrec_status ttrec_decode(const uint8_t *buf, size_t len, ttrec_record *out, tte
 
 /*
  * ttrec_decode(), then the receiver's checks against what it expects, first
- * failure wins: TTREC_E_KIND (not expect_kind), TTREC_E_RANK, TTREC_E_SEQ.
+ * failure wins: TTREC_E_UNEXPECTED_KIND (not expect_kind), TTREC_E_RANK, TTREC_E_SEQ.
  * *out is written only on success.
  */
 ttrec_status ttrec_receive(const uint8_t *buf, size_t len, uint32_t expect_kind, uint64_t expect_rank,

@@ -290,6 +290,9 @@ ttst_status ttst_decode(const char *text, size_t len, uint64_t start_ns, uint64_
     IN(out->start.lts, f[0], I63);
     out->ts_source = (uint32_t)f[1].lo;
     IN(out->start.ptp_ns, k == 3 ? w_add(otel_base(start_ns), f[2]) : otel_base(start_ns), I63);
+    /* The plain attributes are the start's bound and quality: range-checked as its values, never clamped. */
+    if (uncertainty_ns > TTST_UNCERTAINTY_MAX || clk_quality > TTST_QUALITY_UNKNOWN)
+        return TTST_E_RANGE;
     out->start.uncertainty_ns = uncertainty_ns;
     out->start.clk_quality = clk_quality;
     while (b < len) { /* text[b] is a space: a token follows, maybe an empty one */

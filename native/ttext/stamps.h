@@ -91,8 +91,9 @@ size_t ttst_count_sends(const char *text, size_t len);
 
 /*
  * Decode len bytes at text.  start_ns/end_ns are the span's OpenTelemetry
- * times; uncertainty_ns/clk_quality its plain attributes (a span without them:
- * TTST_UNCERTAINTY_MAX and TTST_QUALITY_UNKNOWN).  The sends go into sends[],
+ * times; uncertainty_ns/clk_quality its plain attributes (each absent one:
+ * TTST_UNCERTAINTY_MAX, TTST_QUALITY_UNKNOWN; a present one above those is
+ * TTST_E_RANGE, checked with the start token's values).  The sends go into sends[],
  * which must hold min(ttst_count_sends(), TTST_MAX_SENDS) readings (else
  * TTST_E_CAPACITY).  On success *out holds every value; on failure its
  * contents are unspecified.

@@ -180,8 +180,8 @@ static void test_receiver_checks(void)
 
     CHECK_ST(ttrec_encode(&r, raw), TTREC_OK);
     CHECK_ST(ttrec_receive(raw, sizeof raw, TTREC_KIND_EXCHANGE, 3, 7, &out, NULL), TTREC_OK);
-    CHECK_ST(ttrec_receive(raw, sizeof raw, TTREC_KIND_P2P, 3, 7, &out, NULL), TTREC_E_KIND);
-    CHECK_ST(ttrec_receive(raw, sizeof raw, TTREC_KIND_P2P, 4, 8, &out, NULL), TTREC_E_KIND);
+    CHECK_ST(ttrec_receive(raw, sizeof raw, TTREC_KIND_P2P, 3, 7, &out, NULL), TTREC_E_UNEXPECTED_KIND);
+    CHECK_ST(ttrec_receive(raw, sizeof raw, TTREC_KIND_P2P, 4, 8, &out, NULL), TTREC_E_UNEXPECTED_KIND);
     CHECK_ST(ttrec_receive(raw, sizeof raw, TTREC_KIND_EXCHANGE, 4, 8, &out, NULL), TTREC_E_RANK);
     CHECK_ST(ttrec_receive(raw, sizeof raw, TTREC_KIND_EXCHANGE, 3, 8, &out, NULL), TTREC_E_SEQ);
     CHECK_ST(ttrec_receive(raw, sizeof raw, TTREC_KIND_EXCHANGE, 3, (UINT64_C(1) << 32) + 7, &out, NULL), TTREC_E_SEQ);
@@ -214,7 +214,7 @@ static void test_encode_refusals(void)
 static void test_names(void)
 {
     static const char *const want[] = {"OK", "RECORD_LENGTH", "RECORD_ABSENT", "RECORD_VERSION", "RECORD_CHECKSUM",
-                                       "RECORD_KIND", "RECORD_HEADER", "RECORD_RANK", "RECORD_SEQ", "RECORD_FIELD",
+                                       "RECORD_KIND", "RECORD_HEADER", "RECORD_UNEXPECTED_KIND", "RECORD_RANK", "RECORD_SEQ", "RECORD_FIELD",
                                        "ARGUMENT"};
     int i;
     for (i = 0; i <= (int)TTREC_E_ARGUMENT; i++)

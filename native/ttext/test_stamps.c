@@ -81,6 +81,18 @@ static void test_classes_and_precedence(void)
     CHECK_ST(dec("s99999999999999999999,9", T, T), TTST_E_START); /* grammar before range */
 }
 
+/* The plain attributes are the start's bound and quality: range-checked with its values (section 1.4). */
+static void test_plain_attributes(void)
+{
+    CHECK_ST(ttst_decode("s5,0", 4, T, T, 65535, 0, &st, sends, 8), TTST_OK);
+    CHECK(st.start.uncertainty_ns == 65535 && st.start.clk_quality == 0);
+    CHECK_ST(ttst_decode("s5,0", 4, T, T, 65536, 0, &st, sends, 8), TTST_E_RANGE);
+    CHECK_ST(ttst_decode("s5,0", 4, T, T, 220, 3, &st, sends, 8), TTST_E_RANGE);
+    CHECK_ST(ttst_decode("s5,0", 4, T, T, UINT32_MAX, UINT32_MAX, &st, sends, 8), TTST_E_RANGE);
+    CHECK_ST(ttst_decode("s5", 2, T, T, 70000, 0, &st, sends, 8), TTST_E_START);      /* grammar first */
+    CHECK_ST(ttst_decode("s5,0 e", 6, T, T, 220, 3, &st, sends, 8), TTST_E_RANGE);    /* the start before the end */
+}
+
 static void test_count_and_capacity(void)
 {
     static char big[2 * (TTST_MAX_SENDS + 1) + 2];
@@ -113,6 +125,7 @@ int main(void)
     test_spec_examples();
     test_wide_sums();
     test_classes_and_precedence();
+    test_plain_attributes();
     test_count_and_capacity();
     test_names();
     printf("test_stamps: %d checks, %d failed\n", checks, failures);

@@ -95,7 +95,7 @@ def make_record(kind: RecordKind, rank: int, seq: int, sp: Span | None) -> bytes
 def _check(raw: bytes, kind: RecordKind, rank: int, seq: int) -> TorchRecord:
     record = decode_record(raw)
     if record.kind is not kind:
-        raise RecordError("kind", f"expected {kind.name}, got {record.kind.name}", error_class="RECORD_KIND",
+        raise RecordError("kind", f"expected {kind.name}, got {record.kind.name}", error_class="RECORD_UNEXPECTED_KIND",
                           remote=True)
     if record.rank != rank:
         raise RecordError("rank", f"expected rank {rank}, got {record.rank}", error_class="RECORD_RANK", remote=True)

@@ -67,7 +67,7 @@ class RecordError(HeaderError):
     RECORD_CHECKSUM, RECORD_KIND, RECORD_HEADER (the embedded tt-ext header is
     invalid; the message names its own class, and ``__cause__`` is the
     header's own HeaderError), RECORD_FIELD (a value out of range when
-    encoding); the receiver adds RECORD_KIND, RECORD_RANK and RECORD_SEQ.
+    encoding); the receiver adds RECORD_UNEXPECTED_KIND, RECORD_RANK and RECORD_SEQ.
     """
 
     error_class = "RECORD"

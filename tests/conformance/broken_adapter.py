@@ -133,7 +133,21 @@ def record_receiver_first(req: Response, resp: Response) -> Response:
     raw = _record(req)
     if req.get("op") == "receive_record" and raw is not None and resp.get("errorClass") == "RECORD_HEADER":
         if str(raw[1]) != req["expectKind"]:
-            return {"id": resp.get("id"), "errorClass": "RECORD_KIND"}
+            return {"id": resp.get("id"), "errorClass": "RECORD_UNEXPECTED_KIND"}
+    return resp
+
+
+def record_kind_one_name(req: Response, resp: Response) -> Response:
+    # The receiver's check 7 under check 5's name (conformance generator 1.1.0 and earlier).
+    if resp.get("errorClass") == "RECORD_UNEXPECTED_KIND":
+        return {"id": resp.get("id"), "errorClass": "RECORD_KIND"}
+    return resp
+
+
+def record_id_length_unchecked(req: Response, resp: Response) -> Response:
+    # An adapter that calls an id of the wrong length a malformed request (both of ours did, issue 20).
+    if req.get("op") == "encode_record" and (len(req["traceId"]), len(req["spanId"])) != (32, 16):
+        return {"id": resp.get("id"), "adapterError": "hex value has the wrong length"}
     return resp
 
 
@@ -171,6 +185,31 @@ def stamps_padding_unchecked(req: Response, resp: Response) -> Response:
     return resp
 
 
+def stamps_empty_for_absent(req: Response, resp: Response) -> Response:
+    # A decoder that writes "" for every value the text lacks (passed every vector before issue 20).
+    if req.get("op") != "decode_stamps" or "errorClass" in resp:
+        return resp
+    out = dict(resp)
+    for part, keys in (("end", ("endPtpNs", "endLts")), ("receive", ("remotePtpNs", "remoteLts"))):
+        if out.get(part) == "false":
+            out.update(dict.fromkeys(keys, ""))
+    out.setdefault("recvLts", "")
+    out.setdefault("sketch", "")
+    return out
+
+
+def stamps_plain_unchecked(req: Response, resp: Response) -> Response:
+    # A reader that takes a plain attribute outside its range for absent (the Python codec did, issue 20).
+    if req.get("op") == "decode_stamps" and resp.get("errorClass") == "STAMPS_RANGE":
+        cleaned = dict(req)
+        for key, top in (("uncertaintyNs", 65535), ("clkQuality", 2)):
+            if key in cleaned and not 0 <= int(cleaned[key]) <= top:
+                del cleaned[key]
+        if cleaned != req:
+            return {**python_adapter.handle(json.dumps(cleaned)), "id": resp.get("id")}
+    return resp
+
+
 def stamps_dt_always(req: Response, resp: Response) -> Response:
     # An encoder that writes the start's dt even when it is 0.
     text = resp.get("text")
@@ -201,9 +240,13 @@ BUGS: dict[str, Callable[[Response, Response], Response]] = {
     "record-receiver-first": record_receiver_first,
     "record-no-header-class": record_no_header_class,
     "record-seq-32-bits": record_seq_32_bits,
+    "record-kind-one-name": record_kind_one_name,
+    "record-id-length-unchecked": record_id_length_unchecked,
     "stamps-count-last": stamps_count_last,
     "stamps-padding-unchecked": stamps_padding_unchecked,
     "stamps-dt-always": stamps_dt_always,
+    "stamps-empty-for-absent": stamps_empty_for_absent,
+    "stamps-plain-unchecked": stamps_plain_unchecked,
 }
 
 

@@ -45,8 +45,8 @@ def test_readme_error_classes_are_exactly_each_schemas_enumeration() -> None:
     for path in SCHEMAS:
         if path.name.startswith("tt_ext_v3_"):
             assert _schema_enum(path) == tt_ext, path.name
-    record = _readme_error_classes("**The record file**", "These nine")
-    assert len(record) == 9
+    record = _readme_error_classes("**The record file**", "These ten")
+    assert len(record) == 10  # one name per failure (issue 20: check 7 had check 5's)
     assert _schema_enum(KIT / "schemas" / "tt_torch_record_test_schema.json") == record
     header_classes = _readme_error_classes("With `RECORD_HEADER` comes", "first failure wins")
     assert _schema_enum(KIT / "schemas" / "tt_torch_record_test_schema.json", "headerErrorClass") == header_classes - {
@@ -67,6 +67,17 @@ def test_readme_lists_every_vector_file_and_group() -> None:
         assert f"`vectors/{path.name}`" in README, path.name
         for group in json.loads(path.read_text(encoding="utf-8"))["testGroups"]:
             assert f"**`{group['type']}`**" in README, group["type"]
+
+
+def test_readme_states_each_file_s_vector_count_and_the_total() -> None:
+    """Issue 20: the counts a reader plans by (and an implementer checks a run against) are the files'."""
+    total = 0
+    for path in VECTOR_FILES:
+        count = json.loads(path.read_text(encoding="utf-8"))["numberOfTests"]
+        total += count
+        row = next(line for line in README.splitlines() if line.startswith(f"| `vectors/{path.name}` |"))
+        assert f"| {count} |" in row, (path.name, count, row)
+    assert f"| all five | | {total} | |" in README, total
 
 
 def test_every_invalid_vector_has_an_error_class_and_no_valid_one_does() -> None:

@@ -291,6 +291,8 @@ def test_vectors_catch_a_lamport_merge_without_the_bound() -> None:
         ("record-receiver-first", "wrong kind and an invalid header: the codec's checks come first"),
         ("record-no-header-class", 'headerErrorClass: expected "TS_SOURCE", got "<missing>"'),
         ("record-seq-32-bits", "seq 2^32+7 where 7 is expected: all 8 octets count"),
+        ("record-kind-one-name", "exchange record where a p2p side message is expected"),
+        ("record-id-length-unchecked", "trace id of 15 octets"),
     ],
 )
 def test_record_vectors_catch_each_misreading_of_the_checks(bug: str, caught_by: str) -> None:
@@ -306,10 +308,13 @@ def test_record_vectors_catch_each_misreading_of_the_checks(bug: str, caught_by:
         ("stamps-count-last", "2^20+1 sends after a broken start: counted before anything is decoded"),
         ("stamps-padding-unchecked", "sketch last character B: padding bits 01"),
         ("stamps-dt-always", "start only, read at the OpenTelemetry time: dt left out"),
+        ("stamps-empty-for-absent", 'endPtpNs: expected no such key (the value is absent), got ""'),
+        ("stamps-plain-unchecked", "bound 70000 without the quality"),
     ],
 )
 def test_stamps_vectors_catch_each_misreading_of_the_text(bug: str, caught_by: str) -> None:
-    """semantic-conventions §1.4: the count before the tokens, the sketch's padding bits, dt 0 left out."""
+    """semantic-conventions §1.4: the count before the tokens, the sketch's padding bits, dt 0 left out; issue 20:
+    absent values as absent keys (PROTOCOL.md), the plain attributes range-checked, not taken for absent."""
     res = run("--impl", broken(bug), str(ROOT / "conformance" / "vectors" / "tt_stamps_text_test.json"))
     assert res.returncode == 1
     assert caught_by in res.stdout

@@ -150,6 +150,34 @@ def test_expand_writes_a_span_out_under_the_previous_names() -> None:
     assert expand({"k": 1}, T, T) == {"k": 1}
 
 
+@pytest.mark.parametrize(
+    ("plain", "why"),
+    [
+        ({S.UNCERTAINTY_NS: 70_000}, "a bound above 65535 is not clamped"),
+        ({S.UNCERTAINTY_NS: -1}, "a negative bound"),
+        ({S.UNCERTAINTY_NS: "220"}, "a bound that is a string, not an int"),
+        ({S.UNCERTAINTY_NS: True}, "a bool is no bound"),
+        ({S.CLK_QUALITY: "ok"}, "quality names are exact"),
+        ({S.CLK_QUALITY: "GOOD"}, "a quality nobody defined is not taken for absent"),
+        ({S.CLK_QUALITY: 0}, "the quality attribute is the name, not the number"),
+    ],
+)
+def test_expand_refuses_a_plain_attribute_outside_its_range(plain: dict[str, Any], why: str) -> None:
+    """semantic-conventions §1.4 (issue 20): a present plain attribute is the start's value, range-checked."""
+    attrs = {S.STAMPS: "s7,0 e1", S.CLK_QUALITY: "OK", S.UNCERTAINTY_NS: 220, **plain}
+    with pytest.raises(StampsError) as info:
+        expand(attrs, T, T)
+    assert info.value.error_class == "STAMPS_RANGE", why
+    assert "tempotrace." in info.value.rule, "the message names the attribute"
+
+
+def test_each_absent_plain_attribute_defaults_on_its_own() -> None:
+    only_quality = expand({S.STAMPS: "s7,0 e1", S.CLK_QUALITY: "DEGRADED"}, T, T)
+    assert (only_quality[S.END_UNCERTAINTY_NS], only_quality[S.END_CLK_QUALITY]) == (65535, "DEGRADED")
+    only_bound = expand({S.STAMPS: "s7,0 e1", S.UNCERTAINTY_NS: 40}, T, T)
+    assert (only_bound[S.END_UNCERTAINTY_NS], only_bound[S.END_CLK_QUALITY]) == (40, "UNKNOWN")
+
+
 def test_more_sends_than_a_span_records_are_refused_before_any_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
     from tempotrace_sdk import stamptext
 

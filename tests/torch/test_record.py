@@ -120,10 +120,16 @@ def _kind(value: str | int) -> Any:
     return RecordKind[value] if isinstance(value, str) else value
 
 
+def _skip_id_length(test: dict[str, Any]) -> None:
+    if "IdLength" in test["flags"]:  # conformance/adapters/python_adapter.py checks the count where hex becomes an int
+        pytest.skip("the SDK takes ids as integers (OpenTelemetry's): an id of 15 octets is a smaller int there")
+
+
 @pytest.mark.parametrize("test", list(_vectors("TorchRecordEncode")))
 def test_encode_vector(test: dict[str, Any]) -> None:
     """Building a record: a kind, rank, seq or header outside its rule is the caller's RECORD_FIELD."""
     f = test["fields"]
+    _skip_id_length(test)
 
     def build() -> bytes:
         try:
@@ -149,6 +155,7 @@ def test_pack_record_agrees_with_the_encode_vectors(test: dict[str, Any]) -> Non
     its length only: vectors with a malformed or non-canonical 53-octet header are not its to pass.
     """
     f = test["fields"]
+    _skip_id_length(test)
     if {"HeaderError", "HeaderNormalised"} & set(test["flags"]):
         pytest.skip("pack_record does not check or rewrite the header's 53 octets (documented)")
     header = bytes.fromhex(f["header"])
