@@ -146,7 +146,9 @@ def atomic_write(path: str, write: Callable[[IO[str]], None]) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        # A file name that is no UTF-8 reaches the report as lone surrogates (os.fsdecode): written as the
+        # escape "\udcff", as the terminal shows it, where strict UTF-8 would fail the whole write.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             write(fh)
         os.replace(tmp, path)
     except BaseException:

@@ -1,11 +1,16 @@
-"""The report as a person reads it: ``tempotrace analyze`` without ``--json`` (spec/analysis.md §6)."""
+"""The report as a person reads it: ``tempotrace analyze`` without ``--json`` (spec/analysis.md §6).
+
+Every string the input gave (a host, a path, a reason quoting a value) is shown through
+``_terminal_text.shown`` where it is put into a line: a hostile trace cannot drive the reader's terminal.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .._terminal_text import MESSAGE_LIMIT, shown
+
 if TYPE_CHECKING:
-    from .faults import HostFault
     from .report import AnalysisReport
 
 __all__ = ["collective_lines", "collective_warnings", "physics_note", "report_text", "warnings"]
@@ -35,12 +40,14 @@ def warnings(report: AnalysisReport) -> list[str]:
     out = []
     if report.bad_lines or report.bad_spans:
         first = report.bad_samples[0] if report.bad_samples else None
-        where = f" (first: {first['path']}:{first['line']}: {first['reason']})" if first else ""
+        where = (f" (first: {shown(first['path'], MESSAGE_LIMIT)}:{first['line']}: "
+                 f"{shown(first['reason'], MESSAGE_LIMIT)})" if first else "")
         out.append(f"skipped {report.bad_lines:,} unreadable lines and {report.bad_spans:,} malformed spans or "
                    f"spans whose values break a rule{where}; --strict stops at the first")
     if report.not_traces:
         out.append(f"{len(report.not_traces):,} files in the input directories are not trace files, skipped: "
-                   + "; ".join(report.not_traces[:3]) + (" ..." if len(report.not_traces) > 3 else ""))
+                   + "; ".join(shown(entry, MESSAGE_LIMIT) for entry in report.not_traces[:3])
+                   + (" ..." if len(report.not_traces) > 3 else ""))
     dropped = report.export_dropped_spans
     if dropped:
         writers = sum(1 for n in report.export_loss.values() if n)
@@ -91,10 +98,9 @@ def collective_lines(report: AnalysisReport) -> list[str]:
             mean = row["late_ns_total"] / row["last"]
             flagged = ("  [its clock is flagged: arrival order by its readings is unreliable]"
                        if (row["host"], row["rank"]) in liars else "")
-            who = row["host"] if row["rank"] is None else f"{row['host']} rank {row['rank']}"
-            lines.append(f"    straggler: {who} arrived last in {row['last']:,} of {row['joined']:,} "
-                         f"(certain by physics {row['last_certain']:,}), {mean / 1e6:,.3f} ms after the first "
-                         f"on average{flagged}")
+            lines.append(f"    straggler: {_who(row['host'], row['rank'])} arrived last in {row['last']:,} of "
+                         f"{row['joined']:,} (certain by physics {row['last_certain']:,}), {mean / 1e6:,.3f} ms "
+                         f"after the first on average{flagged}")
     if p.total:
         lines.append(f"  point-to-point messages {p.total:,} ({p.matched:,} matched; unmatched: "
                      f"{p.unmatched_sends:,} sends, {p.unmatched_recvs:,} receives; {p.carried:,} carried a record"
@@ -102,8 +108,9 @@ def collective_lines(report: AnalysisReport) -> list[str]:
     return lines
 
 
-def _clock(f: HostFault) -> str:
-    return f.host if f.rank is None else f"{f.host} rank {f.rank}"
+def _who(host: str, rank: int | None) -> str:
+    """A clock as the report names it: its host (from the input: shown escaped), and its rank."""
+    return shown(host) if rank is None else f"{shown(host)} rank {rank}"
 
 
 def report_text(report: AnalysisReport) -> str:
@@ -115,7 +122,7 @@ def report_text(report: AnalysisReport) -> str:
 
     inputs = f" ({report.inputs:,} inputs)" if report.inputs > 1 else ""
     lines = [
-        f"TempoTrace analysis of {report.source or '<spans>'}{inputs}",
+        f"TempoTrace analysis of {shown(report.source or '<spans>', MESSAGE_LIMIT)}{inputs}",
         f"  spans {report.spans:,}   traces {report.traces:,}   hops {report.hops:,} ({report.hops_matched:,} matched)",
         f"  known causal edges {e.total:,}  " + ", ".join(f"{k} {v:,}" for k, v in sorted(e.by_kind.items())),
         "  decided, agreeing with the edge:",
@@ -142,9 +149,9 @@ def report_text(report: AnalysisReport) -> str:
                      else "  clock faults: none (every bound held on every known edge)")
     for f in report.faults:
         lines.append(
-            f"  clock fault: {_clock(f)} {f.verdict.upper()} ({f.kind}): {f.violations:,} of {f.edges:,} edges "
-            f"({100 * f.rate:.1f}%), peers {len(f.peers)}, up to {f.max_excess_ns:,} ns beyond the bounds "
-            f"(mean {f.mean_excess_ns:,.0f} ns; claimed ±{f.claimed_bound_ns:,} ns)"
+            f"  clock fault: {_who(f.host, f.rank)} {f.verdict.upper()} ({f.kind}): {f.violations:,} of "
+            f"{f.edges:,} edges ({100 * f.rate:.1f}%), peers {len(f.peers)}, up to {f.max_excess_ns:,} ns beyond "
+            f"the bounds (mean {f.mean_excess_ns:,.0f} ns; claimed ±{f.claimed_bound_ns:,} ns)"
         )
     lines += [f"  WARNING: {w}" for w in warnings(report)]
     return "\n".join(lines)

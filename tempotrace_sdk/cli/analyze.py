@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from .._terminal_text import MESSAGE_LIMIT, shown
 from ..analysis.analyzer import DEFAULT_DEDUP, DEFAULT_KEEP, DEFAULT_WINDOW
 from ..analysis.api import ENGINES, analyze
 from ..analysis.engine import gc_paused
@@ -105,6 +106,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     if args.scheduler and args.engine != "dask":
         return fail("analyze", "--scheduler needs --engine dask", EXIT_USAGE)
     keep = _keep(args)
+    # Each error below names a path or quotes the input: shown as one line, escaped and cut (_terminal_text).
     try:
         sources = expand(args.inputs)
         progress = Progress.for_stream(sys.stderr, _total_bytes(sources), args.quiet or args.json)
@@ -113,16 +115,17 @@ def run_analyze(args: argparse.Namespace) -> int:
                              strict=args.strict, max_line=args.max_line_mb << 20, jobs=args.jobs, engine=args.engine,
                              scheduler=args.scheduler, progress=progress)
     except TraceIOError as err:
-        return fail("analyze", str(err), EXIT_RUNTIME)
+        return fail("analyze", shown(err, MESSAGE_LIMIT), EXIT_RUNTIME)
     except (TraceFileError, TopologyError) as err:
-        return fail("analyze", str(err), EXIT_USAGE)
+        return fail("analyze", shown(err, MESSAGE_LIMIT), EXIT_USAGE)
     except ImportError as err:
-        return fail("analyze", f"--engine dask needs dask: pip install 'tempotrace-sdk[dask]' ({err})", EXIT_USAGE)
+        return fail("analyze", f"--engine dask needs dask: pip install 'tempotrace-sdk[dask]' "
+                    f"({shown(err, MESSAGE_LIMIT)})", EXIT_USAGE)
     except MemoryError:
         return fail("analyze", "out of memory: lower --window / --dedup, or split the work (--jobs, --engine dask)",
                     EXIT_RUNTIME)
     except OSError as err:  # e.g. a Dask scheduler that cannot be reached
-        return fail("analyze", f"{type(err).__name__}: {err}", EXIT_RUNTIME)
+        return fail("analyze", f"{type(err).__name__}: {shown(err, MESSAGE_LIMIT)}", EXIT_RUNTIME)
     from ..analysis.writers import write_html, write_perfetto
 
     try:
@@ -131,16 +134,16 @@ def run_analyze(args: argparse.Namespace) -> int:
         if args.html:
             write_html(report, args.html)
     except OSError as err:
-        return fail("analyze", f"cannot write output: {err}", EXIT_RUNTIME)
+        return fail("analyze", f"cannot write output: {shown(err, MESSAGE_LIMIT)}", EXIT_RUNTIME)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
         for warning in warnings(report):  # the text report holds them; JSON readers get them on stderr
             fail("analyze", f"warning: {warning}", EXIT_OK)
     else:
-        print(report.to_text())
+        print(report.to_text())  # its values shown escaped where it puts them in (analysis/text.py)
         for label, path in (("perfetto", args.perfetto), ("html", args.html)):
             if path:
-                print(f"  wrote {label}: {path}")
+                print(f"  wrote {label}: {shown(path, MESSAGE_LIMIT)}")
     if args.fail_on_wrong and sum(report.edges.wrong.values()):
         return EXIT_CHECK_FAILED
     return EXIT_OK

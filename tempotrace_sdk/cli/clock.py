@@ -1,4 +1,8 @@
-"""``tempotrace clock``: what the clock sources say (like ``chronyc tracking``), and the pre-flight gate."""
+"""``tempotrace clock``: what the clock sources say (like ``chronyc tracking``), and the pre-flight gate.
+
+Names and reasons come from outside (a device or interface name, chronyd's reference, a path from the
+environment): each is shown escaped and cut (``_terminal_text.shown``, spec/reliability.md §7).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import os
 from datetime import datetime, timezone
 from typing import Any
 
+from .._terminal_text import MESSAGE_LIMIT, shown
 from ..clocks import preflight, select_clock, survey
 from ..clocks.base import ClockSource, Timestamp
 from ..errors import ClockError
@@ -52,13 +57,14 @@ def _render(value: Any, indent: int = 0) -> list[str]:
     pad = "  " * indent
     lines: list[str] = []
     if isinstance(value, dict):
-        width = max((len(str(k)) for k in value), default=0)
+        keys = {key: shown(key) for key in value}
+        width = max((len(k) for k in keys.values()), default=0)
         for key, item in value.items():
             if isinstance(item, (dict, list)) and item:
-                lines.append(f"{pad}{key}:")
+                lines.append(f"{pad}{keys[key]}:")
                 lines.extend(_render(item, indent + 1))
             else:
-                lines.append(f"{pad}{key!s:<{width}} : {_scalar(item)}")
+                lines.append(f"{pad}{keys[key]:<{width}} : {_scalar(item)}")
     elif isinstance(value, list):
         for item in value:
             if isinstance(item, (dict, list)):
@@ -79,7 +85,7 @@ def _scalar(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, (dict, list)):
         return "(none)"
-    return str(value)
+    return shown(value, MESSAGE_LIMIT)
 
 
 def _signed_word(value: float, positive: str, negative: str, unit: str, precision: int) -> str:
@@ -89,12 +95,12 @@ def _signed_word(value: float, positive: str, negative: str, unit: str, precisio
 def chronyc_tracking_lines(chrony: dict[str, Any]) -> list[str]:
     """chronyd's tracking figures laid out as ``chronyc tracking`` prints them (chrony client.c), then our bound."""
     t = chrony.get("tracking")
-    lines = [f"chronyd ({chrony.get('socket')}):"]
+    lines = [f"chronyd ({shown(chrony.get('socket'), MESSAGE_LIMIT)}):"]
     if t is None:
-        return [*lines, f"  {'not used':<15} : {chrony.get('reason')}"]
+        return [*lines, f"  {'not used':<15} : {shown(chrony.get('reason'), MESSAGE_LIMIT)}"]
     ref_time = datetime.fromtimestamp(t["ref_time_unix_s"], tz=timezone.utc).strftime("%a %b %d %H:%M:%S %Y")
     rows = [
-        ("Reference ID", f"{t['reference_id']} ({t['reference']})"),
+        ("Reference ID", f"{shown(t['reference_id'])} ({shown(t['reference'])})"),
         ("Stratum", str(t["stratum"])),
         ("Ref time (UTC)", ref_time),
         # chronyc: a positive correction means the system clock is slow of NTP time.
@@ -107,11 +113,11 @@ def chronyc_tracking_lines(chrony: dict[str, Any]) -> list[str]:
         ("Root delay", f"{t['root_delay_s']:.9f} seconds"),
         ("Root dispersion", f"{t['root_dispersion_s']:.9f} seconds"),
         ("Update interval", f"{t['update_interval_s']:.1f} seconds"),
-        ("Leap status", t["leap_status"]),
+        ("Leap status", shown(t["leap_status"])),
     ]
     lines += [f"  {name:<15} : {value}" for name, value in rows]
     used = f"{chrony['bound_ns']} ns ({chrony['status']})" if chrony.get("used") else "not used"
-    lines += [f"  {'CPU bound':<15} : {used}", f"  {'why':<15} : {chrony.get('reason')}"]
+    lines += [f"  {'CPU bound':<15} : {used}", f"  {'why':<15} : {shown(chrony.get('reason'), MESSAGE_LIMIT)}"]
     return lines
 
 
@@ -122,10 +128,9 @@ def _chrony_block(describe: dict[str, Any]) -> list[str]:
     return chronyc_tracking_lines(chrony)
 
 
-def _shown(spec: str | None, limit: int = 80) -> str:
-    """The spec for a message, cut when hostile input made it long."""
-    text = spec or "auto"
-    return repr(text) if len(text) <= limit else f"{text[:limit]!r}...({len(text)} characters)"
+def _quoted(spec: str | None, limit: int = 80) -> str:
+    """The spec for a message, quoted: escaped, and cut when hostile input made it long."""
+    return f"'{shown(spec or 'auto', limit)}'"
 
 
 def _select(spec: str | None) -> ClockSource:
@@ -140,9 +145,9 @@ def run_clock(args: argparse.Namespace) -> int:
         clock = _select(spec)
     except ClockError as err:
         why = err.strerror or str(err)
-        return fail("clock", f"cannot use clock source {_shown(spec)}: {why[:300]}", EXIT_USAGE)
+        return fail("clock", f"cannot use clock source {_quoted(spec)}: {shown(why, 300)}", EXIT_USAGE)
     except ValueError as err:
-        return fail("clock", f"unknown clock source {_shown(spec)}: {str(err)[:300]}", EXIT_USAGE)
+        return fail("clock", f"unknown clock source {_quoted(spec)}: {shown(err, 300)}", EXIT_USAGE)
     if args.require is not None:
         return _gate(args, clock)
     try:
@@ -152,11 +157,11 @@ def run_clock(args: argparse.Namespace) -> int:
             "span_now": _timestamp_dict(clock.now()),
         }
     except ClockError as err:
-        return fail("clock", f"reading {clock.name}: {err}", EXIT_RUNTIME)
+        return fail("clock", f"reading {shown(clock.name)}: {shown(err, MESSAGE_LIMIT)}", EXIT_RUNTIME)
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return EXIT_OK
-    print(f"Selected source   : {clock.name}  (from {'--clock/$TEMPOTRACE_CLOCK' if spec else 'auto'})")
+    print(f"Selected source   : {shown(clock.name)}  (from {'--clock/$TEMPOTRACE_CLOCK' if spec else 'auto'})")
     print("A span started now would carry:")
     print("\n".join(_render(report["span_now"], 1)))
     cpu_describe = report["selected"]["describe"] if clock.name == "cpu" else report["sources"].get("cpu", {})
@@ -173,7 +178,7 @@ def _gate(args: argparse.Namespace, clock: ClockSource) -> int:
     try:
         result = preflight(args.require, max_uncertainty_ns=args.max_uncertainty, clock=clock)
     except ClockError as err:
-        return fail("clock", f"reading {clock.name}: {err}", EXIT_RUNTIME)
+        return fail("clock", f"reading {shown(clock.name)}: {shown(err, MESSAGE_LIMIT)}", EXIT_RUNTIME)
     except ValueError as err:  # --max-uncertainty out of range
         return fail("clock", str(err), EXIT_USAGE)
     verdict = {
@@ -187,9 +192,9 @@ def _gate(args: argparse.Namespace, clock: ClockSource) -> int:
     if args.json:
         print(json.dumps(verdict, indent=2, default=str))
     elif result.ok:
-        print(f"clock OK for the job: {result.reason}")
+        print(f"clock OK for the job: {shown(result.reason, MESSAGE_LIMIT)}")
     if not result.ok:
-        return fail("clock", f"pre-flight gate failed: {result.reason}", EXIT_CHECK_FAILED)
+        return fail("clock", f"pre-flight gate failed: {shown(result.reason, MESSAGE_LIMIT)}", EXIT_CHECK_FAILED)
     return EXIT_OK
 
 

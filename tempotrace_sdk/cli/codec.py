@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .._bounded import InputRefused, read_regular_file
+from .._terminal_text import shown
 from ..clocks.leapseconds import tai_to_utc_ns, utc_to_tai_ns
 from ..errors import HeaderError
 from ..wire import HEADER_LEN, TEXT_LEN, TRACESTATE_KEY, ClockQuality, Sketch, TsSource, TTExt
@@ -223,7 +224,8 @@ def run_decode(args: argparse.Namespace) -> int:
         print(render_header(info))
         for span, present in info.get("contains", {}).items():
             verdict = "in the causal past (up to the false-positive rate)" if present else "NOT in the causal past"
-            print(f"{'span ' + span:<15} {verdict}")
+            # As typed, escaped: the id was checked after strip(), which lets C0 separators and C1 NEL by.
+            print(f"{'span ' + shown(span):<15} {verdict}")
     return EXIT_OK
 
 

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from ._common import EXIT_CODES_HELP, EXIT_RUNTIME, EXIT_USAGE, fail
+from ._common import EXIT_CODES_HELP, EXIT_RUNTIME, EXIT_USAGE, fail, shown_log_records
 from .analyze import add_analyze_command
 from .clock import add_clock_command
 from .codec import add_decode_command, add_encode_command
@@ -55,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        code: int = args.func(args)
+        with shown_log_records():
+            code: int = args.func(args)
     except KeyboardInterrupt:
         return fail(args.command, "interrupted", 130)
     except BrokenPipeError:  # `tempotrace ... | head`

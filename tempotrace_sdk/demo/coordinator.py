@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from .._terminal_text import shown
 from .checks import http_checks, torch_checks
 from .formatting import offset_text
 from .model import DemoConfig, DemoResult
@@ -59,7 +60,8 @@ def _cast(plans: list[RankPlan], config: DemoConfig, folder: Path, stream: TextI
     print(f"  {'rank':<5}{'host':<7}{'clock profile':<15}{'true error':>12}   claims in every tt-ext", file=stream)
     for p in plans:
         note = "   <- lies: error far beyond its claim" if p.liar else ""
-        print(f"  {p.rank:<5}{p.host:<7}{p.profile:<15}{offset_text(p.offset_ns):>12}   {p.claim}{note}", file=stream)
+        print(f"  {p.rank:<5}{shown(p.host):<7}{p.profile:<15}{offset_text(p.offset_ns):>12}   {p.claim}{note}",
+              file=stream)
     stream.flush()
 
 

@@ -1,6 +1,8 @@
 """What the demo prints after the analysis: numbers, edges told in words, clock verdicts, checks, paths.
 
 The torchrun job's own parts (the clock check, collectives, p2p messages) are in torch_summary.py.
+Host names are read back from the trace file, so they are shown as every printer shows a string from a
+trace (``_terminal_text.shown``), though here the demo's own ranks wrote them.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from .._terminal_text import shown
 from .checks import honest_wrong, peer_list
 from .formatting import labels, offset_text
 from .model import DemoResult
@@ -101,7 +104,7 @@ def _faults(result: DemoResult) -> list[str]:
         else:
             what = f"it or its peer broke a promise (it claimed {fault['claimed_bound_ns']:,} ns)"
         lines.append(
-            f"  {fault['verdict'].upper()} clock: {fault['host']}{who}: {what} on {fault['violations']:,} of "
+            f"  {fault['verdict'].upper()} clock: {shown(fault['host'])}{who}: {what} on {fault['violations']:,} of "
             f"{fault['edges']:,} edges with {_peers(fault)}, by up to {fault['max_excess_ns'] / 1e3:,.1f} µs"
         )
     if not rep["faults"]:
@@ -166,7 +169,7 @@ def examples(hops: list[dict[str, Any]], liars: set[str]) -> list[str]:
             "lamport": "Lamport counters (they rule out receive-before-send)",
         }.get(d["method"], d["method"])
         out.append(
-            f"hop {h['send_host']} -> {h['recv_host']}: raw timestamps put the receive "
+            f"hop {shown(h['send_host'])} -> {shown(h['recv_host'])}: raw timestamps put the receive "
             f"{(h['send_ptp_ns'] - h['recv_ptp_ns']) / 1e3:,.0f} µs BEFORE the send; "
             f"TempoTrace orders it correctly by {how}"
         )
@@ -174,7 +177,7 @@ def examples(hops: list[dict[str, Any]], liars: set[str]) -> list[str]:
     if broken:
         h = max(broken, key=lambda h: (h["send_ptp_ns"] or 0) - (h["recv_ptp_ns"] or 0))
         out.append(
-            f"hop {h['send_host']} -> {h['recv_host']}: both claim ±{h['send_uncertainty_ns']} / "
+            f"hop {shown(h['send_host'])} -> {shown(h['recv_host'])}: both claim ±{h['send_uncertainty_ns']} / "
             f"±{h['recv_uncertainty_ns']} ns, yet the receive is stamped "
             f"{(h['send_ptp_ns'] - h['recv_ptp_ns']) / 1e3:,.0f} µs before the send: a clock broke its bound"
         )
@@ -185,4 +188,4 @@ def _peers(fault: dict[str, Any]) -> str:
     peers = peer_list(fault)
     count = fault["peers"] if isinstance(fault.get("peers"), int) else len(peers)
     more = f" (+{count - len(peers)} more)" if count > len(peers) else ""
-    return ", ".join(peers) + more
+    return ", ".join(map(shown, peers)) + more

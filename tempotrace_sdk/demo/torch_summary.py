@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._terminal_text import shown
 from .formatting import labels
 from .model import DemoResult
 
@@ -39,7 +40,7 @@ def clock_check_table(result: DemoResult) -> list[str]:
     """check_clocks' measurement of every rank, as rank 0 reported it before training."""
     check = result.clock_check or {}
     suspects = set(check.get("suspects", []))
-    hosts = {p.rank: p.host for p in result.plans}
+    hosts = {p.rank: shown(p.host) for p in result.plans}
     lines = [
         "check_clocks, before training: each rank against rank 0 (four-timestamp ping-pong over gloo, best of 8)",
         f"  {'rank':<5}{'host':<7}{'measured offset':<24}{'claims':<22}verdict",
@@ -78,15 +79,15 @@ def _stragglers(result: DemoResult) -> list[str]:
     if not stragglers:
         return []
     total = result.torch.get("collectives", 0)
-    shown = ", ".join(f"{s['host']} last in {s['last']}" + (f" ({s['certain']} certainly)" if s["certain"] else "")
-                      for s in stragglers[:STRAGGLERS_SHOWN])
+    named = ", ".join(f"{shown(s['host'])} last in {s['last']}"
+                      + (f" ({s['certain']} certainly)" if s["certain"] else "") for s in stragglers[:STRAGGLERS_SHOWN])
     rest = sum(s["last"] for s in stragglers[STRAGGLERS_SHOWN:])
-    lines = [f"  stragglers, by their own start stamps, of {total} collectives: {shown}"
+    lines = [f"  stragglers, by their own start stamps, of {total} collectives: {named}"
              + (f", others {rest}" if rest else "")]
     lying = set(result.report.get("lying_hosts", [])) | set(result.report.get("suspect_hosts", []))
     if stragglers[0]["host"] in lying:
-        lines.append(f"    {stragglers[0]['host']} only looks last: its clock is flagged below, and its stamps are "
-                     "as late as its lie")
+        lines.append(f"    {shown(stragglers[0]['host'])} only looks last: its clock is flagged below, and its stamps "
+                     "are as late as its lie")
     return lines
 
 
