@@ -11,9 +11,9 @@ TORCH_PIN ?= torch==2.13.0
 TORCH_STAMP := $(VENV)/.torch-installed
 
 TEST_STEPS += torch-install
-BENCH_STEPS += bench-torch
+BENCH_STEPS += bench-torch bench-torch-compute
 
-.PHONY: torch-install
+.PHONY: torch-install bench-torch-compute
 
 $(TORCH_STAMP): $(STAMP) mk/torch.mk
 	$(PY) -m pip install -q --disable-pip-version-check '$(TORCH_PIN)'
@@ -28,3 +28,7 @@ typecheck pytest: $(TORCH_STAMP)
 
 bench-torch: $(TORCH_STAMP)
 	$(PY) benchmarks/bench_torch.py $(BENCH_TORCH_ARGS)
+
+# trace_compute()'s forward/backward/optimizer.step spans against a bare SDK span (issue 21).
+bench-torch-compute: $(TORCH_STAMP)
+	$(PY) benchmarks/bench_torch_compute.py $(BENCH_TORCH_COMPUTE_ARGS)

@@ -7,12 +7,15 @@ Install with the ``[torch]`` extra. In each rank of a ``torchrun`` job::
 
     configure(service_name="trainer")      # knows RANK / WORLD_SIZE / the job from torchrun
     dist.init_process_group("gloo")
-    tt.check_clocks(require="DEGRADED")    # every rank against rank 0; exits 1 naming a lying clock
+    tt.check_clocks()                      # every rank against rank 0: warns and trains on;
+                                           # require="DEGRADED" gates (exit 1, saying why and what to do)
     tt.instrument()                        # one span per collective / p2p op per rank
     model.register_comm_hook(None, tt.comm_hook())   # DDP gradient buckets
-    for i, batch in enumerate(loader):
-        with tt.step(i):                   # one trace id per step on every rank; one small exchange
-            train(batch)
+    tt.trace_compute(model, optimizer)     # optional: forward / backward / optimizer.step spans
+    for epoch in range(epochs):
+        for batch in loader:
+            with tt.step():                # counts steps itself: one trace id per step on every rank
+                train(batch)
 
 Names are loaded on first use, so ``import tempotrace_sdk.torch`` does not
 import torch (``configure()`` reads the launch environment from ``.launch``
@@ -34,6 +37,8 @@ _LAZY = {
     "step": ".steps",
     "current_step": ".steps",
     "comm_hook": ".ddp",
+    "trace_compute": ".compute",
+    "ComputeTracing": ".compute",
     "check_clocks": ".clockcheck",
     "ClockCheck": ".clockcheck",
     "RankClock": ".clockcheck",
@@ -53,6 +58,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from .carriage import carriage_counts
     from .clockcheck import ClockCheck, RankClock, check_clocks
+    from .compute import ComputeTracing, trace_compute
     from .ddp import comm_hook
     from .install import carriage_mode, instrument, is_instrumented, sweep, uninstrument
     from .keys import group_key, step_ids
@@ -65,6 +71,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 __all__ = [
     "RECORD_LEN",
     "ClockCheck",
+    "ComputeTracing",
     "LaunchFacts",
     "RankClock",
     "RecordError",
@@ -84,5 +91,6 @@ __all__ = [
     "step",
     "step_ids",
     "sweep",
+    "trace_compute",
     "uninstrument",
 ]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -45,6 +45,7 @@ from ..semconv import (
     TORCH_CLOCK_VERDICT,
 )
 from ..wire.layout import UNCERTAINTY_SATURATED, ClockQuality
+from .clockgate import clock_reason, gate_message, warning
 from .groups import group_info
 from .owed import pay
 from .spans import end_span, start_or_invalid
@@ -71,6 +72,8 @@ class RankClock:
     verdict: str = ""  #: "ref" | "ok" | "unbounded" | "unmeasured" | "irreconcilable"
     #: False when every round's timestamps were inconsistent (a negative delay): nothing was measured.
     measured: bool = True
+    clock: str = ""  #: the clock source's name (``cpu``, ``phc:eth0``, ``sim:ntp``)
+    reason: str = ""  #: why that source reports its quality, in its own words (clockgate.clock_reason)
 
     @property
     def unbounded(self) -> bool:
@@ -125,8 +128,7 @@ def judge(ranks: list[RankClock], ref_rank: int) -> ClockCheck:
             verdict = "irreconcilable"
         else:
             verdict = "ok"
-        judged.append(RankClock(r.rank, r.offset_ns, r.bound_ns, r.rtt_ns, r.claim_ns, r.quality, r.timestamps,
-                                verdict, r.measured))
+        judged.append(replace(r, verdict=verdict))
     bad = [r.rank for r in judged if r.verdict == "irreconcilable"]
     counted = [r for r in judged if r.verdict in ("ok", "irreconcilable")]
     if not bad:
@@ -226,10 +228,12 @@ def check_clocks(group: Any = None, rounds: int = 8, require: str | ClockQuality
 
     ``require``: a quality (``"OK"``, ``"DEGRADED"``, ``"UNKNOWN"``) every rank's
     clock must meet, as ``tempotrace clock --require``; with it the check is a
-    gate: when a clock is named as lying or falls short, the report goes to
-    stderr and every rank exits with status 1 (``SystemExit(1)``). A collective:
-    every rank of the group must call it. Recorded as a ``torch.check_clocks``
-    span per rank.
+    gate: when a clock is named as lying or falls short, group rank 0 prints
+    why (each rank's clock and its reason) and what to do to stderr, and every
+    rank exits with status 1 (``SystemExit(1)``). Without it the job trains on,
+    and group rank 0 logs one warning line when a clock claims no usable bound
+    or lies (spec/torch.md §5.3). A collective: every rank of the group must
+    call it. Recorded as a ``torch.check_clocks`` span per rank.
     """
     if not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
@@ -241,8 +245,8 @@ def check_clocks(group: Any = None, rounds: int = 8, require: str | ClockQuality
     try:
         delay = _read_delay(clock)
         mine = _measure(info, clock, ref, rounds)
-        mine = RankClock(mine.rank, mine.offset_ns, mine.bound_ns + delay, mine.rtt_ns, mine.claim_ns, mine.quality,
-                         mine.timestamps, measured=mine.measured)
+        mine = replace(mine, bound_ns=mine.bound_ns + delay, clock=str(getattr(clock, "name", "")),
+                       reason=clock_reason(clock))
         everyone: list[Any] = [None] * info.size
         c10d.all_gather_object(everyone, mine, group=info.pg)
         result = judge(list(everyone), info.ranks[ref])
@@ -255,15 +259,15 @@ def check_clocks(group: Any = None, rounds: int = 8, require: str | ClockQuality
         TORCH_CLOCK_TIMESTAMPS: me.timestamps, TORCH_CLOCK_VERDICT: me.verdict,
         TORCH_CLOCK_SUSPECTS: result.suspects,
     })
+    says = info.group_rank == 0  # every rank holds the same judgement: one of them says it (clockgate.py)
     if required is not None:
-        short = [r.rank for r in result.ranks if r.quality > required]
-        if result.suspects or short:
-            why = []
-            if result.suspects:
-                why.append("clock(s) of rank " + ", ".join(map(str, result.suspects)) + " cannot be reconciled "
-                           "with their claims")
-            if short:
-                why.append(f"rank(s) {', '.join(map(str, short))} below the required quality {required.name}")
-            print(f"tempotrace check_clocks: {'; '.join(why)}\n{result.describe()}", file=sys.stderr, flush=True)
+        message = gate_message(result, required)
+        if message is not None:
+            if says:
+                print(message, file=sys.stderr, flush=True)
             raise SystemExit(1)
+    elif says:
+        line = warning(result)
+        if line is not None:
+            _log.warning("%s", line)
     return result

@@ -11,6 +11,10 @@ ends, with its end stamp, when the bucket's future completes
 (``completion="future"``). A bucket on a GPU has a future that completes
 when its reduction is *queued* on the device (spec/torch.md §1.3): its span
 then says ``completion="queued"``, and its end stamp is no completion.
+
+The hook hands DDP ``inner``'s own future and lets ``inner``'s exceptions out
+with ``inner``'s traceback: a job that fails fails as it does with ``inner``
+registered alone (spec/torch.md §1.5).
 """
 
 from __future__ import annotations
@@ -24,19 +28,13 @@ from opentelemetry import trace
 from torch._C._distributed_c10d import GradBucket
 
 from ..semconv import TORCH_BUCKET, TORCH_BYTES, TORCH_COMPLETION, TORCH_OP
+from .carriage import count
 from .groups import group_info
 from .spans import end_span, start_or_invalid
-from .steps import current_step
+from .steps import callback_context
+from .tracebacks import hide_our_frames
 
 __all__ = ["comm_hook"]
-
-
-def _parent() -> context_api.Context | None:
-    current = trace.get_current_span()
-    if current.get_span_context().is_valid:
-        return None  # the current context
-    open_step = current_step()
-    return trace.set_span_in_context(open_step[1]) if open_step is not None else None
 
 
 def _group_attrs(state: Any) -> dict[str, Any]:
@@ -64,7 +62,8 @@ def comm_hook(inner: Callable[..., Any] | None = None) -> Callable[..., Any]:
             attrs[TORCH_BUCKET] = bucket.index()
         attrs[TORCH_BYTES] = int(data.nbytes)
         ended = "queued" if _on_device(data) else None
-        sp = start_or_invalid("torch.ddp.bucket" if is_ddp else "torch.fsdp.grad", attrs, _parent())  # reduces anyway
+        name = "torch.ddp.bucket" if is_ddp else "torch.fsdp.grad"
+        sp = start_or_invalid(name, attrs, callback_context())  # INVALID_SPAN on failure: inner reduces anyway
         token = context_api.attach(trace.set_span_in_context(sp))
         try:
             if is_ddp:
@@ -75,28 +74,42 @@ def comm_hook(inner: Callable[..., Any] | None = None) -> Callable[..., Any]:
                 result = (inner or _fsdp_default("reduce_scatter_hook"))(state, bucket, output)
         except BaseException as err:
             end_span(sp, {TORCH_COMPLETION: "error"}, error=err)
+            hide_our_frames(err)  # inner's error, with the traceback inner registered alone gives (tracebacks.py)
             raise
         finally:
             context_api.detach(token)
         if not is_ddp or result is None:  # FSDP hooks reduce in place and return nothing
             end_span(sp, {TORCH_COMPLETION: ended or "return"})
             return result
-
-        def bucket_done(fut: Any) -> Any:
-            try:
-                value = fut.value()
-            except BaseException as err:
-                end_span(sp, {TORCH_COMPLETION: "error"}, error=err)
-                raise
-            end_span(sp, {TORCH_COMPLETION: ended or "future"})
-            return value
-
-        return result.then(bucket_done)
+        _end_when_done(result, sp, ended or "future")
+        return result  # inner's own future: DDP sees its value, or its error, exactly as without us
 
     # DDP checks the hook's annotations against its own objects (a "bucket"
     # parameter annotated GradBucket, or not at all); ours are strings here.
     hook.__annotations__ = {}
     return hook
+
+
+def _end_when_done(fut: Any, sp: Any, completion: str) -> None:
+    """End the bucket's span once its future completes, without chaining a future of ours: a ``then()``
+    callback's error reaches DDP wrapped ("Got the following error when running the callback", with our
+    frame in it), so the span ends from ``add_done_callback`` and DDP keeps inner's future. Torch runs the
+    callback on the thread that completes the future, once its waiters are woken: the end stamp may come
+    just after DDP went on. Never raises."""
+
+    def bucket_done(done: Any) -> None:
+        try:
+            done.value()  # the reduction's error, if it failed: the span ends with it
+        except BaseException as err:
+            end_span(sp, {TORCH_COMPLETION: "error"}, error=err)
+            return
+        end_span(sp, {TORCH_COMPLETION: completion})
+
+    try:
+        fut.add_done_callback(bucket_done)
+    except Exception:  # not a torch future: the span ends now, the program gets what inner returned
+        count("completion_hook_failed")
+        end_span(sp, {TORCH_COMPLETION: "return"})
 
 
 def _on_device(tensor: Any) -> bool:

@@ -36,6 +36,7 @@ from .ops import SPECS
 from .owed import settle
 from .p2p import traced_batch
 from .pending import registry
+from .tracebacks import hide_our_frames
 from .wrappers import ORIGINAL_ATTR, settings, unwrap
 
 __all__ = ["carriage_mode", "instrument", "is_instrumented", "sweep", "uninstrument"]
@@ -172,11 +173,19 @@ def _patch_p2pop() -> None:
 
     def __new__(klass: Any, *args: Any, **kwargs: Any) -> Any:
         args, kwargs = _unwrap_op(args, kwargs)
-        return original_new(klass, *args, **kwargs)
+        try:
+            return original_new(klass, *args, **kwargs)
+        except BaseException as err:
+            hide_our_frames(err)  # torch refusing the op: its traceback, not ours (tracebacks.py)
+            raise
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         args, kwargs = _unwrap_op(args, kwargs)
-        original_init(self, *args, **kwargs)
+        try:
+            original_init(self, *args, **kwargs)
+        except BaseException as err:
+            hide_our_frames(err)
+            raise
 
     setattr(__new__, ORIGINAL_ATTR, original_new)
     setattr(__init__, ORIGINAL_ATTR, original_init)
@@ -198,7 +207,11 @@ def _patch_work_wait() -> None:
     original_wait = work.__dict__["wait"]
 
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original_wait(self, *args, **kwargs)
+        try:
+            result = original_wait(self, *args, **kwargs)
+        except BaseException as err:
+            hide_our_frames(err, from_call=True)  # the op failed (in C): torch's traceback, not ours (tracebacks.py)
+            raise
         try:
             registry.on_wait(self)
         except Exception:

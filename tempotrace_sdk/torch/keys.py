@@ -57,16 +57,23 @@ def parse_group_key(key: str) -> list[int]:
     return ranks
 
 
-def step_ids(job_id: str, restart: int, step: int) -> tuple[int, int]:
-    """(trace id, step span id) of a training step: BLAKE2b of the job, restart and step.
+def step_ids(job_id: str, restart: int, step: int, occurrence: int = 0) -> tuple[int, int]:
+    """(trace id, step span id) of a training step: BLAKE2b of the job, restart, step and occurrence.
 
     ``blake2b(b"tempotrace-step\\0" + job + b"\\0" + restart + b"\\0" + step, digest_size=24)``
-    with the numbers in decimal ASCII; the trace id is octets 0..15, the span
-    id octets 16..23 (big-endian). An all-zero result (invalid in W3C) is
-    replaced by 1; it has probability 2^-128 and 2^-64.
+    with the numbers in decimal ASCII; a step number used again in the process
+    (``occurrence`` k > 0: its (k+1)-th use) appends ``b"\\0" + k``, so each use
+    has a trace of its own while a first use keeps the ids it always had. The
+    trace id is octets 0..15, the span id octets 16..23 (big-endian). An
+    all-zero result (invalid in W3C) is replaced by 1; it has probability
+    2^-128 and 2^-64.
     """
     if not isinstance(step, int) or isinstance(step, bool) or step < 0:
         raise ValueError(f"step must be a non-negative integer, got {step!r}")
-    material = b"\0".join((b"tempotrace-step", job_id.encode(), str(restart).encode(), str(step).encode()))
-    digest = hashlib.blake2b(material, digest_size=24).digest()
+    if not isinstance(occurrence, int) or isinstance(occurrence, bool) or occurrence < 0:
+        raise ValueError(f"occurrence must be a non-negative integer, got {occurrence!r}")
+    fields = [b"tempotrace-step", job_id.encode(), str(restart).encode(), str(step).encode()]
+    if occurrence:
+        fields.append(str(occurrence).encode())
+    digest = hashlib.blake2b(b"\0".join(fields), digest_size=24).digest()
     return int.from_bytes(digest[:16], "big") or 1, int.from_bytes(digest[16:], "big") or 1

@@ -43,6 +43,7 @@ from .pending import PendingOp, registry
 from .record import RecordKind
 from .side import SideRecv, post_side_send, side_buffer, side_tag, take_spare
 from .spans import end_span
+from .tracebacks import hide_our_frames
 from .wrappers import (
     OP_ERROR_ATTR,
     ORIGINAL_ATTR,
@@ -233,38 +234,42 @@ def traced_batch(original: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(original)
     def batch_isend_irecv(p2p_op_list: Any) -> Any:
-        if not settings.active or inside.get():
-            return original(p2p_op_list)
-        pay()  # a step's owed exchange first (spec/torch.md §4.2)
         try:
-            ops, plans, info = _batch_plan(list(p2p_op_list))
-        except Exception:  # arguments torch will refuse
-            count("untraced")
-            _log.debug("tempotrace.torch: batch_isend_irecv not traced", exc_info=True)
-            return original(p2p_op_list)
-        token = inside.set(True)
-        try:
-            works = original(ops)
-        except BaseException as err:
+            if not settings.active or inside.get():
+                return original(p2p_op_list)
+            pay()  # a step's owed exchange first (spec/torch.md §4.2)
             try:
-                setattr(err, OP_ERROR_ATTR, "batch_isend_irecv")
-            except Exception:
-                pass
-            for plan in plans:
-                released(plan.outstanding)
-                end_span(plan.span, {TORCH_COMPLETION: "error"}, error=err)
+                ops, plans, info = _batch_plan(list(p2p_op_list))
+            except Exception:  # arguments torch will refuse
+                count("untraced")
+                _log.debug("tempotrace.torch: batch_isend_irecv not traced", exc_info=True)
+                return original(p2p_op_list)
+            token = inside.set(True)
+            try:
+                works = original(ops)
+            except BaseException as err:
+                try:
+                    setattr(err, OP_ERROR_ATTR, "batch_isend_irecv")
+                except Exception:
+                    pass
+                for plan in plans:
+                    released(plan.outstanding)
+                    end_span(plan.span, {TORCH_COMPLETION: "error"}, error=err)
+                raise
+            finally:
+                inside.reset(token)
+            try:
+                return _batch_done(plans, info, works, len(ops))
+            except Exception:  # the ops were issued: hand the program its works whatever happened here
+                for plan in plans:
+                    released(plan.outstanding)
+                count("trace_failed")
+                _log.debug("tempotrace.torch: tracing batch_isend_irecv failed after the op", exc_info=True)
+                n = len(p2p_op_list)
+                return [works[p.index] for p in plans] if len(works) == len(ops) and len(plans) == n else works
+        except BaseException as err:
+            hide_our_frames(err)  # torch's error, with the traceback the untraced call gives (tracebacks.py)
             raise
-        finally:
-            inside.reset(token)
-        try:
-            return _batch_done(plans, info, works, len(ops))
-        except Exception:  # the ops were issued: hand the program its works whatever happened here
-            for plan in plans:
-                released(plan.outstanding)
-            count("trace_failed")
-            _log.debug("tempotrace.torch: tracing batch_isend_irecv failed after the op", exc_info=True)
-            n = len(p2p_op_list)
-            return [works[p.index] for p in plans] if len(works) == len(ops) and len(plans) == n else works
 
     setattr(batch_isend_irecv, ORIGINAL_ATTR, original)
     return batch_isend_irecv

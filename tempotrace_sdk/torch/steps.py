@@ -1,9 +1,12 @@
-"""``step(i)``: one trace id for every rank of a training step, and the step-level exchange (spec/torch.md §4).
+"""``step()``: one trace id for every rank of a training step, and the step-level exchange (spec/torch.md §4).
 
 Every rank computes the step's trace id from the job id and the step number
 (``keys.step_ids``), with no communication, and starts its step span as a
 child of a virtual remote parent with that trace id: the step spans of all
-ranks are siblings in one trace. On exit (carriage ``"step"``, instrumented)
+ranks are siblings in one trace. ``step()`` without a number counts steps
+itself; a number this process used before (an epoch loop's ``enumerate``) is
+counted ``step_reused``, warned about once, and still gets a trace of its own
+(stepnumbers.py). On exit (carriage ``"step"``, instrumented)
 each rank makes one send event and the ranks all_gather their records; each
 step span records what it merged (``tempotrace.torch.recv.*``). Leaving a
 step is therefore a collective: every rank of the group must do it. A step
@@ -40,16 +43,25 @@ from .launch import job_id_from_env, launch_facts
 from .owed import Owed, owe, pay
 from .record import RecordKind
 from .spans import end_span, now, start_or_invalid
+from .stepnumbers import StepNumbers
 from .wrappers import raised_by_op, settings
 
-__all__ = ["current_step", "job_id", "step"]
+__all__ = ["TORCH_STEP_OCCURRENCE", "callback_context", "current_step", "job_id", "step"]
 
 _log = logging.getLogger(__name__)
+
+#: int, step spans: how many times this process used the step's number before (written when > 0). Proposed
+#: for semconv.py / semantic-conventions §9.4 (spec/torch.md §4.1).
+TORCH_STEP_OCCURRENCE = "tempotrace.torch.step_occurrence"
 
 _lock = threading.Lock()
 _job: str | None = None
 #: Open steps, innermost last: process-wide (a DDP hook runs on autograd's threads, not in our context).
 _open: list[tuple[int, Span]] = []
+#: Every step number this process used, for counting (``step()``) and for telling reuses apart.
+numbers = StepNumbers()
+#: A reused number is warned about once per process (and counted every time).
+_reuse_warned = [False]
 
 
 def job_id() -> str:
@@ -80,33 +92,55 @@ def current_step() -> tuple[int, Span] | None:
     return _open[-1] if _open else None
 
 
-class step:  # lower case: used like a function, ``with step(i):``
-    """The context of training step ``number`` on this rank (spec/torch.md §4).
+def callback_context() -> context_api.Context | None:
+    """The parent for a span started in a callback (DDP's reducer, autograd's engine), whose thread may not
+    have our context: the current span when there is one (None: the current context), else the open step's."""
+    if trace.get_current_span().get_span_context().is_valid:
+        return None
+    open_step = current_step()
+    return trace.set_span_in_context(open_step[1]) if open_step is not None else None
 
+
+class step:  # lower case: used like a function, ``with step():``
+    """The context of a training step on this rank (spec/torch.md §4).
+
+    ``number``: the step's number, the same on every rank. Without it the step
+    is counted: one more than the highest number this process used (0 at
+    first), so every rank that enters the same steps in the same order counts
+    the same numbers. A number used before in this process is counted
+    ``step_reused`` and warned about once; it still gets a trace of its own.
     ``group``: the process group whose ranks take part (default: all).
     """
 
-    __slots__ = ("_group", "_number", "_span", "_token")
+    __slots__ = ("_group", "_number", "_span", "_token", "number")
 
-    def __init__(self, number: int, *, group: Any = None) -> None:
-        if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+    def __init__(self, number: int | None = None, *, group: Any = None) -> None:
+        if number is not None and (not isinstance(number, int) or isinstance(number, bool) or number < 0):
             raise ValueError(f"step number must be a non-negative integer, got {number!r}")
         self._number = number
+        #: The number this step runs as, known once it is entered (the one given, or the one counted).
+        self.number = number
         self._group = group
         self._span: Span | None = None
         self._token: object = None
 
     def __enter__(self) -> Span:
         pay()  # an earlier step's exchange, owed since its exception (§4.2): before anything of this step
+        number, occurrence = numbers.take(self._number)
+        self.number = number
+        if occurrence:
+            _reused(number, occurrence)
         facts = launch_facts()
-        trace_id, parent_id = step_ids(job_id(), facts.restart if facts else 0, self._number)
+        trace_id, parent_id = step_ids(job_id(), facts.restart if facts else 0, number, occurrence)
         parent = NonRecordingSpan(SpanContext(trace_id, parent_id, is_remote=True,
                                               trace_flags=TraceFlags(TraceFlags.SAMPLED)))
-        attrs: dict[str, Any] = {TORCH_STEP: self._number, TORCH_CARRIAGE: _mode()}
+        attrs: dict[str, Any] = {TORCH_STEP: number, TORCH_CARRIAGE: _mode()}
+        if occurrence:
+            attrs[TORCH_STEP_OCCURRENCE] = occurrence
         sp = start_or_invalid("torch.step", attrs, trace.set_span_in_context(parent))  # the step runs, exchanges
         self._span = sp
         self._token = context_api.attach(trace.set_span_in_context(sp))
-        _open.append((self._number, sp))
+        _open.append((number, sp))
         held.step_opened()
         return sp
 
@@ -146,13 +180,14 @@ class step:  # lower case: used like a function, ``with step(i):``
             count("exchange_failed")
             _log.debug("tempotrace.torch: step exchange failed", exc_info=True)
             return {}
-        record = make_record(RecordKind.EXCHANGE, info.rank, self._number, sp)  # the absent record on failure
+        number = self.number if self.number is not None else 0  # entered: always set
+        record = make_record(RecordKind.EXCHANGE, info.rank, number, sp)  # the absent record on failure
         if exc is not None:  # perhaps nobody handles it: a dying rank must issue nothing (owed.py)
-            owe(Owed(sp, info, record, self._number, exc, now()))
+            owe(Owed(sp, info, record, number, exc, now()))
             return None
         pay()
         try:
-            exchange = Exchange(info, record, self._number, async_op=True)
+            exchange = Exchange(info, record, number, async_op=True)
         except Exception:  # torch refused the all_gather itself
             count("exchange_failed")
             _log.debug("tempotrace.torch: step exchange failed", exc_info=True)
@@ -166,6 +201,18 @@ class step:  # lower case: used like a function, ``with step(i):``
             count("exchange_failed")
             _log.debug("tempotrace.torch: step exchange failed", exc_info=True)
             return {}
+
+
+def _reused(number: int, occurrence: int) -> None:
+    """A step number used again: counted every time, said once per process."""
+    count("step_reused")
+    if _reuse_warned[0]:
+        return
+    _reuse_warned[0] = True
+    _log.warning("tempotrace.torch: step number %d entered again (use %d in this process; an epoch loop numbering "
+                 "its steps with enumerate?): counted as step_reused, and each use gets a trace of its own "
+                 "(tempotrace.torch.step_occurrence=%d). Use tt.step() without a number to have steps counted. "
+                 "Said once.", number, occurrence + 1, occurrence)
 
 
 #: How far along an exception's causes and contexts a torch.distributed failure is looked for.

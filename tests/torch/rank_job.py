@@ -1,8 +1,9 @@
 """Start a real multi-rank gloo job as torchrun would (RANK, WORLD_SIZE, MASTER_* in the environment).
 
-Shared by the torch tests that spawn ranks (test_distributed.py: 4 ranks, test_faults.py: 2). Each
-rank runs ``worker`` with its output in ``out``; a job that does not finish in ``timeout_s`` is
-killed; a rank that fails fails the test with the tail of every failed rank's log.
+Shared by the torch tests that spawn ranks (test_distributed.py: 4 ranks, test_faults.py: 2, ...). Each
+rank runs ``worker`` with its output in ``out`` (stdout and stderr in ``log-<rank>.txt``); a job that
+does not finish in ``timeout_s`` is killed; a rank that fails fails the test with the tail of every
+failed rank's log, unless the test expects failures (``check=False``: it reads the exit codes).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def free_port() -> int:
 
 
 def run_ranks(worker: Path, world: int, out: Path, timeout_s: float,
-              extra_env: Callable[[int], dict[str, str]] = lambda rank: {}) -> None:
+              extra_env: Callable[[int], dict[str, str]] = lambda rank: {}, *, check: bool = True) -> list[int]:
+    """Run ``world`` ranks of ``worker``; their exit codes (-9: killed at the timeout)."""
     port = str(free_port())
     procs = []
     for rank in range(world):
@@ -38,8 +40,9 @@ def run_ranks(worker: Path, world: int, out: Path, timeout_s: float,
         })
         env.update(extra_env(rank))
         env.pop("TEMPOTRACE_EXPORT_PATH", None)
-        log = (out / f"log-{rank}.txt").open("wb")
-        procs.append(subprocess.Popen([sys.executable, str(worker)], env=env, stdout=log, stderr=subprocess.STDOUT))
+        log_file = (out / f"log-{rank}.txt").open("wb")
+        procs.append(subprocess.Popen([sys.executable, str(worker)], env=env, stdout=log_file,
+                                      stderr=subprocess.STDOUT))
     deadline = time.monotonic() + timeout_s
     try:
         for p in procs:
@@ -52,10 +55,16 @@ def run_ranks(worker: Path, world: int, out: Path, timeout_s: float,
                 p.kill()
                 p.wait()
     codes = [p.returncode for p in procs]
-    if any(codes):
+    if check and any(codes):
         logs = "\n".join(f"--- rank {r} (exit {c}) ---\n{(out / f'log-{r}.txt').read_text()[-3000:]}"
                          for r, c in enumerate(codes) if c)
         pytest.fail(f"rank workers failed: {codes}\n{logs}")
+    return codes
+
+
+def log(out: Path, rank: int) -> str:
+    """What a rank printed (stdout and stderr, interleaved as written)."""
+    return (out / f"log-{rank}.txt").read_text(errors="replace")
 
 
 class Job:

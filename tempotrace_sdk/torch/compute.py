@@ -1,0 +1,230 @@
+"""``trace_compute()``: spans for a model's forward and backward and an optimizer's step (spec/torch.md §4.3).
+
+Collectives say when ranks talk; between them a trace is blank unless the user
+adds spans. This opt-in fills the blank with three spans per iteration, each
+the child of the step:
+
+- ``torch.forward``: from a forward pre-hook to the forward hook, registered
+  with ``always_call`` so a forward that raises still ends it (with the error);
+- ``torch.backward``: from the moment backward reaches the forward's output (a
+  gradient hook on the output tensor) to the end of that backward pass (a
+  callback queued on autograd's engine, the mechanism DDP and FSDP use for
+  the same moment): one Python call per forward and two per backward, however
+  many parameters the model has. DDP's last bucket may still be reducing then;
+- ``torch.optimizer.step``: from the optimizer's step pre-hook to its post-hook.
+
+Inside a step they are **held** as blocking collectives are (held.py,
+spec/torch.md §1.4): at the hook only the clock reading and its Lamport tick
+are taken, and the spans are made in bulk at the step's exit, stamped with
+those readings. Why: a span made between a backward pass and the optimizer
+runs from caches the pass just flushed, at several times its warm cost, on the
+training thread (made at the hooks, a 3 MiB MLP's spans took about 225 µs
+each against 45 µs warm on a 2-core machine; benchmarks/bench_torch_compute.py
+measures what is left). So none of them is the current span while it runs: what forward or
+the optimizer issues (FSDP's all-gathers) is the step's child, as it would be
+untraced. Outside a step each span is made at its hooks.
+
+A span whose end never came (an optimizer step or a backward that raised) is
+ended ``completion="unfinished"`` when the next one starts, or at ``remove()``.
+Tracing never raises into the program: a hook that fails counts
+``trace_failed``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from opentelemetry import context as context_api
+from opentelemetry.trace import Span
+
+from ..semconv import TORCH_COMPLETION
+from .carriage import count
+from .held import HeldOp, hold
+from .spans import end_span, start_or_invalid
+from .steps import callback_context
+
+__all__ = ["TORCH_COMPUTE", "TORCH_MODULE", "TORCH_OPTIMIZER", "ComputeTracing", "trace_compute"]
+
+_log = logging.getLogger(__name__)
+
+#: Proposed for semconv.py / semantic-conventions §9 (spec/torch.md §4.3): str, compute spans:
+#: "forward" | "backward" | "optimizer.step".
+TORCH_COMPUTE = "tempotrace.torch.compute"
+#: str, forward and backward spans: the class name of the module given to trace_compute().
+TORCH_MODULE = "tempotrace.torch.module"
+#: str, optimizer.step spans: the optimizer's class name.
+TORCH_OPTIMIZER = "tempotrace.torch.optimizer"
+
+#: How deep a forward's output is searched for the tensor whose gradient starts backward (a tensor, a
+#: tuple of them, a dict such as a model-output object).
+_OUTPUT_DEPTH = 3
+_UNFINISHED = {TORCH_COMPLETION: "unfinished"}
+
+
+def _first_grad_tensor(value: Any, depth: int = _OUTPUT_DEPTH) -> torch.Tensor | None:
+    if isinstance(value, torch.Tensor):
+        return value if value.requires_grad else None
+    if depth <= 0:
+        return None
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    for item in items:
+        found = _first_grad_tensor(item, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _queue_at_backward_end(callback: Callable[[], None]) -> None:
+    """Run ``callback`` when the backward pass now running ends (autograd's final callbacks)."""
+    torch.autograd.Variable._execution_engine.queue_callback(callback)
+
+
+class _Interval:
+    """One compute span while it is open: held (made at the step's exit) or, outside a step, a live span."""
+
+    __slots__ = ("held", "span")
+
+    def __init__(self, name: str, attributes: dict[str, Any], context: context_api.Context | None) -> None:
+        self.held: HeldOp | None = hold(name, lambda: attributes)
+        self.span: Span | None = None
+        if self.held is None:
+            self.span = start_or_invalid(name, attributes, context)
+        elif context is not None:  # started on a thread without our context (autograd's): the step's
+            self.held.context = context
+
+    def end(self, attributes: dict[str, Any] | None = None, error: BaseException | None = None) -> None:
+        """End it now (``attributes``, ``error``: made at once with them). Never raises."""
+        if self.span is not None:
+            end_span(self.span, attributes, error)
+        elif self.held is not None and (attributes or error or not self.held.ended()):
+            self.held.make(attributes, error)  # unusual ends are made at once, as a held op that raised
+
+
+class ComputeTracing:
+    """What ``trace_compute()`` registered on a model and an optimizer; ``remove()`` takes it all off."""
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None) -> None:
+        self._forward_attrs = {TORCH_COMPUTE: "forward", TORCH_MODULE: type(model).__name__}
+        self._backward_attrs = {TORCH_COMPUTE: "backward", TORCH_MODULE: type(model).__name__}
+        self._step_attrs = {TORCH_COMPUTE: "optimizer.step",
+                            TORCH_OPTIMIZER: type(optimizer).__name__ if optimizer is not None else ""}
+        self._forward = threading.local()  # per thread: open forwards, innermost last (a module may nest in itself)
+        self._backward: _Interval | None = None
+        self._step: _Interval | None = None
+        self._lock = threading.Lock()
+        self._handles = [
+            model.register_forward_pre_hook(self._forward_starts),
+            model.register_forward_hook(self._forward_ends, always_call=True),
+        ]
+        if optimizer is not None:
+            self._handles += [optimizer.register_step_pre_hook(self._step_starts),
+                              optimizer.register_step_post_hook(self._step_ends)]
+
+    def remove(self) -> None:
+        """Remove every hook; end what is still open (``unfinished``). Idempotent."""
+        handles, self._handles = self._handles, []
+        for handle in handles:
+            handle.remove()
+        for left in (self._take("_backward"), self._take("_step")):
+            if left is not None:
+                left.end(_UNFINISHED)
+
+    def _take(self, slot: str) -> _Interval | None:
+        with self._lock:
+            taken: _Interval | None = getattr(self, slot)
+            setattr(self, slot, None)
+        return taken
+
+    # forward -----------------------------------------------------------------------------------------------
+
+    def _forward_starts(self, module: Any, args: Any) -> None:
+        try:
+            left = self._take("_backward")
+            if left is not None:  # the last backward raised: its end never came
+                left.end(_UNFINISHED)
+            self._open_forwards().append(_Interval("torch.forward", self._forward_attrs, None))
+        except Exception:  # tracing never fails the program's forward (spec/torch.md §1.1)
+            _failed("forward")
+
+    def _forward_ends(self, module: Any, args: Any, output: Any) -> None:
+        try:
+            opened = self._open_forwards()
+            if not opened:
+                return
+            error = sys.exc_info()[1]  # an always-called hook after a forward that raised runs in its except block
+            opened.pop().end(error=error)
+            if error is None:
+                tensor = _first_grad_tensor(output)
+                if tensor is not None:
+                    tensor.register_hook(self._backward_reaches_output)  # type: ignore[no-untyped-call]
+        except Exception:
+            _failed("forward")
+
+    def _open_forwards(self) -> list[_Interval]:
+        opened: list[_Interval] | None = getattr(self._forward, "open", None)
+        if opened is None:
+            opened = self._forward.open = []
+        return opened
+
+    # backward ----------------------------------------------------------------------------------------------
+
+    def _backward_reaches_output(self, grad: Any) -> None:
+        try:
+            with self._lock:
+                if self._backward is not None:  # a second output of the same pass
+                    return
+                interval = self._backward = _Interval("torch.backward", self._backward_attrs, callback_context())
+            _queue_at_backward_end(lambda: self._backward_ends(interval))
+        except Exception:
+            _failed("backward")
+
+    def _backward_ends(self, interval: _Interval) -> None:
+        try:
+            with self._lock:
+                if self._backward is not interval:  # ended already (unfinished)
+                    return
+                self._backward = None
+            interval.end()
+        except Exception:
+            _failed("backward")
+
+    # optimizer.step ----------------------------------------------------------------------------------------
+
+    def _step_starts(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        try:
+            left = self._take("_step")
+            if left is not None:  # the last step raised: its post-hook never ran
+                left.end(_UNFINISHED)
+            self._step = _Interval("torch.optimizer.step", self._step_attrs, None)
+        except Exception:
+            _failed("optimizer.step")
+
+    def _step_ends(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        try:
+            interval = self._take("_step")
+            if interval is not None:
+                interval.end()
+        except Exception:
+            _failed("optimizer.step")
+
+
+def _failed(what: str) -> None:
+    count("trace_failed")
+    _log.debug("tempotrace.torch: tracing a %s failed", what, exc_info=True)
+
+
+def trace_compute(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None) -> ComputeTracing:
+    """Spans for ``model``'s forward and backward passes and ``optimizer``'s steps, children of the open
+    ``step()`` (spec/torch.md §4.3). ``model`` may be the DDP/FSDP wrapper or the module inside it. Opt-in:
+    its cost is measured by benchmarks/bench_torch_compute.py. ``.remove()`` on the result takes the hooks
+    off."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"trace_compute() needs an nn.Module, got {type(model).__name__}")
+    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"trace_compute() needs a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    return ComputeTracing(model, optimizer)
