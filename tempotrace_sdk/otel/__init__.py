@@ -15,8 +15,9 @@ Two processes, instrumented::
 ``configure()`` installs the clock (TEMPOTRACE_CLOCK), the processor, the
 global propagator (tracecontext + baggage + tempotrace, unless
 OTEL_PROPAGATORS is set) and an exporter: OTLP JSON lines appended to
-``tempotrace-spans.jsonl`` (TEMPOTRACE_EXPORT_PATH; one file may be shared by
-many processes) or one ``spans-<pid>.jsonl`` per process under
+``tempotrace-spans.jsonl`` (``tempotrace-spans-<job>.jsonl`` in a job the
+launcher names; TEMPOTRACE_EXPORT_PATH; one file may be shared by the
+processes of one job) or one ``spans-<pid>.jsonl`` per process under
 TEMPOTRACE_EXPORT_DIR; the standard OTLP variables send to a collector. See
 ``configure`` for every variable and spec/semantic-conventions.md for the
 ``tempotrace.*`` attributes.

@@ -5,8 +5,11 @@ batch as one JSON line with a single ``write(2)`` on an ``O_APPEND`` file
 descriptor (``appender.AppendStream``), so several processes (a multi-worker
 job, a forked child) may share one file without ever interleaving lines.
 With a directory instead of a file, every process writes its own
-``spans-<pid>.jsonl`` (re-chosen after fork). What is guaranteed about loss,
-torn lines, rotation, fork and SIGTERM: spec/reliability.md.
+``spans-<pid>.jsonl`` (re-chosen after fork). Runs of different jobs do not
+share a file: the default file is named after the job the launcher names,
+and a file another job wrote is not appended to (jobfile.py). What is
+guaranteed about loss, torn lines, rotation, fork and SIGTERM:
+spec/reliability.md.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from . import lifecycle
 from .appender import AppendStream
 from .batching import TempoTraceBatchProcessor
 from .file_export import JsonLinesSpanExporter
+from .jobfile import DEFAULT_STEM, default_path, for_job
 from .loss import LossLedger
 
 __all__ = [
@@ -41,8 +45,16 @@ EXPORT_PATH_ENV = "TEMPOTRACE_EXPORT_PATH"
 EXPORT_DIR_ENV = "TEMPOTRACE_EXPORT_DIR"
 #: The OTEL_TRACES_EXPORTER names understood.
 _EXPORTER_NAMES = ("otlp", "console", "otlp_json_file", "none")
-#: Used when neither a path, a directory nor a collector is configured.
-DEFAULT_EXPORT_PATH = "tempotrace-spans.jsonl"
+#: Used when neither a path, a directory nor a collector is configured, outside a named job (within one:
+#: ``tempotrace-spans-<job>.jsonl``, jobfile.default_path).
+DEFAULT_EXPORT_PATH = f"{DEFAULT_STEM}.jsonl"
+
+
+def _job() -> str | None:
+    """The job the launcher names (TEMPOTRACE_JOB_ID, else TORCHELASTIC_RUN_ID unless torchrun's "none")."""
+    from ..torch.launch import job_id_from_env  # imports neither torch nor OpenTelemetry
+
+    return job_id_from_env()
 
 
 def file_exporter(
@@ -50,19 +62,24 @@ def file_exporter(
 ) -> tuple[SpanExporter, str]:
     """An OTLP JSON-lines file exporter and the path it writes (for this process).
 
-    A path that cannot be opened (read-only, missing permission) does not
-    raise: the exporter warns, counts it in ``errors()`` and keeps trying.
+    Without a path, the file is named after the job the launcher names, if
+    any (``tempotrace-spans-<job>.jsonl``); a file that holds another job's
+    spans is not appended to: this job writes ``<name>-<job>.jsonl`` beside
+    it (jobfile.py). A path that cannot be opened (read-only, missing
+    permission) does not raise: the exporter warns, counts it in
+    ``errors()`` and keeps trying.
     """
+    job = _job()
     if directory is not None:
         base = os.fspath(directory)
 
         def per_process(pid: int) -> str:
-            return os.path.join(base, f"spans-{pid}.jsonl")
+            return for_job(os.path.join(base, f"spans-{pid}.jsonl"), job)  # a pid reused by an earlier run
 
         stream = AppendStream(per_process)
     else:
-        fixed = os.fspath(path) if path is not None else DEFAULT_EXPORT_PATH
-        stream = AppendStream(lambda _pid: fixed)
+        fixed = os.fspath(path) if path is not None else default_path(job)
+        stream = AppendStream(lambda _pid: for_job(fixed, job))
     return JsonLinesSpanExporter(stream), stream.path
 
 
