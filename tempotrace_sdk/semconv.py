@@ -19,6 +19,12 @@ CLK_QUALITY = "tempotrace.clk_quality"  #: str: "OK" | "DEGRADED" | "UNKNOWN" at
 CLOCK = "tempotrace.clock"  #: str: the clock source's name (e.g. "cpu", "sim:ntp-1")
 HOST = "tempotrace.host"  #: str: the host (or simulated host) whose clock stamped the span
 TENANT_ID = "tempotrace.tenant_id"  #: int 0..15: the local tenant
+#: The host clock domain (§1.2, spec/clocks.md): readings of one kernel clock, comparable across processes.
+CLOCK_DOMAIN = "tempotrace.clock.domain"  #: str: "kernel:<boot id>:tai" (absent: no shared clock)
+CLOCK_EPOCH_NS = "tempotrace.clock.epoch_ns"  #: int, ns: CLOCK_TAI - CLOCK_MONOTONIC, measured; changes at a step
+CLOCK_EPOCH_BOUND_NS = "tempotrace.clock.epoch_bound_ns"  #: int, ns: the epoch lies within this of epoch_ns
+CLOCK_READ_NS = "tempotrace.clock.read_ns"  #: int, ns: the relative bound of one reading within the domain
+CLOCK_STEPPED = "tempotrace.clock.stepped"  #: bool, span only: an epoch change may lie among its readings
 
 # -- confidence policy verdict (§6): verdict and reason only when not "pass"; tier and retention per process
 POLICY_VERDICT = "tempotrace.policy.verdict"  #: str: "flag" | "suspend_alerting" | "degrade" (old files: "pass" too)

@@ -20,8 +20,9 @@ its contradictions are "unattributed": no clock is blamed for them.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
+from operator import attrgetter
 
 from .collectives import Collectives
 from .edges import EdgeJudge
@@ -29,6 +30,8 @@ from .events import SpanRecord
 from .memory import Sender, Senders, TraceMemory, Waiting
 from .p2p import Messages
 from .report import AnalysisReport
+from .stepgather import StepGatherer
+from .stepparent import is_virtual_step_parent
 from .topology import Topology
 
 __all__ = ["DEFAULT_DEDUP", "DEFAULT_KEEP", "DEFAULT_WINDOW", "MIN_REMEMBER", "Analyzer"]
@@ -40,6 +43,9 @@ DEFAULT_DEDUP = 1_000_000
 #: The hop horizon: a client and its receive span this many positions apart or closer are matched even
 #: in different parts; at least the window, and at least this (a few MB) so a small window keeps its hops.
 MIN_REMEMBER = 4096
+
+
+_JOB = attrgetter("job")
 
 
 class Analyzer:
@@ -67,8 +73,9 @@ class Analyzer:
         self.traces = TraceMemory(dedup_spans)
         self.senders = Senders()
         self.waiting = Waiting()
-        # torch collectives and point-to-point messages, gathered across parts within the hop horizon
-        self.collectives = Collectives(self.judge, self.report, topology, self.horizon, keep)
+        # torch collectives, point-to-point messages and steps, gathered across parts within the hop horizon
+        self.steps = StepGatherer(self.report, self.horizon)
+        self.collectives = Collectives(self.judge, self.report, topology, self.horizon, keep, self.steps)
         self.messages = Messages(self.judge, self.report, self.horizon, keep)
         # trace id -> open part, in order of first position (an OrderedDict: memory.TraceMemory says why)
         self._open: OrderedDict[str, list[SpanRecord]] = OrderedDict()
@@ -133,6 +140,7 @@ class Analyzer:
             self._hop(receiver, None)
         self.collectives.expire(limit - self.horizon)
         self.messages.expire(limit - self.horizon)
+        self.steps.expire(limit - self.horizon)  # after the collectives: a step's last ones have reported to it
         self._next_sweep = pos + self._step
 
     def finish(self) -> AnalysisReport:
@@ -144,6 +152,7 @@ class Analyzer:
             self._hop(receiver, None)
         self.collectives.expire(None)  # ranks that never joined: incomplete
         self.messages.expire(None)
+        self.steps.expire(None)
         rep = self.report
         rep.faults = self.ledger.attribute()
         rep.elapsed_s = time.monotonic() - self._t0
@@ -167,7 +176,9 @@ class Analyzer:
         if earlier is None:
             rep.traces += 1
         self.traces.remember(tid, by_id, spans[-1].pos, earlier is not None)
+        rep.jobs.merge_counts(Counter(map(_JOB, by_id.values())))  # the ranks of a step name one job: few keys
         judge = self.judge
+        steps = self.steps
         kept = rep.spans_kept
         keep = self.keep - len(kept)  # spans still to keep for rendering
         for s in by_id.values():
@@ -176,12 +187,17 @@ class Analyzer:
             if keep > 0:
                 rep.keep_span(s)
                 keep -= 1
+            if s.torch is not None or s.step is not None:
+                steps.add(s)
             pid = s.parent_id
             parent = by_id.get(pid) if pid else None
             if parent is not None:
                 judge.parent_child(parent, s)
             elif pid:
-                rep.unresolved_parents += 1
+                if is_virtual_step_parent(s):  # missing by design (spec/torch.md §4.1): not lost data
+                    rep.virtual_parents += 1
+                else:
+                    rep.unresolved_parents += 1
             if s.remote is not None:
                 if parent is not None:
                     self._hop(s, (parent.pos, parent.clock, parent.host, parent.sends, parent.degraded))

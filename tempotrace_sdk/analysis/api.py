@@ -13,10 +13,12 @@ from collections.abc import Callable, Iterable
 from typing import IO, TYPE_CHECKING
 
 from .analyzer import DEFAULT_DEDUP, DEFAULT_KEEP, DEFAULT_WINDOW, Analyzer
+from .clockdomain import domain_of
 from .engine import Options, Outcome, run
 from .events import SpanRecord
 from .inputs import DEFAULT_MAX_LINE, expand
 from .merge import merge_reports
+from .otlp import error_text
 from .progress import Progress
 from .reader import check_found
 from .report import AnalysisReport
@@ -108,8 +110,8 @@ def records_from_readable(spans: Iterable[ReadableSpan]) -> Iterable[SpanRecord]
         parent = span.parent
         # The per-process fallbacks the file reader takes from the Resource (semantic-conventions §1.2).
         resource = span.resource.attributes.items() if span.resource is not None else ()
-        host, host_name, rank, _dropped, _writer, clock = RESOURCE.read_plain(resource)
-        yield build_record(
+        host, host_name, rank, _dropped, _writer, clock, job, restart, *domain = RESOURCE.read_plain(resource)
+        record = build_record(
             f"{ctx.trace_id:032x}",
             f"{ctx.span_id:016x}",
             f"{parent.span_id:016x}" if parent is not None else "",
@@ -121,7 +123,26 @@ def records_from_readable(spans: Iterable[ReadableSpan]) -> Iterable[SpanRecord]
             host or host_name,
             resource_rank=rank,
             resource_clock=clock,
+            resource_job=job,
+            resource_restart=restart,
+            resource_domain=domain_of(*domain),
         )
+        if span.status is not None and span.status.status_code.name == "ERROR":  # no OpenTelemetry import here
+            record.error = _error_of(span)
+        yield record
+
+
+def _error_of(span: ReadableSpan) -> str:
+    """An ERROR span's status description, else its exception event's type and message (as the file reader)."""
+    described = span.status.description or ""
+    if described:
+        return error_text(described)
+    for event in span.events or ():
+        if event.name == "exception":
+            attrs = event.attributes or {}
+            said = ": ".join(str(attrs[k]) for k in ("exception.type", "exception.message") if attrs.get(k))
+            return error_text(said)
+    return error_text("")
 
 
 def analyze_spans(

@@ -156,41 +156,154 @@ def decide_claim(members: Sequence[SpanRecord], ranks: Sequence[int], starts: li
 
 def _physics(members: Sequence[SpanRecord], starts: list[int], ends: list[int],
              extra: int) -> tuple[Decision, list[Witness]] | None:
-    """BEFORE when every pair is ordered, AFTER (with the witnesses) when any pair is reversed, else None."""
+    """BEFORE when every pair is ordered, AFTER (with the witnesses) when any pair is reversed, else None.
+
+    Pairs within one host clock domain (clockdomain.py) are judged by their readings' difference, against
+    the domain's widest relative bound (``_Group``); pairs across domains, and members without one, by
+    their absolute intervals. Each side is checked against its extremes: O(n)."""
     sstamp = {i: members[i].start for i in starts}
     estamp = {j: _end(members[j]) for j in ends}
-    use_s = [i for i in starts if stamp_usable(sstamp[i])]
-    use_e = [j for j in ends if stamp_usable(estamp[j])]
-    # Reversed pairs: each usable end against the usable start that lies furthest after it (largest
-    # lower edge), each usable start against the usable end that lies furthest before it (smallest upper).
-    latest = _top2([(_lo(sstamp[i]), i) for i in use_s])
-    earliest = _top2([(-_hi(estamp[j]), j) for j in use_e])
+    group = _groups([*sstamp.items(), *estamp.items()])
     found: dict[tuple[int, int], int] = {}
-    for j in use_e:
-        best = _other(latest, j)
-        if best is not None and (gap := physics_gap(sstamp[best[1]], estamp[j], extra)) < 0:
-            found[(best[1], j)] = -gap
-    for i in use_s:
-        best = _other(earliest, i)
-        if best is not None and (gap := physics_gap(sstamp[i], estamp[best[1]], extra)) < 0:
-            found[(i, best[1])] = -gap
+    room: int | None = None
+    ordered = True
+    # Within each domain: by the readings' difference.
+    by_group: dict[int, tuple[_Group, list[int], list[int]]] = {}
+    for is_end, members_of in ((False, starts), (True, ends)):
+        for m in members_of:
+            g = group[m]
+            if g is not None:
+                entry = by_group.setdefault(id(g), (g, [], []))
+                (entry[2] if is_end else entry[1]).append(m)
+    for g, g_starts, g_ends in by_group.values():
+        if not g_starts or not g_ends:
+            continue
+        latest = _top2([(sstamp[i].ptp_ns, i) for i in g_starts])  # type: ignore[misc]
+        earliest = _top2([(-estamp[j].ptp_ns, j) for j in g_ends])  # type: ignore[operator]
+        for j in g_ends:
+            best = _other(latest, j)
+            if best is not None:
+                gap = estamp[j].ptp_ns - best[0] - g.slack  # type: ignore[operator]
+                if -gap > 2 * g.slack:  # the start lies after the end by more than the bound
+                    found[(best[1], j)] = -gap - 2 * g.slack
+                if gap <= 0:
+                    ordered = False
+                else:
+                    room = gap if room is None else min(room, gap)
+        for i in g_starts:
+            best = _other(earliest, i)
+            if best is not None and sstamp[i].ptp_ns + best[0] > g.slack:  # type: ignore[operator]
+                found[(i, best[1])] = sstamp[i].ptp_ns + best[0] - g.slack  # type: ignore[operator]
+    # Across domains (a member without one is a domain of its own): by the absolute intervals.
+    cross = _cross(starts, ends, group, sstamp, estamp, extra)
+    if cross is None:
+        ordered = False
+    else:
+        more, cross_room, cross_ordered = cross
+        found.update(more)
+        ordered = ordered and cross_ordered
+        if cross_room is not None:
+            room = cross_room if room is None else min(room, cross_room)
     if found:
         witnesses = [(i, j, excess) for (i, j), excess in found.items()]
         return Decision(Relation.AFTER, Method.PHYSICS, 1.0, 0.0, max(w[2] for w in witnesses)), witnesses
-    if len(use_s) < len(starts) or len(use_e) < len(ends):
-        return None  # some pair has an unusable side: physics cannot order all of them
-    # Ordered: every end against the start whose interval reaches furthest (largest upper edge).
-    reach = _top2([(_hi(sstamp[i]), i) for i in starts])
+    if not ordered or room is None:
+        return None
+    return Decision(Relation.BEFORE, Method.PHYSICS, 1.0, 0.0, room), []
+
+
+class _Group:
+    """Members read from one host clock domain, and the widest relative bound between two of them."""
+
+    __slots__ = ("slack",)
+
+    def __init__(self, slack: int) -> None:
+        self.slack = slack
+
+
+def _groups(stamps: list[tuple[int, Stamp]]) -> dict[int, _Group | None]:
+    """Each member's domain group (None: no domain, or one whose epochs do not all agree: absolute only).
+    A group's slack is an upper bound of every pair's relative_slack."""
+    by_key: dict[str, list[int]] = {}
+    domains = {}
+    for i, st in stamps:
+        d = st.domain
+        if d is not None and st.ptp_ns is not None and not st.degraded:
+            domains[i] = d
+            by_key.setdefault(d.key, []).append(i)
+    out: dict[int, _Group | None] = dict.fromkeys((i for i, _ in stamps), None)
+    for members in by_key.values():
+        ds = [domains[i] for i in dict.fromkeys(members)]
+        lo = min(d.epoch_ns for d in ds)
+        hi = max(d.epoch_ns for d in ds)
+        if hi - lo > 2 * min(d.bound_ns for d in ds):
+            continue  # not one epoch for all of them (a step between): absolute bounds only
+        g = _Group(2 * max(d.read_ns for d in ds) + (hi - lo) + 2 * max(d.bound_ns for d in ds))
+        for i in members:
+            out[i] = g
+    return out
+
+
+def _cross(starts: list[int], ends: list[int], group: dict[int, _Group | None], sstamp: dict[int, Stamp],
+           estamp: dict[int, Stamp], extra: int) -> tuple[dict[tuple[int, int], int], int | None, bool] | None:
+    """Pairs of members in different domains (or without one), by their absolute intervals: the reversed
+    ones found, the least room, and whether all are ordered; None when such a pair has an unusable side.
+    A member's "others" are the members outside its group: the best of the top two groups."""
+    def key(i: int) -> object:
+        g = group[i]
+        return i if g is None else id(g)
+
+    def best_by_group(values: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        best: dict[object, tuple[int, int]] = {}
+        for v in values:
+            k = key(v[1])
+            if k not in best or v[0] > best[k][0]:
+                best[k] = v
+        return sorted(best.values(), reverse=True)[:2]
+
+    def other(top: list[tuple[int, int]], index: int) -> tuple[int, int] | None:
+        k = key(index)
+        return next((v for v in top if key(v[1]) != k), None)
+
+    start_keys, end_keys = {key(i) for i in starts}, {key(j) for j in ends}
+    if len(start_keys | end_keys) <= 1:
+        return {}, None, True  # one domain: no pair across
+
+    def partnered(k: object, keys: set[object]) -> bool:  # has a partner outside its own group
+        return len(keys) > 1 or k not in keys
+    use_s = [i for i in starts if stamp_usable(sstamp[i])]
+    use_e = [j for j in ends if stamp_usable(estamp[j])]
+    found: dict[tuple[int, int], int] = {}
+    latest = best_by_group([(_lo(sstamp[i]), i) for i in use_s])
+    earliest = best_by_group([(-_hi(estamp[j]), j) for j in use_e])
+    for j in use_e:
+        best = other(latest, j)
+        if best is not None and (gap := physics_gap(_absolute(sstamp[best[1]]), estamp[j], extra)) < 0:
+            found[(best[1], j)] = -gap
+    for i in use_s:
+        best = other(earliest, i)
+        if best is not None and (gap := physics_gap(sstamp[i], _absolute(estamp[best[1]]), extra)) < 0:
+            found[(i, best[1])] = -gap
+    needs = [i for i in starts if partnered(key(i), end_keys)]
+    needs_e = [j for j in ends if partnered(key(j), start_keys)]
+    if found or any(not stamp_usable(sstamp[i]) for i in needs) or any(not stamp_usable(estamp[j]) for j in needs_e):
+        return (found, None, False) if found else None
+    reach = best_by_group([(_hi(sstamp[i]), i) for i in starts])
     room: int | None = None
     for j in ends:
-        best = _other(reach, j)
+        best = other(reach, j)
         if best is None:
             continue
-        gap = physics_gap(sstamp[best[1]], estamp[j], extra)
+        gap = physics_gap(_absolute(sstamp[best[1]]), estamp[j], extra)
         if gap <= 0:
-            return None
+            return found, None, False
         room = gap if room is None else min(room, gap)
-    return (Decision(Relation.BEFORE, Method.PHYSICS, 1.0, 0.0, room), []) if room is not None else None
+    return found, room, True
+
+
+def _absolute(s: Stamp) -> Stamp:
+    """The stamp without its domain: across domains only the absolute interval counts."""
+    return s if s.domain is None else Stamp(s.ptp_ns, s.uncertainty_ns, s.quality, s.lts, s.degraded)
 
 
 def _lo(s: Stamp) -> int:
@@ -308,10 +421,6 @@ def arrival(members: Sequence[SpanRecord], ranks: Sequence[int], extra_ns: int =
     if len(order) < 2:
         return order, False
     last = members[order[-1]].start
-    if not stamp_usable(last):
-        return order, False
-    others = [members[i].start for i in order[:-1]]
-    if not all(stamp_usable(s) for s in others):
-        return order, False
-    reach = max(others, key=_hi)
-    return order, physics_gap(reach, last, extra_ns) > 0
+    # Each other start against the last, by the one rule (a host clock domain's relative bound, else the
+    # absolute intervals): O(n).
+    return order, all(physics_gap(members[i].start, last, extra_ns) > 0 for i in order[:-1])

@@ -10,7 +10,8 @@ starts a new instance, so which spans form an instance depends only on their
 positions: a run split by trace forms the same instances.
 
 Finishing decides the claim (claims.py) and counts it as one known edge
-(edges.EdgeJudge.collective), adds each member to the straggler table, and
+(edges.EdgeJudge.collective), adds each member to the straggler table, tells
+the step gatherer who arrived last and who never joined (stepgather.py), and
 keeps a rendering record while the budget (``keep`` member rows) lasts.
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .claims import NOT_COMPLETED, SHAPES, arrival, decide_claim, required
 from .edges import EdgeJudge, outcome_of
@@ -28,6 +29,9 @@ from .order import UNDECIDED
 from .report import AnalysisReport
 from .topology import Topology
 from .torchcounts import TOP
+
+if TYPE_CHECKING:
+    from .stepgather import StepGatherer
 
 __all__ = ["MAX_LISTED", "Collectives"]
 
@@ -52,8 +56,9 @@ class Collectives:
     """Collective instances being gathered; ``add`` each analysed op span, ``expire`` as the input moves."""
 
     def __init__(self, judge: EdgeJudge, report: AnalysisReport, topology: Topology, horizon: int,
-                 keep: int) -> None:
+                 keep: int, steps: StepGatherer | None = None) -> None:
         self.judge = judge
+        self.steps = steps  # told of each finished instance: its step's slowest rank, its missing ranks
         self.report = report
         self.counts = report.collectives
         self.topology = topology
@@ -140,6 +145,10 @@ class Collectives:
         order, certain = arrival(spans, ranks, extra)
         times = self._times(spans)
         self._stragglers(spans, order, certain, times)
+        if self.steps is not None:  # reporting only: who was last, by how much, who never joined
+            self.steps.collective(trace_id, open_.first, [spans[i].clock for i in order],
+                                  times[order[-1]] - times[order[0]] if len(order) > 1 else 0, op, group, seq, missing,
+                                  self._all_missing(key, open_)[:SAMPLE_RANKS] if 0 < missing <= MAX_LISTED else [])
         cost = max(len(spans), key.size)
         if cost <= self.budget:
             self.budget -= cost

@@ -12,10 +12,11 @@ from __future__ import annotations
 import msgspec
 
 from ..wire.layout import UNCERTAINTY_SATURATED
+from .clockdomain import Domain
 
 __all__ = [
-    "KIND_END", "KIND_SEND", "KIND_START", "QUALITIES", "Event", "SpanRecord", "Stamp", "TorchOp", "clock_id",
-    "split_clock",
+    "KIND_END", "KIND_SEND", "KIND_START", "QUALITIES", "Event", "JobKey", "SpanRecord", "Stamp", "TorchOp",
+    "clock_id", "split_clock",
 ]
 
 KIND_START = "start"
@@ -24,6 +25,9 @@ KIND_SEND = "send"
 
 #: Quality strings as the span processor writes them (semconv CLK_QUALITY).
 QUALITIES = ("OK", "DEGRADED", "UNKNOWN")
+
+#: A job as its spans name it: (job id, restart count); one object per distinct key (values.py).
+JobKey = tuple[str, int]
 
 #: Sends of a client span: (lts, ptp_ns, uncertainty_ns) of each header it injected, in send order.
 Sends = tuple[tuple[int, "int | None", "int | None"], ...]
@@ -36,7 +40,8 @@ class Stamp(msgspec.Struct, frozen=True, gc=False):
     event; ``lts`` is None when no Lamport value was recorded. ``degraded``
     is True when the span's policy verdict is ``degrade`` (spec/policy.md §4):
     the reading is kept for display but physics never orders it. Whether physics
-    may use a stamp is ``order.stamp_usable``.
+    may use a stamp is ``order.stamp_usable``; two readings of one host clock domain are compared by
+    their difference (``domain``, order.physics_gap).
     """
 
     ptp_ns: int | None
@@ -44,6 +49,8 @@ class Stamp(msgspec.Struct, frozen=True, gc=False):
     quality: str = "UNKNOWN"
     lts: int | None = None
     degraded: bool = False
+    #: The host clock domain the reading was taken in (clockdomain.py), None when the span names none.
+    domain: Domain | None = None
 
 
 NO_STAMP = Stamp(None)
@@ -143,6 +150,14 @@ class SpanRecord(msgspec.Struct, gc=False):
     clock: str = ""
     #: the torch.distributed op this span traced (spans of ``tempotrace_sdk.torch``), else None
     torch: TorchOp | None = None
+    #: ``tempotrace.torch.step``: the training step of a step span (spec/torch.md §4), else None
+    step: int | None = None
+    #: ``tempotrace.torch.step_occurrence``: the step number's earlier uses in its process (0: its first use)
+    step_occurrence: int = 0
+    #: (``tempotrace.job_id``, ``tempotrace.restart``) of the span or its Resource, None when neither names a job
+    job: JobKey | None = None
+    #: the exception (or status message) of a span whose status is ERROR, else None
+    error: str | None = None
 
     def __post_init__(self) -> None:
         if not self.clock:

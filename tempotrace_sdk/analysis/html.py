@@ -19,6 +19,7 @@ from typing import Any
 from ..wire.layout import UNCERTAINTY_SATURATED
 from .html_model import HTML_MAX_COLLECTIVES, HTML_MAX_HOPS, HTML_MAX_SPANS, LEGEND, timeline_model
 from .html_text import calendar
+from .html_torch import torch_section
 from .report import AnalysisReport
 
 __all__ = ["HTML_MAX_COLLECTIVES", "HTML_MAX_HOPS", "HTML_MAX_SPANS", "render_html"]
@@ -44,6 +45,9 @@ _LABELS = (
     ("collectives_incomplete", "Collectives a rank never joined"),
     ("p2p", "Point-to-point messages (torch)"),
     ("p2p_matched", "Point-to-point messages with both sides"),
+    ("jobs", "Jobs (job ids the spans name)"),
+    ("steps", "Training steps (torch step())"),
+    ("failed_ops", "torch ops that failed (status ERROR)"),
 )
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
@@ -61,7 +65,8 @@ def _summary_rows(summary: dict[str, Any]) -> str:
     out = []
     for key, label in _LABELS:
         value = summary[key]
-        cls = ' class="n bad"' if key in ("wrong", "lying_hosts", "export_dropped_spans") and value else ' class="n"'
+        cls = ' class="n bad"' if key in ("wrong", "lying_hosts", "export_dropped_spans", "failed_ops") and value \
+            else ' class="n"'
         out.append(f'<tr><th>{html.escape(label)}</th><td{cls} data-key="{key}" data-value="{value}">'
                    f"{_fmt(value)}</td></tr>")
     return "\n".join(out)
@@ -122,8 +127,8 @@ def _many(n: int, noun: str) -> str:
     return f"1 {noun} has" if n == 1 else f"{n:,} {noun}s have"
 
 
-def _cut_note(cut: dict[str, Any]) -> str:
-    """Say what the timeline leaves out; the numbers above always cover everything."""
+def _cut_note(cut: dict[str, Any], max_spans: int) -> str:
+    """Say what the timeline leaves out, and how to draw it; the numbers above always cover everything."""
     parts = []
     for what in ("spans", "hops", "collectives"):
         shown, total = cut[what]
@@ -131,9 +136,14 @@ def _cut_note(cut: dict[str, Any]) -> str:
             parts.append(f"{shown:,} of {total:,} {what}")
     notes = []
     if parts:
-        notes.append(f"Timeline shows {', '.join(parts)} (at most {HTML_MAX_SPANS:,} spans, {HTML_MAX_HOPS:,} "
+        notes.append(f"Timeline shows {', '.join(parts)} (at most {max_spans:,} spans, {HTML_MAX_HOPS:,} "
                      f"hops and {HTML_MAX_COLLECTIVES:,} collectives are drawn, and the analysis keeps "
                      "only as many as its keep limit); the numbers above cover all of them.")
+    shown, total = cut["spans"]
+    if shown < total:
+        notes.append(f'<span id="cut-spans" data-left-out="{total - shown}">{total - shown:,} spans are left out: '
+                     f"draw them with <code>tempotrace analyze … --html-max-spans {total} --keep {total}</code> "
+                     "(or analyse one job's or one step's file).</span>")
     if cut["undrawn_hops"]:
         notes.append(f"{_many(cut['undrawn_hops'], 'hop')} no TempoTrace reading at one end: not drawn.")
     if cut["undrawn_collectives"]:
@@ -141,16 +151,28 @@ def _cut_note(cut: dict[str, Any]) -> str:
     return f'<p id="cut">{" ".join(notes)}</p>' if notes else ""
 
 
-def render_html(report: AnalysisReport) -> str:
-    """The page as one string."""
+def _with_heading(torch: str) -> str:
+    """The torch section, then a heading for the summary below it (a page without one opens on the summary)."""
+    return f"{torch}\n<h2>Edge decisions</h2>" if torch else ""
+
+
+def _steps_button(view: list[int] | None) -> str:
+    """The button back to the training steps (the view the page opened on), when there are steps."""
+    return '<button id="tl-steps" title="show the training steps (t)">Steps</button>' if view else ""
+
+
+def render_html(report: AnalysisReport, max_spans: int | None = None) -> str:
+    """The page as one string; ``max_spans``: spans drawn at most (``--html-max-spans``; default
+    HTML_MAX_SPANS)."""
     summary = report.summary()
-    model = timeline_model(report)
-    data = {key: model[key] for key in ("rows", "spans", "hops", "collectives", "colours")}
+    model = timeline_model(report, max_spans)
+    data = {key: model[key] for key in ("rows", "spans", "hops", "collectives", "colours", "open")}
     data["saturated_ns"] = UNCERTAINTY_SATURATED
     # "</script" or "<!--" inside a script element would end or derail it; escaping every "<"
     # as \u003c keeps the JSON identical once parsed.
     payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
     origin = model["origin_ns"]
+    steps_key = " t (steps)" if model["open"] else ""
     src = html.escape(report.source or "<spans>")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -159,6 +181,7 @@ def render_html(report: AnalysisReport) -> str:
 <body>
 <h1>TempoTrace analysis</h1>
 <p>Source: <code id="source">{src}</code></p>
+{_with_heading(torch_section(report))}
 <table id="summary">
 {_summary_rows(summary)}
 </table>
@@ -169,14 +192,14 @@ def render_html(report: AnalysisReport) -> str:
 ({origin:,} ns since the TAI epoch). Rows: ranks in order, then processes without a rank (a row per host and
 clock).</p>
 {_legend(model["legend"])}
-{_cut_note(model["cut"])}
+{_cut_note(model["cut"], model["max_spans"])}
 {'' if model["spans"] else '<p id="tl-empty">No spans to draw.</p>'}
 <div id="tl-controls" role="toolbar" aria-label="timeline view">
 <button id="tl-zoom-out" title="zoom out (-)">−</button><button id="tl-zoom-in" title="zoom in (+)">+</button>
 <button id="tl-left" title="earlier (←)">←</button><button id="tl-right" title="later (→)">→</button>
-<button id="tl-fit" title="show every span (0)">Fit</button>
-<span class="hint">wheel over the plot: zoom · drag or shift+wheel: pan · keys + − ← → 0 (click the timeline first)
-· hover for exact values</span></div>
+<button id="tl-fit" title="show every span (0)">Fit</button>{_steps_button(model["open"])}
+<span class="hint">wheel over the plot: zoom · drag or shift+wheel: pan · keys + − ← → 0{steps_key}
+(click the timeline first) · hover for exact values</span></div>
 <div id="tl" tabindex="0" aria-label="span timeline">
 <svg id="tl-axis" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="time axis"></svg>
 <div id="tl-scroll">

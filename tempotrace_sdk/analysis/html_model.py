@@ -24,11 +24,14 @@ from ..clocks.leapseconds import utc_to_tai_ns
 from ..wire.layout import UNCERTAINTY_SATURATED
 from .html_text import bound_text, fault_verdicts, hop_tip, relative, span_tip
 from .report import AnalysisReport
+from .stepparent import STEP_SPAN
 
 __all__ = ["COLOURS", "HTML_MAX_COLLECTIVES", "HTML_MAX_HOPS", "HTML_MAX_SPANS", "LEGEND", "timeline_model"]
 
-#: A browser draws a few thousand SVG elements comfortably; beyond, the page says it is cut.
-HTML_MAX_SPANS = 5000
+#: Spans drawn by default: what the analysis keeps for drawing by default (analyzer.DEFAULT_KEEP). The page
+#: draws only what is in view, so 20,000 bars still zoom smoothly; ``--html-max-spans`` draws more or fewer,
+#: and the page says how many it left out and how to see them.
+HTML_MAX_SPANS = 20_000
 HTML_MAX_HOPS = 5000
 HTML_MAX_COLLECTIVES = 2000
 #: Concurrent spans of one row beyond this many lanes share the lane that frees first (they overlap).
@@ -159,9 +162,12 @@ def colour_key(record: dict[str, Any]) -> str:
     return method if method in COLOURS else "undecided"
 
 
-def timeline_model(report: AnalysisReport) -> dict[str, Any]:
-    """The data the page embeds: rows, spans, hops, collectives, legend keys, origin and what was cut."""
-    spans = report.spans_kept[:HTML_MAX_SPANS]
+def timeline_model(report: AnalysisReport, max_spans: int | None = None) -> dict[str, Any]:
+    """The data the page embeds: rows, spans, hops, collectives, legend keys, origin, the view the page opens
+    on and what was cut; at most ``max_spans`` spans (default HTML_MAX_SPANS)."""
+    if max_spans is None:
+        max_spans = HTML_MAX_SPANS
+    spans = report.spans_kept[:max_spans]
     hops = report.hops_kept[:HTML_MAX_HOPS]
     colls = report.collectives_kept[:HTML_MAX_COLLECTIVES]
     rows = _Rows()
@@ -218,16 +224,33 @@ def timeline_model(report: AnalysisReport) -> dict[str, Any]:
     used = {tok for item in (*span_out, *hop_out, *coll_out, *row_out) for tok in item["enc"].split()}
     return {
         "origin_ns": origin,
+        "open": _steps_view(spans, times, origin),
         "rows": row_out,
         "spans": span_out,
         "hops": hop_out,
         "collectives": coll_out,
         "colours": {k: v[1] for k, v in LEGEND.items()},
         "legend": [k for k in LEGEND if k in used],
+        "max_spans": max_spans,
         "cut": {"spans": (len(spans), report.spans), "hops": (len(hops), report.hops),
                 "collectives": (len(colls), len(report.collectives_kept)),
                 "undrawn_hops": undrawn_hops, "undrawn_collectives": undrawn_colls},
     }
+
+
+def _steps_view(spans: list[dict[str, Any]], times: list[tuple[int, int, bool]], origin: int) -> list[int] | None:
+    """[first, last] ns from the origin of the drawn training steps (``torch.step`` spans, with their bounds):
+    the view the page opens on, rather than the whole trace, whose clock check ran seconds before them.
+    None without step spans (the page opens on everything)."""
+    lo = hi = None
+    for s, (start, end, _) in zip(spans, times, strict=True):
+        if s["name"] != STEP_SPAN:
+            continue
+        a = start - (s["start_uncertainty_ns"] or 0) - origin
+        b = end + (s["end_uncertainty_ns"] or 0) - origin
+        lo = a if lo is None else min(lo, a)
+        hi = b if hi is None else max(hi, b)
+    return None if lo is None or hi is None else [lo, hi]
 
 
 def _row(row: dict[str, Any], lanes: int, verdicts: dict[tuple[str, int | None], str], rows: _Rows) -> dict[str, Any]:

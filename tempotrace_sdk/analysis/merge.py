@@ -68,6 +68,7 @@ def merge_reports(parts: list[Partial], keep: int) -> AnalysisReport:
         rep.hops += r.hops
         rep.hops_matched += r.hops_matched
         rep.unresolved_parents += r.unresolved_parents
+        rep.virtual_parents += r.virtual_parents
         rep.duplicate_spans += r.duplicate_spans
         rep.degraded_spans += r.degraded_spans
         rep.bad_lines += r.bad_lines
@@ -79,6 +80,8 @@ def merge_reports(parts: list[Partial], keep: int) -> AnalysisReport:
         rep.hops_kept.extend(r.hops_kept[: max(0, keep - len(rep.hops_kept))])
         rep.collectives.merge(r.collectives)
         rep.p2p.merge(r.p2p)
+        rep.jobs.merge(r.jobs)
+        rep.torch_job.merge(r.torch_job)
         budget = keep - sum(max(len(c["members"]), len(c["ranks"])) for c in rep.collectives_kept)
         for record in r.collectives_kept:  # the same budget of member rows as one process
             cost = max(len(record["members"]), len(record["ranks"]))

@@ -2,9 +2,11 @@
 
 The procedure is spec/analysis.md §2, rule by rule, in this order:
 
-1. physics (§2.1): both stamps usable and their intervals, widened by the
-   topology's extra error for the host pair, are disjoint -> BEFORE / AFTER
-   (``physics_gap``, the one definition: the analyzer counts with it too);
+1. physics (§2.1): two readings of one host clock domain further apart than
+   their relative bound (clockdomain.py), else both stamps usable and their
+   intervals, widened by the topology's extra error for the host pair, disjoint
+   -> BEFORE / AFTER (``physics_gap``, the one definition: the analyzer counts
+   with it too);
 2. Lamport (§2.2): lts_a >= lts_b -> a did not happen before b (and the mirror);
    equal values -> neither happened before the other (CONCURRENT);
 3. SVC (§2.3): a is a span start and a's span id is in b's sketch -> a happened
@@ -26,6 +28,7 @@ import msgspec
 
 from ..wire.layout import LTS_MAX, SKETCH_BITS, SKETCH_HASHES, UNCERTAINTY_SATURATED
 from ..wire.sketch import _indices_and_mask
+from .clockdomain import comparable, relative_gap
 from .events import KIND_START, Event, Stamp
 
 if TYPE_CHECKING:
@@ -107,13 +110,17 @@ SILENCE_REASONS = ("no_reading", "policy_degrade", "unknown_quality", "saturated
 
 def physics_silence(sa: Stamp, sb: Stamp) -> str:
     """Why ``physics_gap`` was 0 for these stamps: the first of SILENCE_REASONS either stamp shows, or
-    "overlap" when both were usable and the intervals (widened by the topology) touched."""
+    "overlap" when both were usable and the intervals (widened by the topology) touched, or when both
+    were readings of one clock domain closer than their relative bound."""
     for s in (sa, sb):
         if s.ptp_ns is None:
             return "no_reading"
     for s in (sa, sb):
         if s.degraded:
             return "policy_degrade"
+    da, db = sa.domain, sb.domain
+    if da is not None and db is not None and comparable(da, db):
+        return "overlap"
     for s in (sa, sb):
         if s.quality == _UNKNOWN:
             return "unknown_quality"
@@ -127,10 +134,19 @@ def physics_gap(sa: Stamp, sb: Stamp, extra_ns: int = 0) -> int:
     """§2.1, the physics rule, its one definition: > 0 when a lies before b (the room left between the
     intervals after ``extra_ns``), < 0 when b lies before a (minus that room), 0 when physics is silent.
 
-    A stamp is usable with a reading, a quality other than UNKNOWN, a bound below the saturated 65,535 ns
+    Two readings of one host clock domain are compared by their difference first (clockdomain.py: the
+    clock's error is common to both, whatever its quality; no topology extra within a host). Otherwise a
+    stamp is usable with a reading, a quality other than UNKNOWN, a bound below the saturated 65,535 ns
     (only a lower bound on the error), and no ``degrade`` policy verdict."""
     pa, pb = sa.ptp_ns, sb.ptp_ns
-    if pa is None or pb is None or sa.quality == _UNKNOWN or sb.quality == _UNKNOWN or sa.degraded or sb.degraded:
+    if pa is None or pb is None or sa.degraded or sb.degraded:
+        return 0
+    da, db = sa.domain, sb.domain
+    if da is not None and db is not None:
+        gap = relative_gap(pa, da, pb, db)
+        if gap:
+            return gap
+    if sa.quality == _UNKNOWN or sb.quality == _UNKNOWN:
         return 0
     ua, ub = sa.uncertainty_ns, sb.uncertainty_ns
     if ua >= UNCERTAINTY_SATURATED or ub >= UNCERTAINTY_SATURATED:

@@ -6,8 +6,9 @@ Collector's file exporter write it: lowerCamelCase field names, ids as hex
 (OTLP/JSON) or base64 (the plain protobuf mapping), 64-bit integers as strings
 or numbers, enums as numbers or names. msgspec decodes a line straight into
 the Structs below, checking the JSON and the shape; parts the analysis never
-reads (scopes, events, links, status, attribute kinds other than string / int
-/ array / bool) are skipped by msgspec without building objects. Each span is kept
+reads (scopes, links, attribute kinds other than string / int / array / bool)
+are skipped by msgspec without building objects; a span's events are kept
+unparsed and read only when its status is ERROR (its exception event). Each span is kept
 as ``msgspec.Raw`` (a view of its bytes) by the line's decode and decoded on
 its own afterwards: the objects of one span are made, read and freed while
 they are in cache, which at 10^6 spans is a fifth faster than decoding the
@@ -23,10 +24,11 @@ from __future__ import annotations
 
 import msgspec
 
+from .clockdomain import Domain, domain_of
 from .events import SpanRecord
 from .values import FIXED64_MAX, RESOURCE, SPAN, AttributeRuleError, build_record, norm_id, span_kind, unix_nanos
 
-__all__ = ["BadLine", "LineResult", "decode_line", "shard_of"]
+__all__ = ["BadLine", "LineResult", "decode_line", "error_text", "shard_of"]
 
 
 class AnyValue(msgspec.Struct, frozen=True, gc=False):
@@ -48,6 +50,18 @@ class KeyValue(msgspec.Struct, frozen=True, gc=False):
     value: AnyValue = AnyValue()
 
 
+class Status(msgspec.Struct, frozen=True, gc=False):
+    """A span's status: its code as the enum's number or its ``STATUS_CODE_*`` name, and its message."""
+
+    code: int | str = 0
+    message: str = ""
+
+
+class SpanEvent(msgspec.Struct, frozen=True, gc=False):
+    name: str = ""
+    attributes: list[KeyValue] = []
+
+
 class Span(msgspec.Struct, frozen=True, gc=False):
     traceId: str = ""
     spanId: str = ""
@@ -57,6 +71,8 @@ class Span(msgspec.Struct, frozen=True, gc=False):
     startTimeUnixNano: int = 0
     endTimeUnixNano: int = 0
     attributes: list[KeyValue] = []
+    status: Status | None = None
+    events: msgspec.Raw = msgspec.Raw()  # read only for a span whose status is ERROR (its exception event)
 
 
 class ScopeSpans(msgspec.Struct, frozen=True, gc=False):
@@ -80,6 +96,11 @@ class TracesData(msgspec.Struct, frozen=True, gc=False):
 _DECODER = msgspec.json.Decoder(TracesData, strict=False)
 _KEYS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _SPAN = msgspec.json.Decoder(Span, strict=False)
+_EVENTS = msgspec.json.Decoder(list[SpanEvent], strict=False)
+#: OTLP StatusCode ERROR, as its number and its name (the protobuf JSON mapping may write either).
+STATUS_ERROR = (2, "STATUS_CODE_ERROR")
+#: The longest error text kept from a span (the report lists a few; the rest of a traceback is in the trace).
+MAX_ERROR = 1024
 
 
 class BadLine(Exception):
@@ -155,10 +176,13 @@ def decode_line(data: bytes | memoryview, line: int, pos: int, shard: tuple[int,
         host: str | None = None
         rank: int | None = None
         clock: str | None = None
+        job: str | None = None
+        restart: int | None = None
+        domain: Domain | None = None
         refused: str | None = None
         if rs.resource.attributes:
             try:
-                host, rank, clock = _resource(rs.resource.attributes, out)
+                host, rank, clock, job, restart, domain = _resource(rs.resource.attributes, out)
             except AttributeRuleError as err:
                 refused = f"resource: {err}"  # every span of this resource is refused with it
         for ss in rs.scopeSpans:
@@ -198,8 +222,12 @@ def decode_line(data: bytes | memoryview, line: int, pos: int, shard: tuple[int,
                         kind = span_kind(kind)
                     if not (0 <= start <= FIXED64_MAX and 0 <= end <= FIXED64_MAX):
                         start, end = unix_nanos(start, "startTimeUnixNano"), unix_nanos(end, "endTimeUnixNano")
-                    records.append(build_record(trace_id, span_id, parent, span.name, kind, read(span.attributes),
-                                                start, end, host, rank, line, pos + n - 1, clock))
+                    record = build_record(trace_id, span_id, parent, span.name, kind, read(span.attributes),
+                                          start, end, host, rank, line, pos + n - 1, clock, job, restart, domain)
+                    status = span.status
+                    if status is not None and status.code in STATUS_ERROR:
+                        record.error = error_text(status.message, span.events)
+                    records.append(record)
                 except AttributeRuleError as err:
                     _refuse(out, n - 1, f"span {span.spanId or '?'}: {err}")
     out.spans = n
@@ -212,11 +240,32 @@ def _refuse(out: LineResult, index: int, reason: str) -> None:
     out.bad.append((index, reason))
 
 
-def _resource(attrs: list[KeyValue], out: LineResult) -> tuple[str | None, int | None, str | None]:
-    """The resource's host, rank and clock (fallbacks for its spans); notes an exporter loss record."""
-    host, host_name, rank, dropped, writer, clock = RESOURCE.read_otlp(attrs)
+def _resource(attrs: list[KeyValue], out: LineResult) -> tuple[str | None, int | None, str | None, str | None,
+                                                                 int | None, Domain | None]:
+    """The resource's host, rank, clock, job id, restart and clock domain (fallbacks for its spans); notes an
+    exporter loss record."""
+    host, host_name, rank, dropped, writer, clock, job, restart, *domain = RESOURCE.read_otlp(attrs)
     if writer is not None and dropped is not None:
         if out.loss is None:
             out.loss = []
         out.loss.append((writer, dropped))
-    return host or host_name, rank, clock
+    return host or host_name, rank, clock, job, restart, domain_of(*domain)
+
+
+def error_text(message: str, events: msgspec.Raw | None = None) -> str:
+    """What an ERROR span says went wrong: its status message (the SDK writes "Type: message"), else its
+    ``exception`` event's type and message, else that it failed; cut to MAX_ERROR characters."""
+    text = message
+    if not text and events is not None and len(events):
+        try:
+            found = _EVENTS.decode(events)
+        except (msgspec.DecodeError, RecursionError):  # the line is JSON (checked whole): the shape is wrong
+            found = []
+        for event in found:
+            if event.name == "exception":
+                values = {kv.key: kv.value.stringValue for kv in event.attributes}
+                kind, said = values.get("exception.type"), values.get("exception.message")
+                text = ": ".join(part for part in (kind, said) if part)
+                break
+    text = text or "status ERROR (no message)"
+    return text if len(text) <= MAX_ERROR else text[:MAX_ERROR - 3] + "..."

@@ -14,11 +14,13 @@ from typing import Any
 
 from .events import SpanRecord, split_clock
 from .faults import HostFault
+from .jobs import JobSpans
 from .torchcounts import CollectiveCounts, P2PCounts
+from .torchjob import TorchJob
 
 __all__ = ["SCHEMA", "AnalysisReport", "EdgeCounts"]
 
-SCHEMA = "tempotrace.analysis/3"
+SCHEMA = "tempotrace.analysis/4"
 METHODS = ("physics", "lamport", "svc")
 #: Bad lines and refused spans kept in the report with their path:line (the count covers them all).
 SAMPLES = 20
@@ -91,6 +93,8 @@ class AnalysisReport:
     hops: int = 0
     hops_matched: int = 0
     unresolved_parents: int = 0
+    #: step spans whose absent parent is the step's virtual parent (never exported, by design: stepparent.py)
+    virtual_parents: int = 0
     duplicate_spans: int = 0
     degraded_spans: int = 0
     bad_lines: int = 0
@@ -107,6 +111,9 @@ class AnalysisReport:
     elapsed_s: float = 0.0
     collectives: CollectiveCounts = field(default_factory=CollectiveCounts)
     p2p: P2PCounts = field(default_factory=P2PCounts)
+    #: spans per job (jobs.py) and the torch job's steps, failures and incomplete collectives (torchjob.py)
+    jobs: JobSpans = field(default_factory=JobSpans)
+    torch_job: TorchJob = field(default_factory=TorchJob)
     spans_kept: list[dict[str, Any]] = field(default_factory=list)
     #: HTTP/gRPC hops ("kind": "hop") and torch point-to-point messages ("kind": "p2p")
     hops_kept: list[dict[str, Any]] = field(default_factory=list)
@@ -192,6 +199,9 @@ class AnalysisReport:
             "collectives_incomplete": self.collectives.incomplete,
             "p2p": self.p2p.total,
             "p2p_matched": self.p2p.matched,
+            "jobs": len(self.jobs.job_ids()),
+            "steps": self.torch_job.steps,
+            "failed_ops": self.torch_job.failed,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -205,6 +215,7 @@ class AnalysisReport:
             "trace_parts": self.trace_parts,
             "hops": {"total": self.hops, "matched": self.hops_matched},
             "unresolved_parents": self.unresolved_parents,
+            "virtual_parents": self.virtual_parents,
             "duplicate_spans": self.duplicate_spans,
             "degraded_spans": self.degraded_spans,
             "bad": {"lines": self.bad_lines, "spans": self.bad_spans, "first": self.bad_samples,
@@ -222,6 +233,9 @@ class AnalysisReport:
             "collective_counts": self.collectives.to_dict(),
             "stragglers": self.collectives.straggler_rows(),
             "p2p": self.p2p.to_dict(),
+            "jobs": {"count": len(self.jobs.job_ids()), "by_job": self.jobs.to_list(),
+                     "beyond_limit_spans": self.jobs.other},
+            "torch": self.torch_job.to_dict(),
             "collectives": sorted(self.collectives_kept, key=_instance_order),
             "elapsed_s": round(self.elapsed_s, 3),
             "rendered": {"spans": len(self.spans_kept), "hops": len(self.hops_kept),

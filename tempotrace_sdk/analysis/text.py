@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._terminal_text import MESSAGE_LIMIT, shown
+from .text_torch import job_warnings, torch_lines
 
 if TYPE_CHECKING:
     from .report import AnalysisReport
@@ -53,6 +54,7 @@ def warnings(report: AnalysisReport) -> list[str]:
         writers = sum(1 for n in report.export_loss.values() if n)
         out.append(f"the exporters dropped {dropped:,} spans before writing them ({writers:,} of "
                    f"{len(report.export_loss):,} writers): the input is incomplete")
+    out += job_warnings(report)
     out += collective_warnings(report)
     note = physics_note(report)
     if note:
@@ -121,8 +123,11 @@ def report_text(report: AnalysisReport) -> str:
         return f"{k:>9,}  ({100.0 * k / n:5.1f}%)"
 
     inputs = f" ({report.inputs:,} inputs)" if report.inputs > 1 else ""
-    lines = [
-        f"TempoTrace analysis of {shown(report.source or '<spans>', MESSAGE_LIMIT)}{inputs}",
+    lines = [f"TempoTrace analysis of {shown(report.source or '<spans>', MESSAGE_LIMIT)}{inputs}"]
+    torch = torch_lines(report)  # what an ML engineer came for first; the edge decisions below it
+    if torch:
+        lines += [*torch, "edge decisions (how TempoTrace ordered the events; spec/analysis.md §2):"]
+    lines += [
         f"  spans {report.spans:,}   traces {report.traces:,}   hops {report.hops:,} ({report.hops_matched:,} matched)",
         f"  known causal edges {e.total:,}  " + ", ".join(f"{k} {v:,}" for k, v in sorted(e.by_kind.items())),
         "  decided, agreeing with the edge:",
@@ -139,6 +144,10 @@ def report_text(report: AnalysisReport) -> str:
         lines.append(f"  spans delivered more than once: {report.duplicate_spans:,} (counted once)")
     if report.degraded_spans:
         lines.append(f"  spans with policy verdict degrade: {report.degraded_spans:,} (never ordered by physical time)")
+    if report.virtual_parents:
+        lines.append(f"  torch step parents: {report.virtual_parents:,} step spans hang off their step's virtual "
+                     "parent, which is never exported (by design: one trace per step on every rank, spec/torch.md "
+                     "§4.1)")
     if report.unresolved_parents:
         lines.append(f"  parents not in the input: {report.unresolved_parents:,} (their edges are not counted)")
     if e.unattributed:

@@ -28,11 +28,14 @@ import base64
 import binascii
 from typing import Any
 
+import msgspec
+
 from .. import semconv as S
 from ..errors import StampsError
 from ..stamptext import decode as decode_stamps
 from ..wire.layout import TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
-from .events import NO_STAMP, QUALITIES, Sends, SpanRecord, Stamp, TorchOp, clock_id
+from .clockdomain import Domain, domain_of
+from .events import NO_STAMP, QUALITIES, JobKey, Sends, SpanRecord, Stamp, TorchOp, clock_id
 from .groupkey import GROUP_KEY_PATTERN, MAX_GROUP, MAX_RANK, parse_key
 from .order import span_mask
 from .schema import BOOL, HEX, INT, INT64_MAX, INT_ARRAY, STRING, AttributeRuleError, Rule, Schema
@@ -65,6 +68,12 @@ assert set(QUALITIES) == {v.name for v in ClockQuality}
 _RANK = Rule(INT, 0, MAX_RANK)
 _COUNT = Rule(INT, read=False)
 _CHECKED_RANK = Rule(INT, 0, MAX_RANK, read=False)
+#: int, step spans: how many times the process used the step's number before (spec/torch.md §4.1; written when
+#: > 0). Proposed for semconv.py / semantic-conventions §9.4 by the torch side; named here until it lands there.
+TORCH_STEP_OCCURRENCE = "tempotrace.torch.step_occurrence"
+#: the launch's job (semantic-conventions §9.1): on the Resource, else on each span; read for the report's jobs
+_JOB_ID = Rule(STRING)
+_RESTART = Rule(INT)
 #: how a torch op's end was seen (spec/torch.md §1.3)
 COMPLETIONS = S.TORCH_COMPLETIONS  # the SDK's own list: a value it writes is never refused
 
@@ -72,7 +81,7 @@ COMPLETIONS = S.TORCH_COMPLETIONS  # the SDK's own list: a value it writes is ne
 #: clock check, GPU timing. One row per attribute, like the rows above.
 TORCH_RULES: dict[str, Rule] = {
     S.WORLD_SIZE: Rule(INT, 1, MAX_RANK + 1, read=False), S.LOCAL_RANK: _CHECKED_RANK, S.NODE_RANK: _CHECKED_RANK,
-    S.JOB_ID: Rule(STRING, read=False), S.RESTART: _COUNT,
+    S.JOB_ID: _JOB_ID, S.RESTART: _RESTART,
     S.TORCH_OP: _NAME, S.TORCH_GROUP: Rule(STRING, pattern=GROUP_KEY_PATTERN, shape="a group key (a, a-b, a-b:s "
                                              "runs joined by ',', then optionally '#name'; spec/torch.md §2)"),
     S.TORCH_GROUP_RANK: Rule(INT, 0, MAX_GROUP - 1), S.TORCH_GROUP_SIZE: Rule(INT, 1, MAX_GROUP),
@@ -80,7 +89,8 @@ TORCH_RULES: dict[str, Rule] = {
     S.TORCH_COMPLETION: Rule(STRING, choices=frozenset(COMPLETIONS)),
     S.TORCH_PEER: Rule(INT, -1, MAX_RANK, read=False), S.TORCH_SRC: _RANK, S.TORCH_DST: Rule(INT, -1, MAX_RANK),
     S.TORCH_TAG: Rule(INT, -INT64_MAX - 1, INT64_MAX), S.TORCH_P2P_SEQ: Rule(INT), S.TORCH_P2P_AMBIGUOUS: Rule(BOOL),
-    S.TORCH_BATCHED: Rule(BOOL, read=False), S.TORCH_BUCKET: _COUNT, S.TORCH_STEP: _COUNT,
+    S.TORCH_BATCHED: Rule(BOOL, read=False), S.TORCH_BUCKET: _COUNT,
+    S.TORCH_STEP: Rule(INT), TORCH_STEP_OCCURRENCE: Rule(INT),
     S.TORCH_CARRIAGE: Rule(STRING, choices=frozenset(("none", "step", "op")), read=False),
     S.TORCH_RECV_LTS: _LAMPORT, S.TORCH_RECV_COUNT: _COUNT, S.TORCH_RECV_MISSING: Rule(INT_ARRAY, 0, MAX_RANK),
     S.TORCH_RECV_SKETCH: _SKETCH,
@@ -92,6 +102,14 @@ TORCH_RULES: dict[str, Rule] = {
     S.TORCH_CLOCK_SUSPECTS: Rule(INT_ARRAY, 0, MAX_RANK, read=False),
     S.TORCH_GPU_PTP_NS: Rule(INT, read=False), S.TORCH_GPU_END_PTP_NS: Rule(INT, read=False),
     S.TORCH_GPU_UNCERTAINTY_NS: Rule(INT, 0, UNCERTAINTY_SATURATED, read=False), S.TORCH_GPU_TS_SOURCE: _SOURCE,
+}
+
+#: The host clock domain (semantic-conventions §1.2, analysis.md §2.1): per process (the Resource, else each
+#: span), a span's own epoch after a step of the clock, ``stepped`` when one may lie among its readings.
+_EPOCH = Rule(INT, -INT64_MAX - 1, INT64_MAX)
+_NS_BOUND = Rule(INT, 0, 10**12)
+DOMAIN_RULES: dict[str, Rule] = {
+    S.CLOCK_DOMAIN: _NAME, S.CLOCK_EPOCH_NS: _EPOCH, S.CLOCK_EPOCH_BOUND_NS: _NS_BOUND, S.CLOCK_READ_NS: _NS_BOUND,
 }
 
 #: Every span attribute the analysis checks (spec/semantic-conventions.md §2-§7, §9). One row per attribute.
@@ -110,6 +128,7 @@ SPAN_RULES: dict[str, Rule] = {
     S.CLOCK_PROFILE: _NAME, S.RANK: _RANK,
     S.STAMPS: Rule(STRING, max_chars=0),  # its own rules: stamptext.decode, in build_record
     **TORCH_RULES,
+    **DOMAIN_RULES, S.CLOCK_STEPPED: Rule(BOOL),
 }
 
 #: The attributes build_record reads, in the order of its slots.
@@ -123,17 +142,26 @@ READ = (
     S.TORCH_SRC, S.TORCH_DST, S.TORCH_TAG, S.TORCH_P2P_SEQ, S.TORCH_RECV_LTS, S.TORCH_RECV_MISSING,
     S.TORCH_RECV_SKETCH, S.TORCH_REMOTE_PTP_NS, S.TORCH_REMOTE_UNCERTAINTY_NS, S.TORCH_REMOTE_CLK_QUALITY,
     S.TORCH_REMOTE_LTS, S.TORCH_REMOTE_SPAN_ID, S.TORCH_P2P_AMBIGUOUS,
+    # the step span's number and the job (launch facts written on each span rather than on the Resource)
+    S.TORCH_STEP, TORCH_STEP_OCCURRENCE, S.JOB_ID, S.RESTART,
+    # the clock domain, when the span says it itself (no Resource carrying it, or after a step)
+    S.CLOCK_DOMAIN, S.CLOCK_EPOCH_NS, S.CLOCK_EPOCH_BOUND_NS, S.CLOCK_READ_NS, S.CLOCK_STEPPED,
 )
+#: How many of the rare slots ``torch_op`` reads (then: step, its occurrence, job id, restart; then the domain).
+_OP_SLOTS = 20
+_DOMAIN_SLOTS = _OP_SLOTS + 4
 
-#: Resource attributes the analysis reads: the host, rank and clock its spans fall back on (per-process
-#: attributes, semantic-conventions §1.2), an exporter's loss record.
+#: Resource attributes the analysis reads: the host, rank, clock and job its spans fall back on (per-process
+#: attributes, semantic-conventions §1.2, §9.1), an exporter's loss record.
 RESOURCE_RULES: dict[str, Rule] = {
     S.HOST: _NAME, "host.name": _NAME, S.RANK: SPAN_RULES[S.RANK],
-    EXPORT_DROPPED_SPANS: Rule(INT), EXPORT_WRITER_ID: _NAME, S.CLOCK: _NAME,
+    EXPORT_DROPPED_SPANS: Rule(INT), EXPORT_WRITER_ID: _NAME, S.CLOCK: _NAME, S.JOB_ID: _JOB_ID, S.RESTART: _RESTART,
+    **DOMAIN_RULES,
 }
-RESOURCE_READ = (S.HOST, "host.name", S.RANK, EXPORT_DROPPED_SPANS, EXPORT_WRITER_ID, S.CLOCK)
+RESOURCE_READ = (S.HOST, "host.name", S.RANK, EXPORT_DROPPED_SPANS, EXPORT_WRITER_ID, S.CLOCK, S.JOB_ID, S.RESTART,
+                 S.CLOCK_DOMAIN, S.CLOCK_EPOCH_NS, S.CLOCK_EPOCH_BOUND_NS, S.CLOCK_READ_NS)
 
-SPAN = Schema(SPAN_RULES, READ, frozenset(TORCH_RULES))
+SPAN = Schema(SPAN_RULES, READ, frozenset(TORCH_RULES) | frozenset(DOMAIN_RULES) | {S.CLOCK_STEPPED})
 RESOURCE = Schema(RESOURCE_RULES, RESOURCE_READ)
 
 
@@ -205,6 +233,7 @@ DEGRADED_NO_STAMP = Stamp(None, degraded=True)
 #: beyond MAX_CANON are not kept.
 _CLOCKS: dict[tuple[str, int | None], tuple[str, str]] = {}  # (host, rank) -> (host, clock key)
 _CANON: dict[str, str] = {}
+_JOBS: dict[JobKey, JobKey] = {}
 MAX_CANON = 1 << 16
 _SAT = UNCERTAINTY_SATURATED
 
@@ -212,10 +241,16 @@ _SAT = UNCERTAINTY_SATURATED
 def build_record(trace_id: str, span_id: str, parent_id: str, name: str, kind: int, slots: list[Any],
                  otel_start_ns: int, otel_end_ns: int, resource_host: str | None = None,
                  resource_rank: int | None = None, line: int = 0, pos: int = -1,
-                 resource_clock: str | None = None) -> SpanRecord:
+                 resource_clock: str | None = None, resource_job: str | None = None,
+                 resource_restart: int | None = None, resource_domain: Domain | None = None) -> SpanRecord:
     """The SpanRecord of one span from its ids, times and checked slots (``SPAN.read_*``)."""
     (ptp, unc, qual, lts, sketch, clock, host, eptp, eunc, equal, elts, rptp, runc, rqual, rlts, rsketch, recv,
      send_lts, send_ptp, send_unc, verdict, profile, rank, stamps, torch) = slots
+    step = occurrence = job_id = restart = None
+    domain = resource_domain
+    if torch is not None:
+        step, occurrence, job_id, restart = torch[_OP_SLOTS:_DOMAIN_SLOTS]
+        domain = _span_domain(torch[_DOMAIN_SLOTS:], resource_domain)
     degraded = verdict == "degrade"
     if stamps is not None:
         start, end, remote, recv, sends, sketch = _from_stamps(stamps, span_id, parent_id, otel_start_ns, otel_end_ns,
@@ -231,6 +266,9 @@ def build_record(trace_id: str, span_id: str, parent_id: str, name: str, kind: i
             Stamp(rptp, _SAT if runc is None else runc, rqual or "UNKNOWN", rlts)
         sends = _sends(send_lts, send_ptp, send_unc) if send_lts is not None or send_ptp is not None or \
             send_unc is not None else ()
+    if domain is not None:  # its readings were taken in one epoch of a host clock (clockdomain.py)
+        start = _in_domain(start, domain)
+        end = None if end is None else _in_domain(end, domain)
     host = host or resource_host or "?"
     clock = clock or resource_clock
     if rank is None:
@@ -244,11 +282,44 @@ def build_record(trace_id: str, span_id: str, parent_id: str, name: str, kind: i
     if len(_CANON) > MAX_CANON:
         _CANON.clear()
     canon = _CANON.setdefault
+    if job_id is None:  # the span's launch facts, else its Resource's (semantic-conventions §9.1)
+        job_id = resource_job
+    if restart is None:
+        restart = resource_restart
+    job = None if job_id is None else _job_key(job_id, 0 if restart is None else restart)
     return SpanRecord(
         trace_id, span_id, parent_id, canon(name, name), kind, host, start, end, otel_start_ns, otel_end_ns, sketch,
         rank, canon(clock, clock) if clock else "", canon(profile, profile) if profile else "", sends, remote,
-        rsketch, recv, line, pos, degraded, key, None if torch is None else torch_op(torch),
+        rsketch, recv, line, pos, degraded, key, None if torch is None else torch_op(torch[:_OP_SLOTS]), step=step,
+        step_occurrence=occurrence or 0, job=job,
     )
+
+
+def _span_domain(slots: list[Any], resource: Domain | None) -> Domain | None:
+    """The domain of a span's readings: its own attributes over its Resource's, none when ``stepped``."""
+    key, epoch, bound, read, stepped = slots
+    if stepped:
+        return None
+    if key is None and epoch is None and bound is None and read is None:
+        return resource
+    if resource is not None:  # a span's own epoch after a step: the rest from its process
+        key, read = key or resource.key, resource.read_ns if read is None else read
+    return domain_of(key, epoch, bound, read)
+
+
+def _in_domain(stamp: Stamp, domain: Domain) -> Stamp:
+    return stamp if stamp.ptp_ns is None else msgspec.structs.replace(stamp, domain=domain)
+
+
+def _job_key(job_id: str, restart: int) -> JobKey:
+    """(job id, restart), one object per distinct key (every span of a rank names the same job)."""
+    key = (job_id, restart)
+    known = _JOBS.get(key)
+    if known is None:
+        if len(_JOBS) >= MAX_CANON:
+            return key
+        known = _JOBS[key] = key
+    return known
 
 
 def torch_op(slots: list[Any]) -> TorchOp | None:

@@ -23,9 +23,9 @@ def write_perfetto(report: AnalysisReport, path: str) -> None:
     atomic_write(path, lambda fh: json.dump(perfetto_trace(report), fh, separators=(",", ":")))
 
 
-def write_html(report: AnalysisReport, path: str) -> None:
-    """A self-contained HTML timeline (no network fetches)."""
-    text = render_html(report)
+def write_html(report: AnalysisReport, path: str, max_spans: int | None = None) -> None:
+    """A self-contained HTML timeline (no network fetches); at most ``max_spans`` spans drawn."""
+    text = render_html(report, max_spans)
 
     def write(fh: IO[str]) -> None:
         fh.write(text)

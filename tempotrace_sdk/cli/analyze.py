@@ -11,9 +11,11 @@ from .._terminal_text import MESSAGE_LIMIT, shown
 from ..analysis.analyzer import DEFAULT_DEDUP, DEFAULT_KEEP, DEFAULT_WINDOW
 from ..analysis.api import ENGINES, analyze
 from ..analysis.engine import gc_paused
+from ..analysis.html_model import HTML_MAX_SPANS
 from ..analysis.inputs import DEFAULT_MAX_LINE, Source, TraceFileError, TraceIOError, expand
 from ..analysis.progress import Progress
 from ..analysis.text import warnings
+from ..analysis.text_torch import job_warnings
 from ..analysis.topology import TopologyError
 from ._common import EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, fail
 
@@ -75,6 +77,9 @@ def add_analyze_command(subparsers: argparse._SubParsersAction) -> argparse.Argu
     p.add_argument("--keep", type=_at_least(0), default=None, metavar="SPANS",  # type: ignore[arg-type]
                    help=f"spans (with their hops and collectives) kept for --perfetto/--html (default "
                         f"{DEFAULT_KEEP:,}), and listed by --json when given")
+    p.add_argument("--html-max-spans", type=_at_least(1), default=None, metavar="N",  # type: ignore[arg-type]
+                   help=f"spans the --html timeline draws at most (default {HTML_MAX_SPANS:,}; keeps at least as "
+                        "many: see --keep); the page says how many it left out")
     p.add_argument("--max-line-mb", type=_at_least(1), default=DEFAULT_MAX_LINE >> 20,  # type: ignore[arg-type]
                    metavar="MB", help=f"longest line read; longer ones are skipped (default {DEFAULT_MAX_LINE >> 20})")
     p.add_argument("--jobs", type=_at_least(1), default=1, metavar="N",  # type: ignore[arg-type]
@@ -98,7 +103,8 @@ def _keep(args: argparse.Namespace) -> int:
     """How many spans the analysis keeps: the drawings need them; --json lists them only when asked,
     since a cluster's report would otherwise carry 20,000 spans nobody requested."""
     if args.perfetto or args.html:
-        return DEFAULT_KEEP if args.keep is None else int(args.keep)
+        keep = DEFAULT_KEEP if args.keep is None else int(args.keep)
+        return max(keep, int(args.html_max_spans)) if args.html and args.html_max_spans else keep
     return int(args.keep) if (args.json and args.keep is not None) else 0
 
 
@@ -132,7 +138,7 @@ def run_analyze(args: argparse.Namespace) -> int:
         if args.perfetto:
             write_perfetto(report, args.perfetto)
         if args.html:
-            write_html(report, args.html)
+            write_html(report, args.html, args.html_max_spans)
     except OSError as err:
         return fail("analyze", f"cannot write output: {shown(err, MESSAGE_LIMIT)}", EXIT_RUNTIME)
     if args.json:
@@ -141,6 +147,8 @@ def run_analyze(args: argparse.Namespace) -> int:
             fail("analyze", f"warning: {warning}", EXIT_OK)
     else:
         print(report.to_text())  # its values shown escaped where it puts them in (analysis/text.py)
+        for warning in job_warnings(report):  # runs mixed in one input: on the terminal even when stdout is not
+            fail("analyze", f"warning: {warning}", EXIT_OK)
         for label, path in (("perfetto", args.perfetto), ("html", args.html)):
             if path:
                 print(f"  wrote {label}: {shown(path, MESSAGE_LIMIT)}")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import context as context_api
 
 from ..clocks.base import ClockSource, Timestamp
+from ..clocks.domain import HostDomain, host_domain
 from ..clocks.leapseconds import utc_to_tai_ns
 from ..wire import LamportClock, Sketch
 from ..wire.layout import UNCERTAINTY_SATURATED, ClockQuality, TsSource
@@ -137,6 +138,7 @@ class TempoTraceState:
         #: (otel/process.py) were computed from.
         self.version = 0
         self._clock = clock
+        self._domain: tuple[object, HostDomain | None] = (None, None)  # (the clock it is of, the domain)
         self._tenant = tenant
         self._host = host if host is not None else env_host()
         # The counter decides the stamp: a NativeLamport (the default when the
@@ -181,6 +183,20 @@ class TempoTraceState:
     def clock(self, clock: ClockSource) -> None:
         self._clock = clock
         self.version += 1
+
+    @property
+    def domain(self) -> HostDomain | None:
+        """The host clock domain of the clock (clocks/domain.py): None unless it reads the kernel's clock."""
+        clock = self.clock
+        of, domain = self._domain
+        if of is not clock:
+            try:
+                domain = host_domain(clock, lambda: self.lamport.value)
+            except Exception as err:  # never a reason not to stamp: the spans only lose the domain
+                _log.debug("tempotrace: no clock domain (%s)", err)
+                domain = None
+            self._domain = (clock, domain)
+        return domain
 
     @property
     def tenant(self) -> int:

@@ -37,7 +37,16 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from ..clocks.base import Timestamp
 from ..clocks.leapseconds import tai_to_utc_ns
-from ..semconv import CLK_QUALITY, POLICY_REASON, POLICY_VERDICT, STAMPS, UNCERTAINTY_NS
+from ..semconv import (
+    CLK_QUALITY,
+    CLOCK_EPOCH_BOUND_NS,
+    CLOCK_EPOCH_NS,
+    CLOCK_STEPPED,
+    POLICY_REASON,
+    POLICY_VERDICT,
+    STAMPS,
+    UNCERTAINTY_NS,
+)
 from ..stamptext import encode, send_tokens
 from ..wire.layout import ClockQuality, TsSource
 from .context import LIVE_SPANS_MAX, REMOTE_HOP_KEY, TempoTraceState, get_state, hop_seen
@@ -68,8 +77,9 @@ _LATE_WRITE = _ON_ENDING_CALLED and PROBE["immutable_flag"]
 
 _QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
 
-#: The most attributes one span gets: stamps, clk_quality, uncertainty_ns, 5 per-process, 2 policy.
-_ATTRS_MAX = 10
+#: The most attributes one span gets: stamps, clk_quality, uncertainty_ns, 9 per-process, 2 policy, and a
+#: clock epoch (2) or the stepped mark.
+_ATTRS_MAX = 16
 
 #: The end event: (lts, ptp_ns, uncertainty_ns, clk_quality).
 End = tuple[int, int, int, int]
@@ -147,6 +157,14 @@ def _attributes(
         needed = _PROCESS.for_span(state, resource)
     if needed is not None:
         attrs.update(needed)
+    domain = state.domain
+    if domain is not None:  # which epoch of the host clock its readings were taken in (clocks/domain.py)
+        epoch = domain.label((record.lts,) if end is None else (record.lts, end[0]))
+        if epoch is None:
+            attrs[CLOCK_STEPPED] = True
+        elif epoch is not domain.start:
+            attrs[CLOCK_EPOCH_NS] = epoch.mid_ns
+            attrs[CLOCK_EPOCH_BOUND_NS] = epoch.half_ns
     if state._policy is not None:
         contract = state.contract  # the local tenant's, never the remote header's
         if contract is not None:

@@ -417,3 +417,38 @@ def test_rendered_page_matches_the_json(tmp_path: Path) -> None:
     assert {h["data-method"] for h in dom.hops} >= {"physics"}
     assert summary["lying_hosts"] == 1
     assert json.loads(json.dumps(report.to_dict()))["collectives"] == []
+
+
+# -- a torch job: the page opens on its steps ----------------------------------------------------------
+
+
+def test_torch_job_opens_on_the_steps_and_draws_every_span(browser: Browser, tmp_path: Path, shots: Path) -> None:
+    """§6.3: a job whose clock check ran 5 s before 700 training steps (6,303 spans, more than the old
+    5,000 cap): every span is drawn, the page opens on the steps (the clock check out of view), Fit shows the
+    clock check, and the Steps button (key t) goes back to the steps."""
+    from .torchgen import MS, TorchJob
+
+    job = TorchJob(steps=700, check_ns=5_000 * MS)
+    report = analyze_file(job.write(str(tmp_path / "t.jsonl")), keep=20_000)
+    page = tmp_path / "job.html"
+    write_html(report, str(page))
+    tab = _open(browser, page, SIZES[0])
+    try:
+        tab.screenshot(shots / "torch-job-1280x800.png")
+        drawn = tab.js("+document.getElementById('timeline').dataset.drawnSpans")
+        assert drawn == report.spans == 3 + 700 * 9 > 5000
+        steps = tab.js("ttTimeline.steps()")
+        view = tab.js("ttTimeline.view()")
+        assert view[0] <= steps[0] and steps[1] <= view[1]  # every step in view...
+        assert view[1] - view[0] < 1.1 * (steps[1] - steps[0])  # ...and little else: not the 5 s before
+        names = {s["span_id"]: s["name"] for s in report.spans_kept}
+        shown = {names[i] for i in tab.js("[...document.querySelectorAll('g.span')]"
+                                          ".filter(g => g.style.display !== 'none').map(g => g.dataset.span)")}
+        assert "torch.check_clocks" not in shown and "torch.step" in shown
+        tab.click_selector("#tl-fit")
+        fit = tab.js("ttTimeline.view()")
+        assert fit[0] < steps[0] - 4_000 * MS  # the clock check is in the fit
+        tab.click_selector("#tl-steps")
+        assert tab.js("ttTimeline.view()") == pytest.approx(view)
+    finally:
+        _close(tab)

@@ -173,3 +173,54 @@ def test_page_is_self_contained_and_numbers_come_from_the_summary() -> None:
         assert f'data-key="{key}" data-value="{value}"' in page
     assert f'data-origin-ns="{T0}"' in page and "1,796,065,698,000,000,000 ns" in page
     assert "2026-11-30 19:08:18.000000000 TAI = 2026-11-30 19:07:41.000000000 UTC" in page
+
+
+def test_a_torch_job_page_opens_on_its_steps_and_shows_the_straggler_summary(tmp_path: Path) -> None:
+    """§6.3: the view the page opens on spans the torch.step spans (with their bounds), not the clock check
+    seconds before them; the torch section names each listed step's slowest rank, per-rank communication and
+    the stragglers, from the same records as the JSON."""
+    from .torchgen import TorchJob
+
+    job = TorchJob(check_ns=5_000 * MS)
+    rep = _analyze(job.write(str(tmp_path / "t.jsonl")))
+    page = render_html(rep)
+    data = _payload(page)
+    steps = [s for s in data["spans"] if s["name"] == "torch.step"]
+    assert data["open"] == [min(s["s"] - s["su"] for s in steps), max(s["e"] + s["eu"] for s in steps)]
+    check = [s for s in data["spans"] if s["name"] == "torch.check_clocks"]
+    assert check and all(s["e"] < data["open"][0] for s in check)  # seconds before: not in the opening view
+    slowest = re.findall(r'<tr data-step="(\d+)"[^>]*><td>\d+</td><td data-slowest-rank="(\d*)"', page)
+    assert slowest == [(str(step), str(job.slow_rank)) for step in range(job.steps)]
+    ranks = {row["rank"]: row for row in rep.to_dict()["torch"]["by_job"][0]["ranks"]}
+    for r, row in ranks.items():
+        assert f'<tr data-rank="{r}" data-comm-ns="{row["comm_ns"]}" data-rest-ns="{row["rest_ns"]}">' in page
+    assert f'<tr data-rank="{job.slow_rank}" data-host="node{job.slow_rank}">' in page.split('id="stragglers"')[1]
+    assert 'id="tl-steps"' in page
+    plain = render_html(synthetic_report())  # no step spans: opens on everything, no Steps button
+    assert _payload(plain)["open"] is None and 'id="tl-steps"' not in plain and 'id="torch"' not in plain
+
+
+def test_left_out_spans_are_counted_and_the_option_to_draw_them_named(tmp_path: Path) -> None:
+    """More spans than --html-max-spans: the page says how many it left out and names the option (with the
+    number that draws them all); the default draws more than 5,000."""
+    from tempotrace_sdk.cli.main import main as cli
+
+    from .torchgen import TorchJob
+
+    trace = TorchJob(steps=700).write(str(tmp_path / "t.jsonl"))  # 3 + 700 * 9 = 6,303 spans
+    full, cut = tmp_path / "full.html", tmp_path / "cut.html"
+    assert cli(["analyze", trace, "--html", str(full), "--quiet"]) == 0
+    drawn = _payload(full.read_text())["spans"]
+    assert len(drawn) == 3 + 700 * 9 > 5000 and 'id="cut-spans"' not in full.read_text()
+    assert cli(["analyze", trace, "--html", str(cut), "--html-max-spans", "1000", "--quiet"]) == 0
+    page = cut.read_text()
+    assert len(_payload(page)["spans"]) == 1000
+    left = len(drawn) - 1000
+    assert f'<span id="cut-spans" data-left-out="{left}">{left:,} spans are left out' in page
+    assert f"--html-max-spans {len(drawn)}" in page
+
+
+def _analyze(path: str) -> AnalysisReport:
+    from tempotrace_sdk.analysis import analyze
+
+    return analyze(path, keep=100_000)

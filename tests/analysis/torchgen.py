@@ -5,10 +5,13 @@ never joined. tests/torch/test_analysis_collectives.py checks the same analysis 
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass, field
 from typing import Any
 
 from tempotrace_sdk.analysis.groupkey import parse_key
 from tempotrace_sdk.analysis.order import span_mask
+from tempotrace_sdk.torch.keys import step_ids
 
 from .otlpgen import TAI_UTC_NS, line, span
 
@@ -39,7 +42,7 @@ def op_span(rank: int, start: int, end: int, *, op: str = "all_reduce", group: s
             root: int | None = None, lts: int | None = None, end_lts: int | None = None,
             send_lts: int | None = None, recv_lts: int | None = None, missing: list[int] | None = None,
             recv_sketch: str | None = None, sketch: str | None = None, completion: str = "return",
-            **extra: Any) -> dict[str, Any]:
+            parent: int = 0, **extra: Any) -> dict[str, Any]:
     """One op span of ``rank``; ``start``/``end`` are ns after T0 on its clock (what it claims, ±``u``).
     ``extra``: more attributes, names after ``tempotrace.`` with "_" for "." in the torch ones
     (``torch_src=0`` is tempotrace.torch.src)."""
@@ -63,7 +66,7 @@ def op_span(rank: int, start: int, end: int, *, op: str = "all_reduce", group: s
     for name, value in extra.items():
         a["tempotrace." + name.replace("_", ".", 1) if name.startswith("torch_") else "tempotrace." + name] = value
     span_id = sid if sid is not None else (rank + 1) * 0x1000 + (seq or 0) + 1
-    return span(trace, span_id, name=f"torch.{op}", host=host or f"node{rank}",
+    return span(trace, span_id, parent, name=f"torch.{op}", host=host or f"node{rank}",
                 start=T0 + start - TAI_UTC_NS, end=T0 + end - TAI_UTC_NS, attrs=a)
 
 
@@ -82,9 +85,106 @@ def p2p_span(side: str, rank: int, peer: int, start: int, end: int, *, seq: int 
     return op_span(rank, start, end, op=side, seq=None, sid=sid, **kw, **extra)
 
 
-def write(path: str, spans: list[dict[str, Any]], per_line: int = 64) -> str:
-    """Spans as OTLP JSON lines, ``per_line`` a line."""
-    with open(path, "w", encoding="utf-8") as fh:
+def write(path: str, spans: list[dict[str, Any]], per_line: int = 64, resource: dict[str, Any] | None = None,
+          mode: str = "w") -> str:
+    """Spans as OTLP JSON lines, ``per_line`` a line (``resource``: the Resource's attributes)."""
+    with open(path, mode, encoding="utf-8") as fh:
         for i in range(0, len(spans), per_line):
-            fh.write(line(spans[i:i + per_line]) + "\n")
+            fh.write(line(spans[i:i + per_line], resource) + "\n")
     return path
+
+
+MS = 1_000_000
+
+
+@dataclass
+class TorchJob:
+    """A training job as ``tempotrace_sdk.torch`` traces it (spec/torch.md §4): ``ranks`` ranks under one job
+    id, a ``torch.check_clocks`` span per rank ``check_ns`` before the first step, then ``steps`` steps, each
+    one trace (its ids derived from job, restart and step, its step spans children of the virtual parent)
+    with ``collectives`` all_reduces per step. Every rank computes ``compute_ns`` before each collective,
+    ``slow_rank`` ``slow_ns`` longer; a collective ends ``comm_ns`` after its last rank arrived. ``liar``'s
+    clock reads ``liar_ns`` late (early when negative) while claiming 220 ns; ``fail`` = (step, index) makes
+    that collective raise on every rank (status ERROR, exception event); ``missing`` = (step, index, rank): that
+    rank never joins it."""
+
+    ranks: int = 3
+    steps: int = 4
+    collectives: int = 2
+    job: str = "job-a"
+    restart: int = 0
+    #: the steps' numbers used this many times before in the job's processes (an epoch loop's enumerate)
+    occurrence: int = 0
+    compute_ns: int = 3 * MS
+    slow_rank: int | None = 1
+    slow_ns: int = 5 * MS
+    comm_ns: int = 1 * MS
+    liar: int | None = None
+    liar_ns: int = 10 * MS
+    fail: tuple[int, int] | None = None
+    missing: tuple[int, int, int] | None = None
+    check_ns: int = 5_000 * MS
+    step_ns: int = 50 * MS  #: true time between step starts
+    error: str = "RuntimeError: Connection closed by peer [10.0.0.2]:29500"
+    sids: list[int] = field(default_factory=lambda: [0x7000_0000])
+
+    def _sid(self) -> int:
+        self.sids[0] += 1
+        return self.sids[0]
+
+    def offset(self, rank: int) -> int:
+        return self.liar_ns if rank == self.liar else 0
+
+    def spans(self) -> dict[int, list[dict[str, Any]]]:
+        """Each rank's spans, in the order the rank ends them."""
+        out: dict[int, list[dict[str, Any]]] = {r: [] for r in range(self.ranks)}
+        group = f"0-{self.ranks - 1}" if self.ranks > 2 else ",".join(map(str, range(self.ranks)))
+        for r in range(self.ranks):  # the clock check, seconds before training (its own trace per rank)
+            trace = int.from_bytes(hashlib.blake2b(f"{self.job}/{r}".encode(), digest_size=16).digest(), "big")
+            out[r].append(span(trace, self._sid(), name="torch.check_clocks", host=f"node{r}",
+                               start=T0 - self.check_ns + self.offset(r) - TAI_UTC_NS,
+                               end=T0 - self.check_ns + 30 * MS + self.offset(r) - TAI_UTC_NS,
+                               attrs={"tempotrace.rank": r, "tempotrace.torch.clock_check.ref_rank": 0}))
+        seq = 0
+        for step in range(self.steps):
+            trace, virtual = step_ids(self.job, self.restart, step, self.occurrence)
+            begin = step * self.step_ns
+            step_sids = {r: self._sid() for r in range(self.ranks)}
+            now = dict.fromkeys(range(self.ranks), begin)
+            for k in range(self.collectives):
+                ranks = [r for r in range(self.ranks) if (step, k, r) != self.missing]
+                arrive = {r: now[r] + self.compute_ns + (self.slow_ns if r == self.slow_rank else 0) for r in ranks}
+                end = max(arrive.values()) + self.comm_ns
+                for r in ranks:
+                    o = self.offset(r)
+                    failed = (step, k) == self.fail
+                    sp = op_span(r, arrive[r] + o, end + o, group=group, seq=seq, trace=trace, sid=self._sid(),
+                                 parent=step_sids[r], completion="error" if failed else "return")
+                    if failed:
+                        kind, _, said = self.error.partition(": ")
+                        sp["status"] = {"code": 2, "message": self.error}
+                        sp["events"] = [{"name": "exception", "timeUnixNano": sp["endTimeUnixNano"], "attributes": [
+                            {"key": "exception.type", "value": {"stringValue": kind}},
+                            {"key": "exception.message", "value": {"stringValue": said}}]}]
+                    out[r].append(sp)
+                    now[r] = end
+                seq += 1
+            for r in range(self.ranks):
+                o = self.offset(r)
+                out[r].append(span(trace, step_sids[r], virtual, name="torch.step", host=f"node{r}",
+                                   start=T0 + begin + o - TAI_UTC_NS, end=T0 + max(now.values()) + MS + o - TAI_UTC_NS,
+                                   attrs={"tempotrace.rank": r, "tempotrace.torch.step": step,
+                                          **({"tempotrace.torch.step_occurrence": self.occurrence}
+                                             if self.occurrence else {}),
+                                          "tempotrace.torch.carriage": "step", "tempotrace.ptp_ns": T0 + begin + o,
+                                          "tempotrace.uncertainty_ns": 220, "tempotrace.clk_quality": "OK",
+                                          "tempotrace.end.ptp_ns": T0 + max(now.values()) + MS + o,
+                                          "tempotrace.end.uncertainty_ns": 220, "tempotrace.end.clk_quality": "OK"}))
+        return out
+
+    def write(self, path: str, mode: str = "w", per_line: int = 16) -> str:
+        """Every rank's spans, a rank's lines carrying its job on the Resource (as configure() writes them)."""
+        for r, spans in self.spans().items():
+            write(path, spans, per_line, {"tempotrace.rank": r, "tempotrace.job_id": self.job,
+                                          "tempotrace.restart": self.restart}, mode="a" if r or mode == "a" else "w")
+        return path
