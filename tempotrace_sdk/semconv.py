@@ -99,6 +99,12 @@ TORCH_P2P_AMBIGUOUS = "tempotrace.torch.p2p_ambiguous"
 TORCH_BATCHED = "tempotrace.torch.batched"  #: bool: p2p op issued through batch_isend_irecv
 TORCH_BUCKET = "tempotrace.torch.ddp.bucket"  #: int: DDP gradient bucket index (comm_hook spans)
 TORCH_STEP = "tempotrace.torch.step"  #: int: the training step (step() spans and everything inside)
+#: int, step spans: how many times the process used the step's number before (written when > 0; torch.md §4.1)
+TORCH_STEP_OCCURRENCE = "tempotrace.torch.step_occurrence"
+#: str, compute spans (trace_compute, torch.md §4.3): "forward" | "backward" | "optimizer.step"
+TORCH_COMPUTE = "tempotrace.torch.compute"
+TORCH_MODULE = "tempotrace.torch.module"  #: str, forward / backward spans: the module's class name
+TORCH_OPTIMIZER = "tempotrace.torch.optimizer"  #: str, optimizer.step spans: the optimizer's class name
 TORCH_CARRIAGE = "tempotrace.torch.carriage"  #: str, step spans: "none" | "step" | "op" during the step
 
 # Records received (spec/torch.md §3): the merge of every valid record, on the

@@ -68,9 +68,6 @@ assert set(QUALITIES) == {v.name for v in ClockQuality}
 _RANK = Rule(INT, 0, MAX_RANK)
 _COUNT = Rule(INT, read=False)
 _CHECKED_RANK = Rule(INT, 0, MAX_RANK, read=False)
-#: int, step spans: how many times the process used the step's number before (spec/torch.md §4.1; written when
-#: > 0). Proposed for semconv.py / semantic-conventions §9.4 by the torch side; named here until it lands there.
-TORCH_STEP_OCCURRENCE = "tempotrace.torch.step_occurrence"
 #: the launch's job (semantic-conventions §9.1): on the Resource, else on each span; read for the report's jobs
 _JOB_ID = Rule(STRING)
 _RESTART = Rule(INT)
@@ -90,7 +87,7 @@ TORCH_RULES: dict[str, Rule] = {
     S.TORCH_PEER: Rule(INT, -1, MAX_RANK, read=False), S.TORCH_SRC: _RANK, S.TORCH_DST: Rule(INT, -1, MAX_RANK),
     S.TORCH_TAG: Rule(INT, -INT64_MAX - 1, INT64_MAX), S.TORCH_P2P_SEQ: Rule(INT), S.TORCH_P2P_AMBIGUOUS: Rule(BOOL),
     S.TORCH_BATCHED: Rule(BOOL, read=False), S.TORCH_BUCKET: _COUNT,
-    S.TORCH_STEP: Rule(INT), TORCH_STEP_OCCURRENCE: Rule(INT),
+    S.TORCH_STEP: Rule(INT), S.TORCH_STEP_OCCURRENCE: Rule(INT),
     S.TORCH_CARRIAGE: Rule(STRING, choices=frozenset(("none", "step", "op")), read=False),
     S.TORCH_RECV_LTS: _LAMPORT, S.TORCH_RECV_COUNT: _COUNT, S.TORCH_RECV_MISSING: Rule(INT_ARRAY, 0, MAX_RANK),
     S.TORCH_RECV_SKETCH: _SKETCH,
@@ -143,7 +140,7 @@ READ = (
     S.TORCH_RECV_SKETCH, S.TORCH_REMOTE_PTP_NS, S.TORCH_REMOTE_UNCERTAINTY_NS, S.TORCH_REMOTE_CLK_QUALITY,
     S.TORCH_REMOTE_LTS, S.TORCH_REMOTE_SPAN_ID, S.TORCH_P2P_AMBIGUOUS,
     # the step span's number and the job (launch facts written on each span rather than on the Resource)
-    S.TORCH_STEP, TORCH_STEP_OCCURRENCE, S.JOB_ID, S.RESTART,
+    S.TORCH_STEP, S.TORCH_STEP_OCCURRENCE, S.JOB_ID, S.RESTART,
     # the clock domain, when the span says it itself (no Resource carrying it, or after a step)
     S.CLOCK_DOMAIN, S.CLOCK_EPOCH_NS, S.CLOCK_EPOCH_BOUND_NS, S.CLOCK_READ_NS, S.CLOCK_STEPPED,
 )

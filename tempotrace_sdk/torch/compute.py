@@ -42,7 +42,7 @@ import torch
 from opentelemetry import context as context_api
 from opentelemetry.trace import Span
 
-from ..semconv import TORCH_COMPLETION
+from ..semconv import TORCH_COMPLETION, TORCH_COMPUTE, TORCH_MODULE, TORCH_OPTIMIZER
 from .carriage import count
 from .held import HeldOp, hold
 from .spans import end_span, start_or_invalid
@@ -52,13 +52,6 @@ __all__ = ["TORCH_COMPUTE", "TORCH_MODULE", "TORCH_OPTIMIZER", "ComputeTracing",
 
 _log = logging.getLogger(__name__)
 
-#: Proposed for semconv.py / semantic-conventions §9 (spec/torch.md §4.3): str, compute spans:
-#: "forward" | "backward" | "optimizer.step".
-TORCH_COMPUTE = "tempotrace.torch.compute"
-#: str, forward and backward spans: the class name of the module given to trace_compute().
-TORCH_MODULE = "tempotrace.torch.module"
-#: str, optimizer.step spans: the optimizer's class name.
-TORCH_OPTIMIZER = "tempotrace.torch.optimizer"
 
 #: How deep a forward's output is searched for the tensor whose gradient starts backward (a tensor, a
 #: tuple of them, a dict such as a model-output object).

@@ -33,7 +33,7 @@ from opentelemetry import context as context_api
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, TraceFlags
 
-from ..semconv import TORCH_CARRIAGE, TORCH_STEP
+from ..semconv import TORCH_CARRIAGE, TORCH_STEP, TORCH_STEP_OCCURRENCE
 from . import held
 from .carriage import Exchange, count, make_record
 from .groups import group_info
@@ -50,9 +50,6 @@ __all__ = ["TORCH_STEP_OCCURRENCE", "callback_context", "current_step", "job_id"
 
 _log = logging.getLogger(__name__)
 
-#: int, step spans: how many times this process used the step's number before (written when > 0). Proposed
-#: for semconv.py / semantic-conventions §9.4 (spec/torch.md §4.1).
-TORCH_STEP_OCCURRENCE = "tempotrace.torch.step_occurrence"
 
 _lock = threading.Lock()
 _job: str | None = None
