@@ -88,6 +88,17 @@ TORCH_COMPLETION = "tempotrace.torch.completion"
 #: not a completion: a consumer takes no end from them.
 TORCH_COMPLETIONS = ("return", "queued", "future", "wait", "sweep", "gpu", "unfinished", "error")
 TORCH_NOT_COMPLETED = frozenset(("queued", "unfinished", "error"))
+#: What each traced collective guarantees of its members' events (spec/analysis.md §1.3), the one list: the
+#: instrumentation (torch/ops.py, a test ties them), the analysis's claims and the demo's story read it.
+#: "all": every start precedes every end; "root_start": the root's start precedes every end; "root_end":
+#: every start precedes the root's end.
+TORCH_CLAIMS: dict[str, str] = {
+    **dict.fromkeys(("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_single", "reduce_scatter",
+                     "reduce_scatter_tensor", "reduce_scatter_single", "all_to_all", "all_to_all_single", "barrier",
+                     "all_gather_object"), "all"),
+    **dict.fromkeys(("broadcast", "scatter", "broadcast_object_list", "scatter_object_list"), "root_start"),
+    **dict.fromkeys(("reduce", "gather", "gather_object"), "root_end"),
+}
 TORCH_PEER = "tempotrace.torch.peer"  #: int: p2p: global rank of the other side (-1: any source, not yet known)
 TORCH_SRC = "tempotrace.torch.src"  #: int: p2p: global rank of the sender
 TORCH_DST = "tempotrace.torch.dst"  #: int: p2p: global rank of the receiver

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ..semconv import TORCH_NOT_COMPLETED
+from ..semconv import TORCH_CLAIMS, TORCH_NOT_COMPLETED
 from ..wire.layout import LTS_MAX, SKETCH_BITS, SKETCH_HASHES
 from .events import NO_STAMP, SpanRecord, Stamp
 from .order import SILENCE_REASONS, Decision, Method, Relation, physics_gap, physics_silence, span_mask, stamp_usable
@@ -44,14 +44,10 @@ ALL = "all"
 ROOT_START = "root_start"
 ROOT_END = "root_end"
 
-#: The collectives the torch instrumentation traces (spec/torch.md §1.1), by the shape of their guarantee.
-SHAPES: dict[str, str] = {
-    **dict.fromkeys(("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_single", "reduce_scatter",
-                     "reduce_scatter_tensor", "reduce_scatter_single", "all_to_all", "all_to_all_single", "barrier",
-                     "all_gather_object"), ALL),
-    **dict.fromkeys(("broadcast", "scatter", "broadcast_object_list", "scatter_object_list"), ROOT_START),
-    **dict.fromkeys(("reduce", "gather", "gather_object"), ROOT_END),
-}
+#: The collectives the torch instrumentation traces (spec/torch.md §1.1), by the shape of their guarantee:
+#: semconv's one list.
+SHAPES: dict[str, str] = TORCH_CLAIMS
+assert set(SHAPES.values()) == {ALL, ROOT_START, ROOT_END}
 
 #: Completions that are not the op completing (spec/torch.md §1.3): such a span's end is no end event.
 NOT_COMPLETED = TORCH_NOT_COMPLETED  # queued, unfinished, error: their end stamp is no completion

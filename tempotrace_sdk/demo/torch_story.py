@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..semconv import TORCH_CLAIMS
 from .plan import RankPlan
 
 __all__ = ["LOCAL_KINDS", "TorchStory", "cross_rank_edges", "decision_label", "torch_story"]
@@ -21,11 +22,7 @@ __all__ = ["LOCAL_KINDS", "TorchStory", "cross_rank_edges", "decision_label", "t
 #: Edge kinds between two events of one rank; every other kind crosses ranks (hop, p2p, collective ...).
 LOCAL_KINDS = frozenset({"parent_child", "child_end"})
 #: Collectives in which every member's start precedes every member's end (spec/analysis.md: no root).
-EVERY_START_BEFORE_EVERY_END = frozenset({
-    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_single", "reduce_scatter",
-    "reduce_scatter_tensor", "reduce_scatter_single", "all_to_all", "all_to_all_single", "barrier",
-    "all_gather_object",
-})
+EVERY_START_BEFORE_EVERY_END = frozenset(op for op, claim in TORCH_CLAIMS.items() if claim == "all")
 
 
 def cross_rank_edges(report: dict[str, Any]) -> int:
