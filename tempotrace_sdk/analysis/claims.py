@@ -159,7 +159,10 @@ def _physics(members: Sequence[SpanRecord], starts: list[int], ends: list[int],
     their absolute intervals. Each side is checked against its extremes: O(n)."""
     sstamp = {i: members[i].start for i in starts}
     estamp = {j: _end(members[j]) for j in ends}
-    group = _groups([*sstamp.items(), *estamp.items()])
+    # A member's start and end are grouped apart: one may have a reading in the domain, the other none.
+    grouped = _groups([*(((0, i), s) for i, s in sstamp.items()), *(((1, j), e) for j, e in estamp.items())])
+    group_s = {i: grouped[(0, i)] for i in starts}
+    group_e = {j: grouped[(1, j)] for j in ends}
     found: dict[tuple[int, int], int] = {}
     room: int | None = None
     ordered = True
@@ -167,7 +170,7 @@ def _physics(members: Sequence[SpanRecord], starts: list[int], ends: list[int],
     by_group: dict[int, tuple[_Group, list[int], list[int]]] = {}
     for is_end, members_of in ((False, starts), (True, ends)):
         for m in members_of:
-            g = group[m]
+            g = group_e[m] if is_end else group_s[m]
             if g is not None:
                 entry = by_group.setdefault(id(g), (g, [], []))
                 (entry[2] if is_end else entry[1]).append(m)
@@ -191,7 +194,7 @@ def _physics(members: Sequence[SpanRecord], starts: list[int], ends: list[int],
             if best is not None and sstamp[i].ptp_ns + best[0] > g.slack:  # type: ignore[operator]
                 found[(i, best[1])] = sstamp[i].ptp_ns + best[0] - g.slack  # type: ignore[operator]
     # Across domains (a member without one is a domain of its own): by the absolute intervals.
-    cross = _cross(starts, ends, group, sstamp, estamp, extra)
+    cross = _cross(starts, ends, group_s, group_e, sstamp, estamp, extra)
     if cross is None:
         ordered = False
     else:
@@ -217,17 +220,17 @@ class _Group:
         self.slack = slack
 
 
-def _groups(stamps: list[tuple[int, Stamp]]) -> dict[int, _Group | None]:
-    """Each member's domain group (None: no domain, or one whose epochs do not all agree: absolute only).
-    A group's slack is an upper bound of every pair's relative_slack."""
-    by_key: dict[str, list[int]] = {}
+def _groups(stamps: list[tuple[tuple[int, int], Stamp]]) -> dict[tuple[int, int], _Group | None]:
+    """Each stamp's domain group, by (side, member) (None: no reading, no domain, or one whose epochs do not
+    all agree: absolute only). A group's slack is an upper bound of every pair's relative_slack."""
+    by_key: dict[str, list[tuple[int, int]]] = {}
     domains = {}
     for i, st in stamps:
         d = st.domain
         if d is not None and st.ptp_ns is not None and not st.degraded:
             domains[i] = d
             by_key.setdefault(d.key, []).append(i)
-    out: dict[int, _Group | None] = dict.fromkeys((i for i, _ in stamps), None)
+    out: dict[tuple[int, int], _Group | None] = dict.fromkeys((i for i, _ in stamps), None)
     for members in by_key.values():
         ds = [domains[i] for i in dict.fromkeys(members)]
         lo = min(d.epoch_ns for d in ds)
@@ -240,54 +243,59 @@ def _groups(stamps: list[tuple[int, Stamp]]) -> dict[int, _Group | None]:
     return out
 
 
-def _cross(starts: list[int], ends: list[int], group: dict[int, _Group | None], sstamp: dict[int, Stamp],
-           estamp: dict[int, Stamp], extra: int) -> tuple[dict[tuple[int, int], int], int | None, bool] | None:
+def _cross(starts: list[int], ends: list[int], group_s: dict[int, _Group | None], group_e: dict[int, _Group | None],
+           sstamp: dict[int, Stamp], estamp: dict[int, Stamp],
+           extra: int) -> tuple[dict[tuple[int, int], int], int | None, bool] | None:
     """Pairs of members in different domains (or without one), by their absolute intervals: the reversed
     ones found, the least room, and whether all are ordered; None when such a pair has an unusable side.
-    A member's "others" are the members outside its group: the best of the top two groups."""
-    def key(i: int) -> object:
-        g = group[i]
-        return i if g is None else id(g)
+    A member's "others" are the members outside its group: the best of the top two groups. A stamp in no
+    group is a group of its own, its member's (so a span is never paired with itself)."""
+    def key_of(g: _Group | None, i: int) -> object:
+        return ("member", i) if g is None else id(g)
 
-    def best_by_group(values: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    key_s = {i: key_of(group_s[i], i) for i in starts}
+    key_e = {j: key_of(group_e[j], j) for j in ends}
+
+    def best_by_group(values: list[tuple[int, int]], keys: dict[int, object]) -> list[tuple[tuple[int, int], object]]:
         best: dict[object, tuple[int, int]] = {}
         for v in values:
-            k = key(v[1])
+            k = keys[v[1]]
             if k not in best or v[0] > best[k][0]:
                 best[k] = v
-        return sorted(best.values(), reverse=True)[:2]
+        return [(v, keys[v[1]]) for v in sorted(best.values(), reverse=True)[:2]]
 
-    def other(top: list[tuple[int, int]], index: int) -> tuple[int, int] | None:
-        k = key(index)
-        return next((v for v in top if key(v[1]) != k), None)
+    def other(top: list[tuple[tuple[int, int], object]], k: object) -> tuple[int, int] | None:
+        """The best entry of ``top`` outside group ``k``."""
+        return next((v for v, vk in top if vk != k), None)
 
-    start_keys, end_keys = {key(i) for i in starts}, {key(j) for j in ends}
+    start_keys, end_keys = set(key_s.values()), set(key_e.values())
     if len(start_keys | end_keys) <= 1:
         return {}, None, True  # one domain: no pair across
 
     def partnered(k: object, keys: set[object]) -> bool:  # has a partner outside its own group
         return len(keys) > 1 or k not in keys
+
     use_s = [i for i in starts if stamp_usable(sstamp[i])]
     use_e = [j for j in ends if stamp_usable(estamp[j])]
     found: dict[tuple[int, int], int] = {}
-    latest = best_by_group([(_lo(sstamp[i]), i) for i in use_s])
-    earliest = best_by_group([(-_hi(estamp[j]), j) for j in use_e])
+    latest = best_by_group([(_lo(sstamp[i]), i) for i in use_s], key_s)
+    earliest = best_by_group([(-_hi(estamp[j]), j) for j in use_e], key_e)
     for j in use_e:
-        best = other(latest, j)
+        best = other(latest, key_e[j])
         if best is not None and (gap := physics_gap(_absolute(sstamp[best[1]]), estamp[j], extra)) < 0:
             found[(best[1], j)] = -gap
     for i in use_s:
-        best = other(earliest, i)
+        best = other(earliest, key_s[i])
         if best is not None and (gap := physics_gap(sstamp[i], _absolute(estamp[best[1]]), extra)) < 0:
             found[(i, best[1])] = -gap
-    needs = [i for i in starts if partnered(key(i), end_keys)]
-    needs_e = [j for j in ends if partnered(key(j), start_keys)]
+    needs = [i for i in starts if partnered(key_s[i], end_keys)]
+    needs_e = [j for j in ends if partnered(key_e[j], start_keys)]
     if found or any(not stamp_usable(sstamp[i]) for i in needs) or any(not stamp_usable(estamp[j]) for j in needs_e):
         return (found, None, False) if found else None
-    reach = best_by_group([(_hi(sstamp[i]), i) for i in starts])
+    reach = best_by_group([(_hi(sstamp[i]), i) for i in starts], key_s)
     room: int | None = None
     for j in ends:
-        best = other(reach, j)
+        best = other(reach, key_e[j])
         if best is None:
             continue
         gap = physics_gap(_absolute(sstamp[best[1]]), estamp[j], extra)

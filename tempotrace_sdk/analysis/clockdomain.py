@@ -73,3 +73,11 @@ def domain_of(key: str | None, epoch_ns: int | None, bound_ns: int | None, read_
         if len(_KNOWN) < _MAX_KNOWN:
             _KNOWN[values] = known
     return known
+
+
+def claimed_bounds(a_uncertainty: int, a: Domain | None, b_uncertainty: int, b: Domain | None) -> tuple[int, int]:
+    """The bounds two readings were ordered by: their relative bounds within one domain (an UNKNOWN clock
+    on a shared kernel claimed no absolute bound, so a violation is of the relative one), else their own."""
+    if a is not None and b is not None and comparable(a, b):
+        return a.read_ns, b.read_ns
+    return a_uncertainty, b_uncertainty

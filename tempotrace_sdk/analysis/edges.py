@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from .claims import Claim
+from .clockdomain import claimed_bounds
 from .events import KIND_END, KIND_SEND, KIND_START, NO_STAMP, Event, SpanRecord, Stamp, split_clock
 from .faults import FaultLedger
 from .memory import Sender
@@ -161,7 +162,8 @@ class EdgeJudge:
                 a, b = members[i], members[j]
                 if d.method is Method.PHYSICS:
                     end = b.end or NO_STAMP
-                    self.ledger.physics_violation(a.clock, b.clock, excess, a.start.uncertainty_ns, end.uncertainty_ns)
+                    self.ledger.physics_violation(a.clock, b.clock, excess, *claimed_bounds(
+                        a.start.uncertainty_ns, a.start.domain, end.uncertainty_ns, end.domain))
                 else:
                     self.ledger.lamport_violation(a.clock, b.clock)
 
@@ -251,7 +253,8 @@ class EdgeJudge:
             c.wrong["physics"] += 1
             if attributed:
                 c.wrong_pair(ca, cb, "physics")
-                self.ledger.physics_violation(ca, cb, -gap, sa.uncertainty_ns, sb.uncertainty_ns)
+                self.ledger.physics_violation(ca, cb, -gap, *claimed_bounds(sa.uncertainty_ns, sa.domain,
+                                                                             sb.uncertainty_ns, sb.domain))
             else:
                 c.unattributed += 1
         else:

@@ -88,6 +88,8 @@ TORCH_RULES: dict[str, Rule] = {
     S.TORCH_TAG: Rule(INT, -INT64_MAX - 1, INT64_MAX), S.TORCH_P2P_SEQ: Rule(INT), S.TORCH_P2P_AMBIGUOUS: Rule(BOOL),
     S.TORCH_BATCHED: Rule(BOOL, read=False), S.TORCH_BUCKET: _COUNT,
     S.TORCH_STEP: Rule(INT), S.TORCH_STEP_OCCURRENCE: Rule(INT),
+    S.TORCH_COMPUTE: Rule(STRING, choices=frozenset(("forward", "backward", "optimizer.step")), read=False),
+    S.TORCH_MODULE: Rule(STRING, read=False), S.TORCH_OPTIMIZER: Rule(STRING, read=False),
     S.TORCH_CARRIAGE: Rule(STRING, choices=frozenset(("none", "step", "op")), read=False),
     S.TORCH_RECV_LTS: _LAMPORT, S.TORCH_RECV_COUNT: _COUNT, S.TORCH_RECV_MISSING: Rule(INT_ARRAY, 0, MAX_RANK),
     S.TORCH_RECV_SKETCH: _SKETCH,
@@ -244,10 +246,12 @@ def build_record(trace_id: str, span_id: str, parent_id: str, name: str, kind: i
     (ptp, unc, qual, lts, sketch, clock, host, eptp, eunc, equal, elts, rptp, runc, rqual, rlts, rsketch, recv,
      send_lts, send_ptp, send_unc, verdict, profile, rank, stamps, torch) = slots
     step = occurrence = job_id = restart = None
-    domain = resource_domain
+    # The Resource's clock domain is the span's only when the span was stamped with the Resource's clock (a
+    # provider's Resource is fixed; the process may since have moved to another clock, which names none).
+    domain = resource_domain if clock is None or clock == resource_clock else None
     if torch is not None:
         step, occurrence, job_id, restart = torch[_OP_SLOTS:_DOMAIN_SLOTS]
-        domain = _span_domain(torch[_DOMAIN_SLOTS:], resource_domain)
+        domain = _span_domain(torch[_DOMAIN_SLOTS:], domain)
     degraded = verdict == "degrade"
     if stamps is not None:
         start, end, remote, recv, sends, sketch = _from_stamps(stamps, span_id, parent_id, otel_start_ns, otel_end_ns,

@@ -10,16 +10,18 @@ CLOCK_TAI − CLOCK_MONOTONIC is a constant of the kernel (its ``offs_tai``) tha
 clock is set; slewing moves both clocks alike. That constant, measured between two CLOCK_MONOTONIC
 reads, is the domain's **epoch**: the same value in every process of one boot until a step.
 
-``HostDomain.check()`` measures it again and remembers, by Lamport value, where it changed; a span's
-readings are labelled with the epoch they were all taken in (``label``), or as stepped when a change
-lies between them. The check costs three clock reads (~0.3 µs) and is made where a span is written.
+``HostDomain.check()`` measures it again and remembers when (in CLOCK_MONOTONIC) each epoch held; a
+span's readings are labelled with the epoch they were all taken in (``label``, by their own values), or
+as stepped when one may lie across a change. The check costs three clock reads (~1 µs in Python) and is
+made where a span is written.
 """
 
 from __future__ import annotations
 
-import bisect
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,83 +101,122 @@ def _read_delay(read: Callable[[], int]) -> int:
 
 class HostDomain:
     """One process's view of its kernel clock's domain: the key, the epoch at start, the relative bound
-    of a reading, and the epoch changes seen since, each with the Lamport window it may lie in.
+    of a reading, and the epochs seen since, each with the CLOCK_MONOTONIC interval it can hold readings
+    of.
 
-    ``read`` returns what the clock source stamps (CLOCK_TAI plus the source's correction), ``lamport``
-    the counter's current value. Thread-safe; ``check`` never raises.
+    A reading is placed by its own value, not by when it was written down: a reading ``v`` taken in
+    epoch E was taken at CLOCK_MONOTONIC ``v − E``, which must fall where E held. An epoch held from
+    after the last check that saw the one before (its sandwich's first CLOCK_MONOTONIC read) until the
+    check that saw the next (that sandwich's last read); the first epoch from the domain's making. A
+    reading that fits one epoch only is in it; one that fits two (near a step) or none (taken before
+    the domain was made, or by another clock) is in none. So no ordering of reads, ticks and checks
+    between threads can put a reading on the wrong side of a step.
+
+    ``read`` returns what the clock source stamps (CLOCK_TAI plus the source's correction). Thread-safe;
+    ``check`` never raises.
     """
 
-    def __init__(self, key: str, read: Callable[[], int], lamport: Callable[[], int]) -> None:
+    def __init__(self, key: str, read: Callable[[], int]) -> None:
         self.key = key
         self._read = read
-        self._lamport = lamport
         self._lock = threading.Lock()
+        made = _mono()
         self.start = _measure(read)
         #: The relative bound of one reading (ns): the read delay, plus the widest epoch measurement a
         #: check accepts (a step below it could go unseen) and the start's.
         self.read_ns = _read_delay(read) + MAX_EPOCH_WIDTH_NS + 2 * self.start.half_ns
-        self.current = self.start
-        # Lamport values read before each of the last two checks' measurements.
-        self._l1 = self._l2 = lamport()
-        #: Epoch changes (lo, hi, after): a reading with lts in (lo, hi] may lie on either side of one;
-        #: ``after`` is the epoch from hi on. Both ends grow from one window to the next (checks come
-        #: in Lamport order), so the list is sorted by either.
-        self._windows: list[tuple[int, int, Epoch]] = []
+        #: (epoch, from, until): CLOCK_MONOTONIC bounds of when the epoch held (until None: it still does).
+        self._epochs: list[tuple[Epoch, int, int | None]] = [(self.start, made, None)]
+        self._seen_at = made  #: the first CLOCK_MONOTONIC read of the last check that saw the current epoch
         self.unsure = 0  #: checks whose measurement stayed wider than MAX_EPOCH_WIDTH_NS (taken as a change)
+        _LIVE.add(self)
 
-    def check(self) -> None:
-        """Measure the epoch now; a different one (or one too wide to tell) starts a new epoch, with the
-        readings since the check before last as its window."""
+    @property
+    def current(self) -> Epoch:
+        return self._epochs[-1][0]
+
+    def check(self) -> int:
+        """Measure the epoch now; a different one (or one too wide to tell) is a new epoch. Returns the
+        measurement's last CLOCK_MONOTONIC read: every reading taken before the call was taken before it."""
         with self._lock:
-            lts = self._lamport()
             cur = self.current
             try:
                 m1 = _mono()
                 t = self._read()
                 m2 = _mono()
             except Exception:  # a clock that cannot be read now: nothing can be said since the last check
-                m1, t, m2 = 0, cur.mid_ns, 2 * MAX_EPOCH_WIDTH_NS
+                m1 = m2 = _mono()
+                t = cur.mid_ns + m1 + 2 * MAX_EPOCH_WIDTH_NS
             lo, hi = t - m2, t - m1
             # The common case, one sandwich: narrow enough and meeting the current epoch's interval.
             # (A current epoch too wide to tell, after an unsure check, is measured again until one is not.)
             if (hi - lo > MAX_EPOCH_WIDTH_NS or hi < cur.mid_ns - cur.half_ns or lo > cur.mid_ns + cur.half_ns
                     or 2 * cur.half_ns > MAX_EPOCH_WIDTH_NS):
-                self._changed(lts)
-            self._l2, self._l1 = self._l1, lts
+                m2 = self._changed(m1)
+            else:
+                self._seen_at = m1
+            return m2
 
-    def _changed(self, lts: int) -> None:
+    def _changed(self, m1: int) -> int:
         """The first sandwich did not match: measure carefully; a different epoch (or none narrow enough
-        to tell) is a change."""
+        to tell) is a change, which happened after the last check that saw the current epoch and before
+        this measurement's end."""
         try:
             now = _measure(self._read)
         except Exception:
             now = Epoch(self.current.mid_ns, MAX_EPOCH_WIDTH_NS + 1)
+        end = _mono()
         wide = 2 * now.half_ns > MAX_EPOCH_WIDTH_NS
         if wide or 2 * self.current.half_ns > MAX_EPOCH_WIDTH_NS or not now.same(self.current):
             self.unsure += wide
-            self._windows.append((self._l2, lts, now))
-            self.current = now
+            epoch, since, _ = self._epochs[-1]
+            self._epochs[-1] = (epoch, since, end)
+            self._epochs.append((now, self._seen_at, None))
+        self._seen_at = m1
+        return end
 
-    def epoch_of(self, lts: int) -> Epoch | None:
-        """The epoch a reading with Lamport value ``lts`` was taken in, None when an epoch change may lie
-        on either side of it. Final only for readings ticked before the last ``check``."""
-        windows = self._windows
-        at = bisect.bisect_left(windows, lts, key=lambda w: w[1])  # the first window ending at or after lts
-        if at < len(windows) and windows[at][0] < lts:
-            return None  # inside it (a later window starts no earlier than this one: none holds lts either)
-        return self.start if at == 0 else windows[at - 1][2]
+    def epoch_of(self, reading: int, before: int) -> Epoch | None:
+        """The one epoch a reading (the value the source stamped) can have been taken in, given that it was
+        taken before CLOCK_MONOTONIC ``before``; None when it fits two or none."""
+        if len(self._epochs) > MAX_EPOCHS:  # a clock stepped without end: no longer told apart (module doc)
+            return None
+        found = None
+        for epoch, since, until in self._epochs:
+            lo = reading - epoch.mid_ns - epoch.half_ns  # when it was taken, were it of this epoch
+            hi = reading - epoch.mid_ns + epoch.half_ns
+            if hi > since and lo < min(before, until if until is not None else before):
+                if found is not None:
+                    return None
+                found = epoch
+        return found
 
     def label(self, readings: tuple[int, ...]) -> Epoch | None:
-        """Check, then the one epoch every reading (their Lamport values) was taken in; None when a
-        change may lie between them or beside one of them."""
-        self.check()
-        epochs = {self.epoch_of(lts) for lts in readings}
+        """Check, then the one epoch every reading was taken in; None when one may lie across a change,
+        before the domain was made or in another clock."""
+        before = self.check()
+        epochs = {self.epoch_of(v, before) for v in readings}
         if len(epochs) != 1:
             return None
         return epochs.pop()
 
 
-def host_domain(clock: object, lamport: Callable[[], int]) -> HostDomain | None:
+#: Epochs one domain tells apart; past them it labels nothing (forgetting one would let its readings fit
+#: another: each is told from the rest only by comparing it with every epoch it might be).
+MAX_EPOCHS = 64
+_LIVE: weakref.WeakSet[HostDomain] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # A lock held by a thread that does not exist in the child would block its first span write.
+    for domain in list(_LIVE):
+        domain._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def host_domain(clock: object) -> HostDomain | None:
     """The domain of a clock source that reads the kernel's CLOCK_TAI (the CPU source: its ``raw_mapping``
     names the kernel clock and the correction it adds), None for any other (a PHC, a calibrated or a
     simulated clock: each is a domain of its own, ordered by its absolute bound) or without a boot id."""
@@ -190,4 +231,4 @@ def host_domain(clock: object, lamport: Callable[[], int]) -> HostDomain | None:
         m = clock.raw_mapping  # type: ignore[attr-defined]  # replaced whole on each refresh
         return int(_gettime(m[0]) + m[3])
 
-    return HostDomain(domain_key(boot, _CLOCK_TAI), read, lamport)
+    return HostDomain(domain_key(boot, _CLOCK_TAI), read)

@@ -191,7 +191,7 @@ class TempoTraceState:
         of, domain = self._domain
         if of is not clock:
             try:
-                domain = host_domain(clock, lambda: self.lamport.value)
+                domain = host_domain(clock)
             except Exception as err:  # never a reason not to stamp: the spans only lose the domain
                 _log.debug("tempotrace: no clock domain (%s)", err)
                 domain = None

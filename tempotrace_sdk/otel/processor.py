@@ -159,10 +159,13 @@ def _attributes(
         attrs.update(needed)
     domain = state.domain
     if domain is not None:  # which epoch of the host clock its readings were taken in (clocks/domain.py)
-        epoch = domain.label((record.lts,) if end is None else (record.lts, end[0]))
+        epoch = domain.label((record.ptp_ns,) if end is None else (record.ptp_ns, end[1]))
         if epoch is None:
             attrs[CLOCK_STEPPED] = True
-        elif epoch is not domain.start:
+        elif epoch is not domain.start or (resource is not None and
+                                           resource.attributes.get(CLOCK_EPOCH_NS) != epoch.mid_ns):
+            # After a step; or a Resource made by another state of this process (the zero-code distro's,
+            # then configure()'s), whose measurement of the same epoch is not the one checked here.
             attrs[CLOCK_EPOCH_NS] = epoch.mid_ns
             attrs[CLOCK_EPOCH_BOUND_NS] = epoch.half_ns
     if state._policy is not None:

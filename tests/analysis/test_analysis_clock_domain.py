@@ -119,3 +119,32 @@ def test_stragglers_on_one_host_are_certain_by_physics() -> None:
     assert order[-1] == 2 and certain
     order, certain = arrival(members(600), [0, 1, 2])
     assert order[-1] == 2 and not certain
+
+
+def test_a_member_whose_end_has_no_reading_is_no_crash_and_no_claim_by_physics() -> None:
+    """A completed member whose stamps text lost its end token (end stamp without a reading): its start is
+    in the domain, its end is not; the claim is decided without it, never by a TypeError."""
+    members = [SpanRecord(f"{1:032x}", f"{r + 1:016x}", "", "torch.all_reduce", 1, "h", _stamp(r * 10),
+                          _stamp(90_000) if r else Stamp(None), 0, 0, rank=r,
+                          torch=TorchOp("all_reduce", "0-2", r, 0, completion="return"))
+               for r in range(3)]
+    starts, ends = required(members, [0, 1, 2], ALL, None)
+    claim = decide_claim(members, [0, 1, 2], starts, ends)
+    assert claim is not None and claim.decision.method is not Method.PHYSICS  # one end cannot be ordered
+
+
+def test_a_span_stamped_with_another_clock_than_its_resources_has_no_domain() -> None:
+    """A provider's Resource is fixed: a process that moved from the CPU clock to a PHC keeps the Resource
+    naming the kernel domain, but its spans name their own clock and are not in it (review finding)."""
+    from tempotrace_sdk import semconv as S
+    from tempotrace_sdk.analysis.values import SPAN, build_record
+
+    def record(span_clock: str | None) -> SpanRecord:
+        attrs = [(S.STAMPS, "s1,2 e1"), (S.CLK_QUALITY, "UNKNOWN")]
+        if span_clock is not None:
+            attrs.append((S.CLOCK, span_clock))
+        return build_record("1" * 32, "2" * 16, "", "s", 1, SPAN.read_plain(attrs), 10, 20, "h", None,
+                            resource_clock="cpu", resource_domain=HOST)
+
+    assert record(None).start.domain is HOST and record("cpu").start.domain is HOST
+    assert record("phc:/dev/ptp0").start.domain is None and record("phc:/dev/ptp0").end.domain is None  # type: ignore[union-attr]

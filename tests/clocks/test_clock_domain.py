@@ -24,13 +24,12 @@ class SteppableClock:
 
     def __init__(self) -> None:
         self.offset = 0
-        self.lts = 0
 
     def read(self) -> int:
         return time.clock_gettime_ns(TAI) + self.offset
 
     def domain(self) -> HostDomain:
-        return HostDomain("kernel:test:tai", self.read, lambda: self.lts)
+        return HostDomain("kernel:test:tai", self.read)
 
 
 def test_two_domains_of_one_clock_measure_one_epoch() -> None:
@@ -38,68 +37,101 @@ def test_two_domains_of_one_clock_measure_one_epoch() -> None:
     clock = SteppableClock()
     a, b = clock.domain(), clock.domain()
     assert a.start.same(b.start)
-    assert 2 * a.start.half_ns <= MAX_EPOCH_WIDTH_NS or a.unsure == 0
     assert a.read_ns >= MAX_EPOCH_WIDTH_NS  # the relative bound covers a step too small to be seen
 
 
 def test_no_step_keeps_every_reading_in_the_first_epoch() -> None:
     clock = SteppableClock()
     d = clock.domain()
-    for clock.lts in range(1, 200):
+    first = clock.read()
+    for _ in range(200):
         d.check()
-    assert d.label((5, 150)) is d.start
-    assert d.epoch_of(199) is d.start
+    assert d.label((first, clock.read())) is d.start
+
+
+def test_a_reading_from_before_the_domain_was_made_has_none() -> None:
+    """A span open when the clock was chosen may hold a reading of another clock: it is not labelled."""
+    clock = SteppableClock()
+    before = clock.read()
+    time.sleep(0.001)
+    d = clock.domain()
+    assert d.label((before, clock.read())) is None
 
 
 @pytest.mark.parametrize("step_ns", [2 * MAX_EPOCH_WIDTH_NS + 1, -(2 * MAX_EPOCH_WIDTH_NS + 1), 37_000_000_000,
                                      -1_000_000])
-def test_a_step_starts_a_new_epoch_and_readings_beside_it_have_none(step_ns: int) -> None:
-    """A step between two checks: readings ticked before the check before last keep the old epoch,
-    readings after the check that saw it get the new one, readings between may lie on either side."""
+def test_a_step_starts_a_new_epoch_and_readings_are_placed_by_their_values(step_ns: int) -> None:
+    """A step between two checks: a reading is in the epoch its value fits, whenever it is written down;
+    one whose value fits either side (within the step's size of it) is in none."""
     clock = SteppableClock()
     d = clock.domain()
-    clock.lts = 10
+    old = clock.read()  # more than a small step's size before the last check that sees its epoch
+    time.sleep(0.005)
     d.check()
-    clock.lts = 20
+    time.sleep(0.002)
+    late_old = clock.read()  # taken just before the step, written after it (a thread that lost the GIL)
+    clock.offset += step_ns
+    new = clock.read()
     d.check()
-    clock.offset += step_ns  # the clock steps; readings 21..30 are taken after it
-    clock.lts = 30
-    d.check()
-    clock.lts = 40
-    d.check()
-    assert d.epoch_of(10) is d.start, "before the check before last: surely before the step"
-    assert d.epoch_of(15) is None and d.epoch_of(30) is None, "may be either side of it"
-    after = d.epoch_of(31)
-    assert after is not None and after is not d.start and not after.same(d.start)
+    time.sleep(0.002)
+    newer = clock.read()
+    after = d.current
+    assert after is not d.start and not after.same(d.start)
     assert abs(after.mid_ns - d.start.mid_ns - step_ns) <= after.half_ns + d.start.half_ns
-    assert d.label((31, 40)) is after
-    assert d.label((9, 31)) is None, "a span whose readings straddle the step has no epoch"
+    assert d.label((old,)) is d.start
+    assert d.label((newer,)) is after
+    assert d.label((old, newer)) is None, "a span whose readings straddle the step has no epoch"
+    # Taken between the last check that saw the old epoch and the one that saw the new: either side, unless
+    # its value rules one out (a big step puts it far outside the other epoch's interval).
+    for reading in (late_old, new):
+        got = d.label((reading,))
+        assert got is None or got is (d.start if reading == late_old else after)
+    if abs(step_ns) > 10**9:
+        assert d.label((late_old,)) is d.start and d.label((new,)) is after
 
 
-def test_two_steps_back_to_back_each_start_an_epoch() -> None:
+def test_many_steps_stop_the_labels_rather_than_guess() -> None:
+    from tempotrace_sdk.clocks.domain import MAX_EPOCHS
+
     clock = SteppableClock()
     d = clock.domain()
-    for n in range(1, 6):
+    for _ in range(MAX_EPOCHS + 1):
         clock.offset += 10_000
-        clock.lts = 10 * n
         d.check()
-    assert len({d.epoch_of(lts) for lts in (51, 60)}) == 1
-    assert d.epoch_of(31) is None  # each window reaches back one check
+    assert d.label((clock.read(),)) is None
 
 
 def test_a_clock_that_fails_to_read_is_taken_as_a_change() -> None:
     clock = SteppableClock()
     d = clock.domain()
-    clock.lts = 5
     d.check()
+    before = len(d._epochs)
 
     def broken() -> int:
         raise OSError("gone")
 
     d._read = broken
-    clock.lts = 10
     d.check()
-    assert d.epoch_of(7) is None
+    assert len(d._epochs) == before + 1
+    d._read = clock.read
+    assert d.label((clock.read(),)) is not d.start
+
+
+def test_a_forked_child_gets_a_lock_of_its_own() -> None:
+    import os
+
+    clock = SteppableClock()
+    d = clock.domain()
+    d._lock.acquire()  # as if another thread were inside check() when the process forked
+    pid = os.fork()
+    if pid == 0:
+        try:
+            d.check()
+        finally:
+            os._exit(0)
+    d._lock.release()
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
 
 
 def test_the_cpu_source_has_a_domain_and_others_none(tmp_path: Path) -> None:
@@ -107,9 +139,9 @@ def test_the_cpu_source_has_a_domain_and_others_none(tmp_path: Path) -> None:
     if boot is None:
         pytest.skip("no /proc/sys/kernel/random/boot_id here (not Linux)")
     cpu = CpuClock(background=False, chrony=False)
-    d = host_domain(cpu, lambda: 0)
+    d = host_domain(cpu)
     assert d is not None and d.key == domain_key(boot, TAI) == f"kernel:{boot}:tai"
-    assert host_domain(object(), lambda: 0) is None  # a simulated or calibrated clock: no raw mapping
+    assert host_domain(object()) is None  # a simulated or calibrated clock: no raw mapping
     missing = tmp_path / "boot_id"
     assert boot_id(missing) is None
     missing.write_text("\n")
