@@ -222,6 +222,19 @@ def _measure(info: Any, clock: ClockSource, ref: int, rounds: int) -> RankClock:
     return RankClock(info.rank, offset, delay // 2 + 1, delay, claim, quality, best)
 
 
+def _leave_together(pg: Any, default: bool) -> None:
+    """Before the gate's exit: every rank past the verdict (a barrier), then the default group destroyed.
+    A gloo group still alive when the interpreter exits can abort a rank (SIGABRT: "terminate called
+    without an active exception", seen on one rank of three), and the gate promises exit status 1 on
+    every rank. Best effort: a rank that cannot take part leaves as it is."""
+    try:
+        c10d.barrier(group=pg)
+        if default:
+            c10d.destroy_process_group()
+    except Exception:  # a peer already gone: nothing to wait for
+        _log.debug("tempotrace: leaving the clock gate alone", exc_info=True)
+
+
 def check_clocks(group: Any = None, rounds: int = 8, require: str | ClockQuality | None = None,
                  *, ref: int = 0) -> ClockCheck:
     """Measure every rank of ``group`` against group rank ``ref``; every rank gets the same result.
@@ -265,6 +278,8 @@ def check_clocks(group: Any = None, rounds: int = 8, require: str | ClockQuality
         if message is not None:
             if says:
                 print(message, file=sys.stderr, flush=True)
+            if info.size > 1:  # alone, no peer's leaving can abort this rank (and the group stays usable)
+                _leave_together(info.pg, group is None)
             raise SystemExit(1)
     elif says:
         line = warning(result)
