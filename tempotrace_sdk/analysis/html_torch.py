@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from .html_text import fault_verdicts
 from .report import AnalysisReport
 from .text_torch import duration
 
@@ -27,14 +28,6 @@ def _who(rank: int | None, host: str) -> str:
 
 def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "–"
-
-
-def _verdicts(report: AnalysisReport) -> dict[tuple[str, int | None], str]:
-    out: dict[tuple[str, int | None], str] = {}
-    for f in report.faults:
-        if out.get((f.host, f.rank)) != "lying":
-            out[(f.host, f.rank)] = f.verdict
-    return out
 
 
 def _flag(verdicts: dict[tuple[str, int | None], str], host: str, rank: int | None) -> str:
@@ -123,7 +116,7 @@ def torch_section(report: AnalysisReport) -> str:
     jobs = tj.by_job()
     if not jobs and not tj.failed and not report.collectives.total:
         return ""
-    verdicts = _verdicts(report)
+    verdicts = fault_verdicts(report)
     parts = ['<section id="torch">']
     for job_id, steps in jobs:
         listed = steps.step_rows()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._terminal_text import MESSAGE_LIMIT, shown
+from .html_text import fault_verdicts
 
 if TYPE_CHECKING:
     from .report import AnalysisReport
@@ -43,18 +44,9 @@ def _rank(rank: int | None, host: str) -> str:
     return shown(host) if rank is None else f"rank {rank} ({shown(host)})"
 
 
-def _flags(report: AnalysisReport) -> dict[tuple[str, int | None], str]:
-    """(host, rank) -> "LYING" / "SUSPECT" for each clock the fault ledger names."""
-    out: dict[tuple[str, int | None], str] = {}
-    for f in report.faults:
-        if out.get((f.host, f.rank)) != "LYING":
-            out[(f.host, f.rank)] = f.verdict.upper()
-    return out
-
-
 def _flag(flags: dict[tuple[str, int | None], str], host: str, rank: int | None) -> str:
     verdict = flags.get((host, rank))
-    return f" by its {verdict} clock's readings" if verdict else ""
+    return f" by its {verdict.upper()} clock's readings" if verdict else ""
 
 
 def _step_line(row: dict[str, Any], flags: dict[tuple[str, int | None], str]) -> str:
@@ -84,7 +76,7 @@ def _rank_table(steps: JobSteps, flags: dict[tuple[str, int | None], str]) -> li
     for r in rows:
         total = r["step_ns"] or 1
         verdict = flags.get((r["host"], r["rank"]))
-        name = _rank(r["rank"], r["host"]) + (f" {verdict}" if verdict else "")
+        name = _rank(r["rank"], r["host"]) + (f" {verdict.upper()}" if verdict else "")
         out.append(f"    {name:<26} {duration(r['step_ns']):>12}  {duration(r['comm_ns']):>12} "
                    f"({100 * r['comm_ns'] / total:4.1f}%)  {duration(r['rest_ns']):>12} "
                    f"({100 * r['rest_ns'] / total:4.1f}%)  {r['slowest_in']:,} of {r['steps']:,} steps")
@@ -168,7 +160,7 @@ def torch_lines(report: AnalysisReport) -> list[str]:
     jobs = tj.by_job()
     if not jobs and not tj.failed and not report.collectives.total:
         return []
-    flags = _flags(report)
+    flags = fault_verdicts(report)
     lines: list[str] = []
     for job_id, steps in jobs:
         ranks = len(steps.ranks)

@@ -128,7 +128,6 @@ class HostDomain:
         #: (epoch, from, until): CLOCK_MONOTONIC bounds of when the epoch held (until None: it still does).
         self._epochs: list[tuple[Epoch, int, int | None]] = [(self.start, made, None)]
         self._seen_at = made  #: the first CLOCK_MONOTONIC read of the last check that saw the current epoch
-        self.unsure = 0  #: checks whose measurement stayed wider than MAX_EPOCH_WIDTH_NS (taken as a change)
         _LIVE.add(self)
 
     @property
@@ -168,7 +167,6 @@ class HostDomain:
         end = _mono()
         wide = 2 * now.half_ns > MAX_EPOCH_WIDTH_NS
         if wide or 2 * self.current.half_ns > MAX_EPOCH_WIDTH_NS or not now.same(self.current):
-            self.unsure += wide
             epoch, since, _ = self._epochs[-1]
             self._epochs[-1] = (epoch, since, end)
             self._epochs.append((now, self._seen_at, None))
