@@ -138,7 +138,7 @@ class HostDomain:
         """Measure the epoch now; a different one (or one too wide to tell) is a new epoch. Returns the
         measurement's last CLOCK_MONOTONIC read: every reading taken before the call was taken before it."""
         with self._lock:
-            cur = self.current
+            cur = self._epochs[-1][0]
             try:
                 m1 = _mono()
                 t = self._read()
@@ -192,6 +192,13 @@ class HostDomain:
         """Check, then the one epoch every reading was taken in; None when one may lie across a change,
         before the domain was made or in another clock."""
         before = self.check()
+        if len(self._epochs) == 1:  # no change seen (the common case): epoch_of for one epoch, inline
+            epoch, since, _ = self._epochs[0]
+            mid, half = epoch.mid_ns, epoch.half_ns
+            for v in readings:
+                if not (v - mid + half > since and v - mid - half < before):
+                    return None
+            return epoch
         epochs = {self.epoch_of(v, before) for v in readings}
         if len(epochs) != 1:
             return None

@@ -162,10 +162,11 @@ def _attributes(
         epoch = domain.label((record.ptp_ns,) if end is None else (record.ptp_ns, end[1]))
         if epoch is None:
             attrs[CLOCK_STEPPED] = True
-        elif epoch is not domain.start or (resource is not None and
-                                           resource.attributes.get(CLOCK_EPOCH_NS) != epoch.mid_ns):
+        elif (needed if needed is not None else resource.attributes if resource is not None else {}).get(
+                CLOCK_EPOCH_NS) != epoch.mid_ns:
             # After a step; or a Resource made by another state of this process (the zero-code distro's,
-            # then configure()'s), whose measurement of the same epoch is not the one checked here.
+            # then configure()'s), whose measurement of the same epoch is not the one checked here. (The
+            # per-process attributes a span carries itself already say the start's.)
             attrs[CLOCK_EPOCH_NS] = epoch.mid_ns
             attrs[CLOCK_EPOCH_BOUND_NS] = epoch.half_ns
     if state._policy is not None:
