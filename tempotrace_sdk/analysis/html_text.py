@@ -7,11 +7,13 @@ holds to the nanosecond; the page's script only shows these strings.
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..clocks.leapseconds import tai_to_utc_ns
 from ..wire.layout import UNCERTAINTY_SATURATED
-from .report import AnalysisReport
+
+if TYPE_CHECKING:
+    from .report import AnalysisReport
 
 __all__ = ["bound_text", "calendar", "fault_verdicts", "hop_tip", "relative", "span_tip"]
 
