@@ -190,8 +190,11 @@ class HostDomain:
 
     def label(self, readings: tuple[int, ...]) -> Epoch | None:
         """Check, then the one epoch every reading was taken in; None when one may lie across a change,
-        before the domain was made or in another clock."""
-        before = self.check()
+        before the domain was made or in another clock. Inside ``checked_once()`` on this thread, the check
+        made when it was entered serves (a batch of spans made from readings taken before it)."""
+        before = getattr(_batch, "before", None)
+        if before is None:
+            before = self.check()
         if len(self._epochs) == 1:  # no change seen (the common case): epoch_of for one epoch, inline
             epoch, since, _ = self._epochs[0]
             mid, half = epoch.mid_ns, epoch.half_ns
@@ -203,6 +206,28 @@ class HostDomain:
         if len(epochs) != 1:
             return None
         return epochs.pop()
+
+
+_batch = threading.local()
+
+
+class checked_once:  # lower case: used like a function, ``with domain.checked_once(d):``
+    """One check for every label on this thread inside the block: for spans made in bulk from readings
+    all taken before the block (torch's op records), the check need not be repeated per span."""
+
+    __slots__ = ("_domain", "_outer")
+
+    def __init__(self, domain: HostDomain | None) -> None:
+        self._domain = domain
+        self._outer: int | None = None
+
+    def __enter__(self) -> None:
+        self._outer = getattr(_batch, "before", None)
+        if self._domain is not None and self._outer is None:
+            _batch.before = self._domain.check()
+
+    def __exit__(self, *exc: object) -> None:
+        _batch.before = self._outer
 
 
 #: Epochs one domain tells apart; past them it labels nothing (forgetting one would let its readings fit

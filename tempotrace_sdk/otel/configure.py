@@ -103,6 +103,11 @@ class TempoTraceHandle:
 _current: TempoTraceHandle | None = None
 
 
+def current_handle() -> TempoTraceHandle | None:
+    """What the last ``configure()`` installed (None: never called); torch's op spans go to its export processors."""
+    return _current
+
+
 def configure(
     *,
     service_name: str | None = None,

@@ -52,6 +52,9 @@ class GroupInfo:
     #: RECORD_LEN x size octets on ``device`` nobody reads: receives whose own buffer cannot be made.
     scratch: torch.Tensor | None = None
 
+    #: This group's index in the op recorder's group table (recorder.py); -1 until its first record.
+    record_index: int = -1
+
     _positions: dict[int, int] | None = None
 
     @property

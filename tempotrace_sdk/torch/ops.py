@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SPECS", "Kind", "OpSpec", "Reader"]
+__all__ = ["SPECS", "SPEC_INDEX", "Kind", "OpSpec", "Reader"]
 
 
 class Kind(enum.Enum):
@@ -68,6 +68,9 @@ SPECS: tuple[OpSpec, ...] = (
     OpSpec("isend", _S, asynchronous="always", root="dst", group_root="group_dst", data="tensor"),
     OpSpec("irecv", _R, asynchronous="always", root="src", group_root="group_src", data="tensor"),
 )
+
+#: An op's index in SPECS by name: what a record keeps (recorder.py).
+SPEC_INDEX: dict[str, int] = {spec.name: i for i, spec in enumerate(SPECS)}
 
 
 class Reader:

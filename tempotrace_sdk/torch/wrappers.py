@@ -24,15 +24,18 @@ from typing import Any
 
 import torch.distributed.distributed_c10d as c10d
 from opentelemetry import trace
-from opentelemetry.trace import Span
+from opentelemetry.trace import NonRecordingSpan, Span
 
+from ..clocks.base import Timestamp
 from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
+from ..wire.layout import ClockQuality, TsSource
 from .carriage import Exchange, count, make_record
 from .groups import GroupInfo
-from .held import HeldOp, hold
-from .ops import Kind, OpSpec, Reader, tensor_bytes
+from .ops import SPEC_INDEX, SPECS, Kind, OpSpec, Reader, tensor_bytes
+from .opspans import op_attributes, release
 from .pending import PendingOp, registry
 from .record import RecordKind, absent_record
+from .recorder import RELEASE_AT, recorder
 from .spans import end_span, start_span
 
 __all__ = ["ORIGINAL_ATTR", "Begun", "Settings", "begin", "call", "collective", "inside", "on_device",
@@ -55,6 +58,10 @@ class Settings:
     active: bool = False
     #: A ``GpuTimer`` when collectives on CUDA tensors are timed with events (spec/torch.md §6).
     gpu: Any = None
+    #: "export" (every op's span exported) or "ring" (the last ops kept, exported when dumped; spec/torch.md §8.1).
+    retain: str = "export"
+    #: True: every op gets an SDK span at once, which a provider's other processors see (spec/torch.md §1.4).
+    sdk_spans: bool = False
 
 
 settings = Settings()
@@ -155,6 +162,19 @@ def peer_of(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: di
     return -1 if root is None else root
 
 
+def op_facts(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: dict[str, Any]) -> tuple[int, int]:
+    """(bytes, root) as a record keeps them, -1 for absent: what ``attributes`` writes as TORCH_BYTES / TORCH_ROOT."""
+    root = _root(spec, reader, info, args, kwargs) if spec.root else None
+    nbytes = -1
+    if spec.data is not None and not (spec.root_data_only and root != info.rank):
+        found = tensor_bytes(reader.get(args, kwargs, spec.data), spec.data_list)
+        if found is not None:
+            nbytes = found
+    elif spec.root_data_only:
+        nbytes = 0
+    return nbytes, (root if spec.kind is Kind.COLLECTIVE and root is not None else -1)
+
+
 def attributes(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """The attributes every op span has: the group, the op, its root and bytes (semantic-conventions §9.2)."""
     attrs = dict(info.attributes)
@@ -193,10 +213,10 @@ def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info:
             attrs[TORCH_COMPLETION] = blocking_completion(spec, device)
         return attrs
 
-    if not (carry or asynchronous or device):  # nothing carried, nothing a GPU timer times: made later, in bulk
-        held = hold("torch." + spec.name, span_attributes)
-        if held is not None:
-            return _call_held(original, held, args, kwargs, spec.name)
+    if not (carry or asynchronous or device or settings.sdk_spans):  # nothing carried or GPU-timed: a record
+        number = _record(spec, reader, info, seq, args, kwargs)
+        if number >= 0:
+            return _call_recorded(original, number, spec, args, kwargs)
     begun = begin(spec.name, info, span_attributes, record=(RecordKind.EXCHANGE, seq) if carry else None,
                   timed=(reader, spec, args, kwargs))
     result = call(original, begun.span, args, kwargs, spec.name)
@@ -208,17 +228,46 @@ def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info:
     return result
 
 
-def _call_held(original: Callable[..., Any], held: HeldOp, args: Any, kwargs: dict[str, Any], name: str) -> Any:
-    """``call`` for a held op: its exception makes the span at once (with the error); a return holds its end."""
-    result = _run_op(original, args, kwargs, name, lambda err: held.make({TORCH_COMPLETION: "error"}, error=err))
+def _record(spec: OpSpec, reader: Reader, info: GroupInfo, seq: int, args: Any, kwargs: dict[str, Any]) -> int:
+    """The op's start recorded (recorder.py): its number, or -1 (its span is then made the SDK's way)."""
+    try:
+        nbytes, root = op_facts(spec, reader, info, args, kwargs)
+        return recorder.begin(SPEC_INDEX[spec.name], info, seq, nbytes, root)
+    except Exception:
+        _log.debug("tempotrace.torch: %s not recorded; its span is made now", spec.name, exc_info=True)
+        return -1
+
+
+def _call_recorded(original: Callable[..., Any], number: int, spec: OpSpec, args: Any,
+                   kwargs: dict[str, Any]) -> Any:
+    """``call`` for a recorded op: its exception makes its span at once (with the error); a return ends the record."""
+    result = _run_op(original, args, kwargs, spec.name, lambda err: _failed_record(number, err))
     try:  # the op succeeded: nothing after this may fail the program
-        if held.ended():
-            return result
+        if recorder.end(number) and recorder.ended >= RELEASE_AT and settings.retain == "export":
+            release()
     except Exception:
         count("trace_failed")
-        _log.debug("tempotrace.torch: tracing %s failed after the op", name, exc_info=True)
-    held.make()  # not held after all (a clock that failed, a tick that raised): made now; never raises
+        _log.debug("tempotrace.torch: tracing %s failed after the op", spec.name, exc_info=True)
     return result
+
+
+def _failed_record(number: int, err: BaseException) -> None:
+    """An op that raised: its span now, an SDK span with the error, started at the reading its record took."""
+    try:
+        record = recorder.unpack(number & recorder.mask)
+        recorder.forget(number)
+        if record.number != number:
+            return
+        attrs = op_attributes(record)
+        attrs[TORCH_COMPLETION] = "error"
+        ptp, unc, source, quality, lts = record.start
+        ts = Timestamp(ptp, TsSource(source), ClockQuality(quality), unc)
+        parent = trace.set_span_in_context(NonRecordingSpan(record.parent)) if record.parent is not None else None
+        sp = start_span("torch." + SPECS[record.op].name, attrs, parent, at=(ts, lts))
+        end_span(sp, None, error=err)
+    except Exception:
+        count("trace_failed")
+        _log.debug("tempotrace.torch: the span of a failed op was not made", exc_info=True)
 
 
 def _exchange(info: GroupInfo, record: bytes, seq: int, asynchronous: bool) -> Exchange | None:

@@ -38,9 +38,17 @@ def exporter(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from tempotrace_sdk import torch as tt
+    from tempotrace_sdk.torch import opspans
     from tempotrace_sdk.torch import spans as torch_spans
 
-    exp = InMemorySpanExporter()
+    class FlushedFirst(InMemorySpanExporter):
+        """Recorded ops' spans are made at a flush (spec/torch.md §1.4): reading the spans is one."""
+
+        def get_finished_spans(self) -> Any:
+            opspans.release(force=True)
+            return super().get_finished_spans()
+
+    exp = FlushedFirst()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exp))
     monkeypatch.setattr(torch_spans, "tracer", lambda: provider.get_tracer("test"))

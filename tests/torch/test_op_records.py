@@ -1,5 +1,6 @@
-"""Held op spans (spec/torch.md §1.4): a blocking collective inside a step gets its span at the step's exit, or at
-any flush, stamped with the readings and Lamport values taken at the op; one that raises gets it at once."""
+"""Op records (spec/torch.md §1.4): a blocking collective is recorded, and its span is made at the step's exit, at
+any flush or every RELEASE_AT ops, stamped with the readings and Lamport values taken at the op; one that raises
+gets its span at once; a record's span is the one an SDK span of the op would have been."""
 
 from __future__ import annotations
 
@@ -27,9 +28,11 @@ from opentelemetry.trace import StatusCode  # noqa: E402
 from tempotrace_sdk import torch as tt  # noqa: E402
 from tempotrace_sdk.otel.processor import TempoTraceSpanProcessor  # noqa: E402
 from tempotrace_sdk.stamptext import SpanStamps, decode  # noqa: E402
-from tempotrace_sdk.torch import held  # noqa: E402
+from tempotrace_sdk.torch import opspans  # noqa: E402
 from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
+from tempotrace_sdk.torch.recorder import RELEASE_AT  # noqa: E402
 
+Stamped = tuple[TracerProvider, InMemorySpanExporter]
 
 @pytest.fixture
 def stamped(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
@@ -39,7 +42,7 @@ def stamped(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TracerProvider, I
     provider.add_span_processor(TempoTraceSpanProcessor())
     provider.add_span_processor(SimpleSpanProcessor(exp))
     monkeypatch.setattr(torch_spans, "tracer", lambda: provider.get_tracer("test"))
-    tt.instrument(carriage="none", gpu=False)  # with a CUDA device too: these are host ops, held
+    tt.instrument(carriage="none", gpu=False)  # with a CUDA device too: these are host ops, recorded
     yield provider, exp
     tt.uninstrument()
     provider.shutdown()
@@ -55,7 +58,7 @@ def _names(exp: InMemorySpanExporter) -> list[str]:
     return [s.name for s in exp.get_finished_spans()]
 
 
-def test_a_held_span_keeps_the_ops_place_in_time_and_in_lamport_order(
+def test_a_recorded_ops_span_keeps_its_place_in_time_and_in_lamport_order(
         group: None, stamped: tuple[TracerProvider, InMemorySpanExporter]) -> None:
     """A span made at the step's exit is stamped with what was read at the op: a span the program made between
     two ops sits between them by Lamport and by time, though it was exported first."""
@@ -66,7 +69,7 @@ def test_a_held_span_keeps_the_ops_place_in_time_and_in_lamport_order(
         with provider.get_tracer("app").start_as_current_span("between"):
             pass
         dist.all_reduce(t)
-        assert _names(exp) == ["between"]  # the ops' spans are held until the exit
+        assert _names(exp) == ["between"]  # the ops are recorded; their spans come at the exit
     spans = {s.name: s for s in exp.get_finished_spans()}
     ops = [s for s in exp.get_finished_spans() if s.name == "torch.all_reduce"]
     assert len(ops) == 2 and "torch.step" in spans
@@ -82,7 +85,7 @@ def test_a_held_span_keeps_the_ops_place_in_time_and_in_lamport_order(
     assert all(op.parent is not None and op.parent.span_id == step.context.span_id for op in ops)
 
 
-def test_a_flush_makes_the_held_spans(group: None, stamped: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+def test_a_flush_makes_the_recorded_ops_spans(group: None, stamped: Stamped) -> None:
     """force_flush inside a step (what SIGTERM and exit do, lifecycle.release_held) exports what has ended."""
     provider, exp = stamped
     with tt.step(1):
@@ -93,8 +96,6 @@ def test_a_flush_makes_the_held_spans(group: None, stamped: tuple[TracerProvider
         assert "tempotrace.stamps" in (exp.get_finished_spans()[0].attributes or {})
     assert sorted(_names(exp)) == ["torch.all_reduce", "torch.step"]
 
-
-Stamped = tuple[TracerProvider, InMemorySpanExporter]
 
 
 def test_an_op_that_raises_in_a_step_gets_its_span_at_once(group: None, stamped: Stamped) -> None:
@@ -110,52 +111,84 @@ def test_an_op_that_raises_in_a_step_gets_its_span_at_once(group: None, stamped:
 
 def test_a_release_returns_once_the_ops_another_thread_took_are_made(
         group: None, stamped: Stamped, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Review finding: the export worker's tick may be making a held span when a flush releases; the flush must
-    not go on (and a shutdown must not stop stamping) before that span is made."""
+    """Review finding (kept from the held spans): the export worker's tick may be making an op's span when a flush
+    releases; the flush must not go on (and a shutdown must not stop stamping) before that span is handed on."""
     _, exp = stamped
     slow = threading.Event()
-    real_make = held.HeldOp.make
+    real_make = opspans.make_span
 
-    def make(self: held.HeldOp, *args: Any, **kwargs: Any) -> None:
+    def make(*args: Any, **kwargs: Any) -> Any:
         if threading.current_thread().name == "tick":
             slow.set()
             time.sleep(0.3)
-        real_make(self, *args, **kwargs)
+        return real_make(*args, **kwargs)
 
-    monkeypatch.setattr(held.HeldOp, "make", make)
+    monkeypatch.setattr(opspans, "make_span", make)
     with tt.step(5):
         dist.all_reduce(torch.ones(2))
-        tick = threading.Thread(target=held.release, name="tick")
+        tick = threading.Thread(target=opspans.release, kwargs={"force": True}, name="tick")
         tick.start()
         assert slow.wait(10)
-        held.release()  # finds nothing left to take: waits for the tick's op
+        opspans.release(force=True)  # finds nothing left to take once the tick's are handed on
         assert _names(exp) == ["torch.all_reduce"]
         tick.join()
 
 
-def test_held_ops_are_bounded(group: None, stamped: tuple[TracerProvider, InMemorySpanExporter]) -> None:
-    """A long step holds at most MAX_HELD ops: the thread that fills the hold makes their spans."""
+def test_recorded_ops_waiting_are_bounded(group: None, stamped: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+    """A long step leaves at most RELEASE_AT ended ops waiting: the thread that ends the RELEASE_AT-th makes them."""
     _, exp = stamped
     t = torch.ones(2)
     with tt.step(3):
-        for _ in range(held.MAX_HELD):
+        for _ in range(RELEASE_AT - 1):
             dist.all_reduce(t)
-        assert len(_names(exp)) == held.MAX_HELD
+        assert _names(exp) == []
         dist.all_reduce(t)
-        assert len(_names(exp)) == held.MAX_HELD
-    assert len(_names(exp)) == held.MAX_HELD + 2  # the last op and the step
+        assert len(_names(exp)) == RELEASE_AT
+    assert len(_names(exp)) == RELEASE_AT + 1  # and the step
 
 
-def test_ops_outside_a_step_and_async_ops_are_not_held(group: None,
-                                                       stamped: tuple[TracerProvider, InMemorySpanExporter]) -> None:
-    _, exp = stamped
+def test_ops_outside_a_step_are_recorded_and_async_ops_get_sdk_spans(
+        group: None, stamped: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+    provider, exp = stamped
     t = torch.ones(2)
     dist.all_reduce(t)
+    assert _names(exp) == []  # recorded: its span comes with the next flush
+    assert provider.force_flush()
     assert _names(exp) == ["torch.all_reduce"]
     with tt.step(4):
         work: Any = dist.all_reduce(t, async_op=True)
         work.wait()
-        assert _names(exp) == ["torch.all_reduce"] * 2
+        assert _names(exp) == ["torch.all_reduce"] * 2  # an async op's span ends when its work does
+
+
+def test_sdk_spans_makes_every_op_an_sdk_span_the_providers_processors_see(
+        group: None, stamped: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+    """instrument(sdk_spans=True): the path before records, for a user whose own processors must see every op
+    (on_start too); the span is the same either way."""
+    provider, exp = stamped
+    started: list[str] = []
+
+    class Watching(SimpleSpanProcessor):
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            started.append(span.name)
+
+    provider.add_span_processor(Watching(InMemorySpanExporter()))
+    t = torch.ones(2)
+    with tt.step(6):
+        dist.all_reduce(t)
+    recorded = [s for s in exp.get_finished_spans() if s.name == "torch.all_reduce"]
+    assert started == ["torch.step"]  # a record's span is handed to processors at on_end only
+    tt.instrument(carriage="none", gpu=False, sdk_spans=True)
+    with tt.step(7):
+        dist.all_reduce(t)
+    assert started == ["torch.step", "torch.step", "torch.all_reduce"]
+    sdk = [s for s in exp.get_finished_spans() if s.name == "torch.all_reduce"][-1]
+    a, b = dict(recorded[0].attributes or {}), dict(sdk.attributes or {})
+    for attrs in (a, b):
+        attrs.pop("tempotrace.stamps")
+        attrs.pop("tempotrace.torch.seq")
+    assert a == b
+    assert _stamps(recorded[0]).end is not None and _stamps(sdk).end is not None
 
 
 SIGTERMED_IN_A_STEP = r"""
@@ -163,7 +196,7 @@ import socket, sys, time
 import torch, torch.distributed as dist
 from tempotrace_sdk.otel import configure
 from tempotrace_sdk import torch as tt
-configure(service_name="held")
+configure(service_name="recorded")
 with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -177,11 +210,11 @@ with tt.step(0):
 
 
 def test_a_worker_stopped_by_sigterm_inside_a_step_loses_no_op_that_had_ended(tmp_path: Path) -> None:
-    """How torchrun and Kubernetes stop a worker: the SIGTERM flush makes the held op spans first."""
+    """How torchrun and Kubernetes stop a worker: the SIGTERM flush makes the recorded ops' spans first."""
     path = tmp_path / "spans.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TEMPOTRACE_", "TORCHELASTIC_"))}
     # The batch delay is long: only the SIGTERM flush can bring the span out in time.
-    env.update(TEMPOTRACE_EXPORT_PATH=str(path), OTEL_BSP_SCHEDULE_DELAY="120000", TEMPOTRACE_JOB_ID="held")
+    env.update(TEMPOTRACE_EXPORT_PATH=str(path), OTEL_BSP_SCHEDULE_DELAY="120000", TEMPOTRACE_JOB_ID="recorded")
     proc = subprocess.Popen([sys.executable, "-c", SIGTERMED_IN_A_STEP], env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"

@@ -1,0 +1,194 @@
+"""Op records into spans: the one place a record becomes the span it stands for (spec/torch.md §1.4).
+
+A record's span is the span an SDK span of that op would have been -- its
+name, parent, attributes, ``tempotrace.stamps`` (the stamping processor's own
+``_attributes``, so the text, the quality, the per-process attributes, the
+clock epoch and a policy verdict are written by the same code), its Lamport
+places -- built as a ``ReadableSpan`` straight from the record: no SDK
+``Span``, no attribute cleaning (the values are ours and typed), no processor
+hooks. It goes to the export processors only (configure()'s; for a provider
+set up by hand, every processor but the stamping one), at ``on_end``: a
+provider's other processors do not see op spans unless ``instrument(
+sdk_spans=True)``.
+
+Span ids are derived from this process's nonce and the op's number
+(splitmix64), so an op has one id however its span is made; a root op's
+trace id likewise.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
+
+from ..clocks.domain import checked_once
+from ..clocks.leapseconds import tai_to_utc_ns
+from ..otel import lifecycle
+from ..otel.configure import current_handle
+from ..otel.context import TempoTraceState, get_state
+from ..otel.processor import TempoTraceSpanProcessor
+from ..otel.processor import _attributes as stamp_attributes
+from ..otel.records import SpanRecord
+from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
+from . import spans as torch_spans
+from .carriage import count
+from .ops import SPECS, Kind
+from .recorder import COMPLETIONS, OpRecord, recorder
+
+__all__ = ["deliver", "make_span", "release", "span_id_of"]
+
+_log = logging.getLogger(__name__)
+
+_MASK64 = (1 << 64) - 1
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+
+
+class _Nonce:
+    value = secrets.randbits(64)
+
+    def after_fork_in_child(self) -> None:
+        _Nonce.value = secrets.randbits(64)  # the child's op numbers start again: its ids must not repeat the parent's
+
+
+lifecycle.renew_after_fork(_Nonce())
+
+
+def _mix(x: int) -> int:
+    """splitmix64's finaliser: distinct inputs give distinct, well-spread outputs."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def span_id_of(number: int) -> int:
+    """The span id of op ``number`` in this process (never 0)."""
+    return _mix(_Nonce.value ^ number) or 1
+
+
+def _trace_id_of(number: int) -> int:
+    return ((_mix(_Nonce.value ^ number ^ 0x5A5A5A5A) << 64) | _mix(~_Nonce.value ^ number)) or 1
+
+
+class _StartOf:
+    """What the stamping processor's ``_attributes`` reads of a span: its start time and its Resource."""
+
+    __slots__ = ("resource", "start_time")
+
+    def __init__(self, start_time: int, resource: Any) -> None:
+        self.start_time = start_time
+        self.resource = resource
+
+
+def op_attributes(record: OpRecord) -> dict[str, Any]:
+    """The op's own attributes, exactly as the SDK path writes them (wrappers.attributes, seq, completion)."""
+    spec = SPECS[record.op]
+    attrs = dict(record.group.attributes)
+    attrs[TORCH_OP] = spec.name
+    if record.nbytes >= 0:
+        attrs[TORCH_BYTES] = record.nbytes
+    if record.root >= 0 and spec.kind is Kind.COLLECTIVE:
+        attrs[TORCH_ROOT] = record.root
+    attrs[TORCH_SEQ] = record.seq
+    attrs[TORCH_COMPLETION] = COMPLETIONS[record.completion]
+    return attrs
+
+
+def make_span(state: TempoTraceState, record: OpRecord, resource: Any, scope: Any, dump_utc: int = 0) -> ReadableSpan:
+    """The span of ``record``; an open op (a dump) is ``pending``, its stamps without an end, its end time the
+    dump's."""
+    span_id = span_id_of(record.number)
+    parent = record.parent
+    if parent is not None:
+        context = SpanContext(parent.trace_id, span_id, False, parent.trace_flags, parent.trace_state)
+    else:
+        context = SpanContext(_trace_id_of(record.number), span_id, False, _SAMPLED)
+    ptp, unc, source, quality, lts = record.start
+    start_utc = tai_to_utc_ns(ptp)
+    end = record.end
+    if end is not None:
+        eptp, eunc, esource, equality, elts = end
+        end_utc = tai_to_utc_ns(eptp)
+        stamps = stamp_attributes(state, _StartOf(start_utc, resource),  # type: ignore[arg-type]
+                                  SpanRecord(lts, ptp, unc, quality, source, span_id), (elts, eptp, eunc, equality),
+                                  esource, end_utc, ())
+    else:
+        end_utc = max(dump_utc, start_utc)
+        stamps = stamp_attributes(state, _StartOf(start_utc, resource),  # type: ignore[arg-type]
+                                  SpanRecord(lts, ptp, unc, quality, source, span_id), None, 0, 0, ())
+    attrs = op_attributes(record)
+    attrs.update(stamps)
+    return ReadableSpan("torch." + SPECS[record.op].name, context, parent, resource, attrs, kind=SpanKind.INTERNAL,
+                        start_time=start_utc, end_time=end_utc, instrumentation_scope=scope)
+
+
+def destination() -> tuple[Any, Any, Sequence[SpanProcessor]]:
+    """(resource, scope, processors) op spans go to: configure()'s export processors when it set up the provider
+    our tracer comes from, else every processor of that provider but the stamping one."""
+    t: Any = torch_spans.tracer()  # looked up each time: tests (and a user) may replace it
+    resource = getattr(t, "resource", None)
+    scope = getattr(t, "_instrumentation_scope", None)
+    multi = getattr(t, "span_processor", None)
+    processors = tuple(getattr(multi, "_span_processors", ()))
+    handle = current_handle()
+    if handle is not None and getattr(handle.provider, "_active_span_processor", None) is multi:
+        return resource, scope, handle.export_processors
+    return resource, scope, [p for p in processors if not isinstance(p, TempoTraceSpanProcessor)]
+
+
+def deliver(spans: Sequence[ReadableSpan], processors: Sequence[SpanProcessor]) -> None:
+    """Each span to each processor's ``on_end``; a processor that raises is counted, never passed on."""
+    for processor in processors:
+        try:
+            for sp in spans:
+                processor.on_end(sp)
+        except Exception:
+            count("export_failed")
+            _log.debug("tempotrace.torch: a processor refused op spans", exc_info=True)
+
+
+def sampled(record: OpRecord) -> bool:
+    parent = record.parent
+    return parent is None or parent.trace_flags.sampled
+
+
+def release(*, since: int = 0, force: bool = False) -> None:
+    """Make the span of every ended op (numbered ``since`` or later) and hand them on; open ops wait. Under
+    retain="ring" only when ``since`` is given (a sampled step). Never raises."""
+    if not since and (recorder.retain != "export" or not (recorder.ended or force)):
+        return
+    try:
+        with recorder.lock:
+            records = recorder.take_ended(since)
+            if not records:
+                return
+            state = get_state()
+            resource, scope, processors = destination()
+            with checked_once(state.domain):  # every reading was taken before this check
+                spans = [make_span(state, r, resource, scope) for r in records if sampled(r)]
+            deliver(spans, processors)
+    except Exception:
+        count("trace_failed")
+        _log.debug("tempotrace.torch: op spans not made", exc_info=True)
+
+
+def step_entered(step: Any) -> None:
+    step.first_op = recorder.mark()
+
+
+def step_left(step: Any) -> None:
+    """A step's exit: its op spans are made (retain="export"; under "ring" every ``export_every``-th step's)."""
+    if recorder.retain == "export":
+        release(force=True)
+        return
+    every = recorder.export_every
+    if every and step.number is not None and step.number % every == 0:
+        release(since=step.first_op or 1)
+
+
+lifecycle.release_before_flush(release, recorder.holding)

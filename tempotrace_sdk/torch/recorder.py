@@ -1,0 +1,327 @@
+"""The op recorder: each traced blocking collective as a fixed-size record in one ring (spec/torch.md §1.4, §8.1).
+
+At the op the recorder takes only what must be taken then: the start reading
+with its Lamport tick (one native call each), the op's facts (op, group, seq,
+bytes, root) and the parent span context; at its return, the end reading and
+tick. Each record is 96 octets packed into one ``bytearray`` allocated once,
+plus one state octet and one list slot for the parent (a reference to a
+context shared by the step's ops): about 105 octets an op, and no Python
+object per op. Spans are made from records later, in bulk (opspans.py):
+``retain="export"`` (default) makes them at the step's exit, every
+``RELEASE_AT`` ops, before any flush and on the export tick; ``retain="ring"``
+keeps the last ``ring_ops`` ops and makes spans only when dumped (dumps.py),
+counting every op overwritten before it was ever exported.
+
+Why records and not SDK spans: an SDK span per op (start_span, attribute
+cleaning, the processor's hooks) cost 2.3-3.6 bare SDK spans of CPU per op
+(issue 23); a record costs two readings and one pack.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import signal
+import struct
+import threading
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanContext
+
+from ..errors import TempoTraceError
+from ..otel import lifecycle
+from ..otel.context import get_state
+from .carriage import count
+from .groups import GroupInfo
+
+__all__ = ["DEFAULT_HANG_TIMEOUT_S", "DEFAULT_RING_OPS", "RECORD_BYTES", "RELEASE_AT", "OpRecord", "Recorder",
+           "Retention", "recorder"]
+
+_log = logging.getLogger(__name__)
+
+#: Ops a ring keeps by default: ~1.7 MiB of records (RECORD_BYTES + 9 octets each), about a minute of
+#: FSDP steps at a few hundred collectives a step.
+DEFAULT_RING_OPS = 16384
+#: An op open this long dumps every rank (dumps.py): below torch's default process-group timeout (30 min;
+#: NCCL's watchdog 10 min), so the dump comes before torch aborts the job.
+DEFAULT_HANG_TIMEOUT_S = 300.0
+#: Ended ops (retain="export") after which the recording thread makes their spans itself: bounds what waits.
+RELEASE_AT = 512
+
+#: One record: op number, facts (op index | group index << 16 | start source << 40 | start quality << 48), seq,
+#: bytes (-1: none), root (-1: none), start ptp_ns, start uncertainty_ns, start lts; then the end: ptp_ns,
+#: uncertainty_ns, lts, facts (completion << 0 | source << 8 | quality << 16).
+_START = struct.Struct("<qqqqqqqq")
+_END = struct.Struct("<qqqq")
+RECORD_BYTES = _START.size + _END.size
+
+#: A slot's state (one octet a slot).
+EMPTY, OPEN, ENDED = 0, 1, 2
+
+
+class OpRecord(NamedTuple):
+    """One record, unpacked (only when spans are made: never on the hot path)."""
+
+    number: int
+    op: int  #: index into ops.SPECS
+    group: GroupInfo
+    seq: int
+    nbytes: int
+    root: int
+    start: tuple[int, int, int, int, int]  #: (ptp_ns, uncertainty_ns, ts_source, clk_quality, lts)
+    end: tuple[int, int, int, int, int] | None  #: the same for the end; None while the op is open
+    completion: int  #: index into COMPLETIONS (0: open)
+    parent: SpanContext | None
+
+
+#: What a record's completion code means (index 0: still open).
+COMPLETIONS = ("pending", "return")
+
+
+class Recorder:
+    """The process's op records: a ring of ``size`` slots (a power of two), ops numbered from 0."""
+
+    def __init__(self, size: int = DEFAULT_RING_OPS) -> None:
+        self.resize(size)
+        self.retain = "export"
+        #: retain="ring": every N-th step's ops are exported in full as well (0: none).
+        self.export_every = 0
+        self.groups: list[GroupInfo] = []
+        self._group_lock = threading.Lock()
+        #: Held while records are taken and made into spans (opspans.py): one maker at a time.
+        self.lock = threading.Lock()
+
+    def resize(self, size: int) -> None:
+        """A new, empty ring of at least ``size`` slots (instrument() with another ``ring_ops``)."""
+        slots = 1 << max(0, int(size) - 1).bit_length()
+        self.size = slots
+        self.mask = slots - 1
+        self.buffer = bytearray(slots * RECORD_BYTES)
+        self.state = bytearray(slots)
+        self.parents: list[SpanContext | None] = [None] * slots
+        self.numbers = itertools.count()  #: next() is atomic under the GIL: one op number per op
+        self.next_due = 0  #: op numbers below this are exported or overwritten, or still open and listed in ``open``
+        self.ended = 0  #: ended ops not yet made into spans (retain="export"), approximately
+        self.overwritten = 0  #: ops overwritten before they were ever exported
+        self.dumped = 0
+
+    # -- the hot path ------------------------------------------------------------------------------
+    def group_index(self, info: GroupInfo) -> int:
+        index = info.record_index
+        if index >= 0:
+            return index
+        with self._group_lock:
+            if info.record_index < 0:
+                info.record_index = len(self.groups)
+                self.groups.append(info)
+        return info.record_index
+
+    def begin(self, op: int, info: GroupInfo, seq: int, nbytes: int, root: int) -> int:
+        """Record an op's start now; its number (for ``end``), or -1 when the clock failed (counted)."""
+        state = get_state()
+        try:
+            clock = state._clock
+            ptp, unc, source, quality, lts = state.stamp.tick(clock if clock is not None else state.clock)
+        except Exception:
+            state.count_error("torch_clock")
+            _log.debug("tempotrace.torch: clock read failed", exc_info=True)
+            return -1
+        number = next(self.numbers)
+        slot = number & self.mask
+        if self.state[slot]:
+            self._overwrite(slot)
+        gi = info.record_index
+        _START.pack_into(self.buffer, slot * RECORD_BYTES, number,
+                         op | ((gi if gi >= 0 else self.group_index(info)) << 16) | (source << 40) | (quality << 48),
+                         seq, nbytes, root, ptp, unc, lts)
+        context = trace.get_current_span().get_span_context()
+        self.parents[slot] = context if context.is_valid else None
+        self.state[slot] = OPEN
+        return number
+
+    def end(self, number: int, completion: int = 1) -> bool:
+        """Record the end of op ``number`` now (False: the clock failed, or the ring moved on)."""
+        slot = number & self.mask
+        state = get_state()
+        try:
+            clock = state._clock
+            ptp, unc, source, quality, lts = state.stamp.tick(clock if clock is not None else state.clock)
+        except Exception:
+            state.count_error("torch_clock")
+            return False
+        base = slot * RECORD_BYTES
+        if self.state[slot] != OPEN or _NUMBER.unpack_from(self.buffer, base)[0] != number:
+            return False  # overwritten while it ran (a ring smaller than the ops in flight), or dumped
+        _END.pack_into(self.buffer, base + _START.size, ptp, unc, lts, completion | (source << 8) | (quality << 16))
+        self.state[slot] = ENDED
+        self.ended += 1
+        return True
+
+    def forget(self, number: int) -> None:
+        """Op ``number`` gets its span another way (it raised): its record is not exported."""
+        slot = number & self.mask
+        if _NUMBER.unpack_from(self.buffer, slot * RECORD_BYTES)[0] == number:
+            self.state[slot] = EMPTY
+
+    def _overwrite(self, slot: int) -> None:
+        # Only an op never exported leaves its state set: export and dumps clear it.
+        self.state[slot] = EMPTY
+        self.overwritten += 1
+        count("ring_overwritten")
+
+    # -- reading records back ---------------------------------------------------------------------
+    def unpack(self, slot: int) -> OpRecord:
+        base = slot * RECORD_BYTES
+        number, facts, seq, nbytes, root, ptp, unc, lts = _START.unpack_from(self.buffer, base)
+        group = self.groups[(facts >> 16) & 0xFFFFFF]
+        start = (ptp, unc, (facts >> 40) & 0xFF, (facts >> 48) & 0xFF, lts)
+        end = None
+        completion = 0
+        if self.state[slot] == ENDED:
+            eptp, eunc, elts, efacts = _END.unpack_from(self.buffer, base + _START.size)
+            end = (eptp, eunc, (efacts >> 8) & 0xFF, (efacts >> 16) & 0xFF, elts)
+            completion = efacts & 0xFF
+        return OpRecord(number, facts & 0xFFFF, group, seq, nbytes, root, start, end, completion, self.parents[slot])
+
+    def mark(self) -> int:
+        """An op number no op before now has and every op after now exceeds (a step's entry)."""
+        return next(self.numbers)  # numbers skip one: harmless, they only need to be unique
+
+    def take_ended(self, since: int = 0) -> list[OpRecord]:
+        """Every ended op not yet exported (numbered ``since`` or later), oldest first, marked exported. Open ops
+        stay."""
+        taken: list[OpRecord] = []
+        last = next(self.numbers)
+        low = max(self.next_due if not since else since, last - self.size + 1)
+        first_open = -1
+        state, mask = self.state, self.mask
+        for number in range(low, last):
+            slot = number & mask
+            s = state[slot]
+            if s == ENDED:
+                taken.append(self.unpack(slot))
+                state[slot] = EMPTY
+                self.parents[slot] = None
+            elif s == OPEN and first_open < 0:
+                first_open = number
+        if not since:
+            self.next_due = first_open if first_open >= 0 else last
+            self.ended = 0
+        return taken
+
+    def take_all(self) -> list[OpRecord]:
+        """Every op in the ring not yet exported, open ones included, oldest first, marked exported (a dump)."""
+        taken: list[OpRecord] = []
+        last = next(self.numbers)
+        state, mask = self.state, self.mask
+        for number in range(max(0, last - self.size), last):
+            slot = number & mask
+            if state[slot] and _NUMBER.unpack_from(self.buffer, slot * RECORD_BYTES)[0] == number:
+                taken.append(self.unpack(slot))
+                state[slot] = EMPTY
+                self.parents[slot] = None
+        self.next_due = last
+        self.ended = 0
+        return taken
+
+    def open_numbers(self) -> list[int]:
+        """The op numbers of every op still open (the hang watchdog's question; a C scan of the states)."""
+        state, buffer, out = self.state, self.buffer, []
+        slot = state.find(OPEN)
+        while slot >= 0:
+            out.append(_NUMBER.unpack_from(buffer, slot * RECORD_BYTES)[0])
+            slot = state.find(OPEN, slot + 1)
+        return out
+
+    def holding(self) -> bool:
+        """Ended ops wait to be made into spans (a flush makes them first: lifecycle.release_before_flush)."""
+        return self.retain == "export" and self.ended > 0
+
+    def after_fork_in_child(self) -> None:
+        # The parent's records are the parent's to export; the child starts with an empty ring of the same size.
+        self.resize(self.size)
+        self.lock = threading.Lock()
+        self._group_lock = threading.Lock()
+
+
+_NUMBER = struct.Struct("<q")
+
+#: The variables for instrument()'s flight-recorder arguments (spec/configuration.md).
+RETAIN_ENV = "TEMPOTRACE_TORCH_RETAIN"
+RING_OPS_ENV = "TEMPOTRACE_TORCH_RING_OPS"
+EXPORT_EVERY_ENV = "TEMPOTRACE_TORCH_EXPORT_EVERY"
+HANG_TIMEOUT_ENV = "TEMPOTRACE_HANG_TIMEOUT"
+DUMP_SIGNAL_ENV = "TEMPOTRACE_TORCH_DUMP_SIGNAL"
+SDK_SPANS_ENV = "TEMPOTRACE_TORCH_SDK_SPANS"
+RETAIN_MODES = ("export", "ring")
+#: The largest ring: 2^24 ops, about 1.7 GiB.
+RING_OPS_MAX = 1 << 24
+
+
+@dataclass(frozen=True)
+class Retention:
+    """What instrument() was asked to keep, and how it dumps: each argument, else its variable, else the default."""
+
+    retain: str = "export"
+    ring_ops: int = DEFAULT_RING_OPS
+    export_every: int = 0
+    hang_timeout: float = DEFAULT_HANG_TIMEOUT_S
+    dump_signal: int | None = None
+    sdk_spans: bool = False
+
+    @classmethod
+    def resolve(cls, *, retain: str | None, ring_ops: int | None, export_every: int | None,
+                hang_timeout: float | None, dump_signal: int | None, sdk_spans: bool | None) -> Retention:
+        """Raises TempoTraceError naming the argument (or variable) and the rule."""
+        env = os.environ
+        retain = retain if retain is not None else env.get(RETAIN_ENV, "export").strip().lower() or "export"
+        if retain not in RETAIN_MODES:
+            raise TempoTraceError(f"retain ({RETAIN_ENV}) must be one of {', '.join(RETAIN_MODES)}; got {retain!r}")
+        ring = _int(ring_ops, RING_OPS_ENV, "ring_ops", DEFAULT_RING_OPS, 1, RING_OPS_MAX)
+        every = _int(export_every, EXPORT_EVERY_ENV, "export_every", 0, 0, 1 << 62)
+        if hang_timeout is None:
+            text = env.get(HANG_TIMEOUT_ENV, "").strip()
+            try:
+                hang_timeout = float(text) if text else DEFAULT_HANG_TIMEOUT_S
+            except ValueError:
+                raise TempoTraceError(f"{HANG_TIMEOUT_ENV} must be a number of seconds >= 0; got {text!r}") from None
+        if isinstance(hang_timeout, bool) or not isinstance(hang_timeout, (int, float)) or not (
+                0 <= hang_timeout < float("inf")):
+            raise TempoTraceError(f"hang_timeout must be a number of seconds >= 0 (0: no watchdog); "
+                                  f"got {hang_timeout!r}")
+        if dump_signal is None:
+            text = env.get(DUMP_SIGNAL_ENV, "").strip().upper()
+            if text:
+                name = text if text.startswith("SIG") else "SIG" + text
+                found = getattr(signal, name, None)
+                if not isinstance(found, signal.Signals):
+                    raise TempoTraceError(f"{DUMP_SIGNAL_ENV} must name a signal (e.g. SIGUSR1); got {text!r}")
+                dump_signal = int(found)
+        elif isinstance(dump_signal, bool) or not isinstance(dump_signal, int) or dump_signal not in set(
+                signal.valid_signals()):
+            raise TempoTraceError(f"dump_signal must be a signal number (e.g. signal.SIGUSR1); got {dump_signal!r}")
+        if sdk_spans is None:
+            sdk_spans = env.get(SDK_SPANS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+        return cls(retain, ring, every, float(hang_timeout), None if dump_signal is None else int(dump_signal),
+                   bool(sdk_spans))
+
+
+def _int(value: int | None, variable: str, name: str, default: int, low: int, high: int) -> int:
+    if value is None:
+        text = os.environ.get(variable, "").strip()
+        if not text:
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            raise TempoTraceError(f"{variable} must be an integer {low}..{high}; got {text!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise TempoTraceError(f"{name} must be an integer {low}..{high}; got {value!r}")
+    return value
+
+#: The process's recorder.
+recorder = Recorder()
+lifecycle.renew_after_fork(recorder)
