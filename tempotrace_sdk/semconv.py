@@ -86,8 +86,8 @@ TORCH_SEQ = "tempotrace.torch.seq"  #: int: SDK-kept collective sequence number 
 TORCH_COMPLETION = "tempotrace.torch.completion"
 #: Every value of TORCH_COMPLETION the SDK writes (spec/torch.md §1.3), and those whose end stamp is
 #: not a completion: a consumer takes no end from them.
-TORCH_COMPLETIONS = ("return", "queued", "future", "wait", "sweep", "gpu", "unfinished", "error")
-TORCH_NOT_COMPLETED = frozenset(("queued", "unfinished", "error"))
+TORCH_COMPLETIONS = ("return", "queued", "future", "wait", "sweep", "gpu", "unfinished", "error", "pending")
+TORCH_NOT_COMPLETED = frozenset(("queued", "unfinished", "error", "pending"))
 #: What each traced collective guarantees of its members' events (spec/analysis.md §1.3), the one list: the
 #: instrumentation (torch/ops.py, a test ties them), the analysis's claims and the demo's story read it.
 #: "all": every start precedes every end; "root_start": the root's start precedes every end; "root_end":
@@ -99,6 +99,15 @@ TORCH_CLAIMS: dict[str, str] = {
     **dict.fromkeys(("broadcast", "scatter", "broadcast_object_list", "scatter_object_list"), "root_start"),
     **dict.fromkeys(("reduce", "gather", "gather_object"), "root_end"),
 }
+# The flight recorder's dump record: one ``torch.dump`` span per rank per dump (spec/torch.md §7.3).
+TORCH_DUMP_REASON = "tempotrace.torch.dump.reason"  #: str: one of TORCH_DUMP_REASONS
+#: Why a dump was taken: a pending op past hang_timeout; dump(); the opt-in signal; an exception leaving step();
+#: interpreter exit; SIGTERM; another rank's hang dump (asked through the store).
+TORCH_DUMP_REASONS = ("hang", "request", "signal", "exception", "exit", "sigterm", "peer")
+TORCH_DUMP_OPS = "tempotrace.torch.dump.ops"  #: int: op spans this dump wrote
+TORCH_DUMP_PENDING = "tempotrace.torch.dump.pending"  #: int: of which pending (completion "pending")
+TORCH_DUMP_OVERWRITTEN = "tempotrace.torch.dump.overwritten"  #: int: ops the ring overwrote unexported, since start
+TORCH_DUMP_REQUESTED_BY = "tempotrace.torch.dump.requested_by"  #: int, reason "peer": the rank whose dump asked
 TORCH_PEER = "tempotrace.torch.peer"  #: int: p2p: global rank of the other side (-1: any source, not yet known)
 TORCH_SRC = "tempotrace.torch.src"  #: int: p2p: global rank of the sender
 TORCH_DST = "tempotrace.torch.dst"  #: int: p2p: global rank of the receiver

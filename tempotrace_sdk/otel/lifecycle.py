@@ -38,6 +38,7 @@ from typing import Any, Protocol
 __all__ = [
     "EXIT_FLUSH_TIMEOUT_S",
     "FlushLock",
+    "before_exit_flush",
     "flush_all",
     "flush_each",
     "flush_on_exit",
@@ -248,7 +249,27 @@ def flush_all(timeout_s: float = EXIT_FLUSH_TIMEOUT_S) -> bool:
     return flush_each(list(_FLUSH), timeout_s)
 
 
+#: Called with "exit" or "sigterm" before the flush at interpreter exit and at SIGTERM (torch's flight-recorder
+#: dump, torch/dumps.py): what they hand to the export processors is then flushed with the rest.
+_BEFORE_EXIT: list[Callable[[str], None]] = []
+
+
+def before_exit_flush(hook: Callable[[str], None]) -> None:
+    """Call ``hook(reason)`` before the exit and SIGTERM flushes (once per function); it must not raise."""
+    if all(hook is not h for h in _BEFORE_EXIT):
+        _BEFORE_EXIT.append(hook)
+
+
+def _before_exit(reason: str) -> None:
+    for hook in list(_BEFORE_EXIT):
+        try:
+            hook(reason)
+        except Exception:
+            _log.debug("tempotrace: a before-exit hook failed", exc_info=True)
+
+
 def _flush_at_exit() -> None:
+    _before_exit("exit")
     flush_all(EXIT_FLUSH_TIMEOUT_S)
 
 
@@ -297,12 +318,14 @@ def _on_sigterm_then(previous: Any) -> Any:
             signal.signal(signum, signal.SIG_DFL)  # raise_signal on the helper then kills, as the default does
 
         def flush() -> None:
+            _before_exit("sigterm")
             flush_all(max(0.0, deadline - time.monotonic()))
             if helper_terminates:
                 signal.raise_signal(signum)
 
         flushing = _start_daemon(flush, "tempotrace-sigterm-flush")
         if flushing is None:  # no thread can start now: flush here, bounded between batches only
+            _before_exit("sigterm")
             flush_all(EXIT_FLUSH_TIMEOUT_S)
         if inside_export:
             _deferred.append((me, lambda: finish(signum, frame, deadline)))

@@ -9,7 +9,8 @@ Install with the ``[torch]`` extra. In each rank of a ``torchrun`` job::
     dist.init_process_group("gloo")
     tt.check_clocks()                      # every rank against rank 0: warns and trains on;
                                            # require="DEGRADED" gates (exit 1, saying why and what to do)
-    tt.instrument()                        # one span per collective / p2p op per rank
+    tt.instrument()                        # one span per collective / p2p op per rank;
+                                           # retain="ring": a flight recorder, dumped on hangs (tt.dump())
     model.register_comm_hook(None, tt.comm_hook())   # DDP gradient buckets
     tt.trace_compute(model, optimizer)     # optional: forward / backward / optimizer.step spans
     for epoch in range(epochs):
@@ -34,6 +35,7 @@ _LAZY = {
     "is_instrumented": ".install",
     "carriage_mode": ".install",
     "sweep": ".install",
+    "dump": ".dumps",
     "step": ".steps",
     "current_step": ".steps",
     "comm_hook": ".ddp",
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
     from .clockcheck import ClockCheck, RankClock, check_clocks
     from .compute import ComputeTracing, trace_compute
     from .ddp import comm_hook
+    from .dumps import dump
     from .install import carriage_mode, instrument, is_instrumented, sweep, uninstrument
     from .keys import group_key, step_ids
     from .launch import LaunchFacts, launch_facts
@@ -83,6 +86,7 @@ __all__ = [
     "comm_hook",
     "current_step",
     "decode_record",
+    "dump",
     "encode_record",
     "group_key",
     "instrument",

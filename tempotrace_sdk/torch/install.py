@@ -28,14 +28,16 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from ..errors import TempoTraceError
-from . import held
+from . import held, opspans
 from .carriage import MODES, count
 from .dispatch import make_wrapper
+from .dumps import install_dump_signal, remove_dump_signal, watchdog
 from .groups import forget_groups
 from .ops import SPECS
 from .owed import settle
 from .p2p import traced_batch
 from .pending import registry
+from .recorder import Retention, recorder
 from .tracebacks import hide_our_frames
 from .wrappers import ORIGINAL_ATTR, settings, unwrap
 
@@ -48,7 +50,9 @@ _lock = threading.Lock()
 _saved: list[tuple[Any, str, Any]] = []
 
 
-def instrument(*, carriage: str = "step", gpu: bool | None = None) -> None:
+def instrument(*, carriage: str = "step", gpu: bool | None = None, retain: str | None = None,
+               ring_ops: int | None = None, export_every: int | None = None, hang_timeout: float | None = None,
+               dump_signal: int | None = None, sdk_spans: bool | None = None) -> None:
     """Trace every torch.distributed collective and p2p op of this process.
 
     ``carriage``: ``"none"`` (spans and sequence numbers only), ``"step"``
@@ -57,10 +61,21 @@ def instrument(*, carriage: str = "step", gpu: bool | None = None) -> None:
     debugging). Every rank must use the same mode, as every rank must call
     the same collectives. ``gpu``: time collectives on CUDA tensors with CUDA
     events (default: when ``torch.cuda.is_available()``; spec/torch.md §6).
-    Calling it again changes the mode; nothing is wrapped twice.
+
+    The flight recorder (spec/torch.md §8; each knob also has a variable, spec/configuration.md):
+    ``retain`` ``"export"`` (default: every op's span exported) or ``"ring"``
+    (the last ``ring_ops`` ops kept, about 105 octets each, exported only when
+    dumped; ``export_every=N`` also exports every N-th step in full);
+    ``hang_timeout`` seconds an op may stay open before every rank dumps
+    (default 300; 0: no watchdog); ``dump_signal`` (e.g. ``signal.SIGUSR1``)
+    dumps on that signal; ``sdk_spans=True`` makes every op an SDK span at
+    once, which a provider's other span processors then see (several times the
+    CPU per op). Calling it again changes the settings; nothing is wrapped twice.
     """
     if carriage not in MODES:
         raise TempoTraceError(f"carriage must be one of {', '.join(MODES)}; got {carriage!r}")
+    chosen = Retention.resolve(retain=retain, ring_ops=ring_ops, export_every=export_every,
+                               hang_timeout=hang_timeout, dump_signal=dump_signal, sdk_spans=sdk_spans)
     with _lock:
         settings.carriage = carriage
         if gpu is None:
@@ -71,13 +86,31 @@ def instrument(*, carriage: str = "step", gpu: bool | None = None) -> None:
             settings.gpu = None
         elif settings.gpu is None:  # kept across calls: its queue holds spans still open
             settings.gpu = _gpu_timer()
+        _apply(chosen)
         if settings.active:
             return
         _patch_functions()
         _patch_p2pop()
         _patch_work_wait()
         settings.active = True
-    _log.debug("tempotrace.torch: instrumented (carriage=%s)", carriage)
+    _log.debug("tempotrace.torch: instrumented (carriage=%s, retain=%s)", carriage, chosen.retain)
+
+
+def _apply(chosen: Retention) -> None:
+    """The flight recorder's settings: a ring of another size starts empty (what it held is exported first)."""
+    if recorder.size < chosen.ring_ops or recorder.size >= 2 * chosen.ring_ops:
+        opspans.release(force=True)
+        with recorder.lock:
+            recorder.resize(chosen.ring_ops)
+    recorder.retain = chosen.retain
+    recorder.export_every = chosen.export_every
+    settings.retain = chosen.retain
+    settings.sdk_spans = chosen.sdk_spans
+    if chosen.hang_timeout > 0:
+        watchdog.start(chosen.hang_timeout)
+    else:
+        watchdog.stop()
+    install_dump_signal(chosen.dump_signal)
 
 
 def uninstrument() -> None:
@@ -92,6 +125,10 @@ def uninstrument() -> None:
             settle(unwinding=sys.exc_info()[1] is not None)
             sweep(final=True)  # never raises; the restore below must happen whatever it meets
             held.release()  # never raises
+            if recorder.retain == "export":
+                opspans.release(force=True)  # never raises
+            watchdog.stop()
+            remove_dump_signal()
         finally:
             _restore()
             forget_groups()

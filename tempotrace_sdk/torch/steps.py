@@ -34,8 +34,9 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, TraceFlags
 
 from ..semconv import TORCH_CARRIAGE, TORCH_STEP, TORCH_STEP_OCCURRENCE
-from . import held
+from . import held, opspans
 from .carriage import Exchange, count, make_record
+from .dumps import dump
 from .groups import group_info
 from .install import sweep
 from .keys import step_ids
@@ -109,7 +110,7 @@ class step:  # lower case: used like a function, ``with step():``
     ``group``: the process group whose ranks take part (default: all).
     """
 
-    __slots__ = ("_group", "_number", "_span", "_token", "number")
+    __slots__ = ("_group", "_number", "_span", "_token", "first_op", "number")
 
     def __init__(self, number: int | None = None, *, group: Any = None) -> None:
         if number is not None and (not isinstance(number, int) or isinstance(number, bool) or number < 0):
@@ -120,6 +121,8 @@ class step:  # lower case: used like a function, ``with step():``
         self._group = group
         self._span: Span | None = None
         self._token: object = None
+        #: The op number the recorder was at when the step was entered (opspans.step_entered).
+        self.first_op = 0
 
     def __enter__(self) -> Span:
         pay()  # an earlier step's exchange, owed since its exception (§4.2): before anything of this step
@@ -139,6 +142,7 @@ class step:  # lower case: used like a function, ``with step():``
         self._token = context_api.attach(trace.set_span_in_context(sp))
         _open.append((number, sp))
         held.step_opened()
+        opspans.step_entered(self)
         return sp
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -154,7 +158,10 @@ class step:  # lower case: used like a function, ``with step():``
                 _open.pop()
             held.step_closed()
             attrs = self._leave(sp, exc)
-            held.release()  # the step's op spans, made after the exchange (every rank at once) and before it ends
+            held.release()  # trace_compute's spans (held.py)
+            opspans.step_left(self)  # the step's op spans, made after the exchange, before the step ends
+            if exc is not None and isinstance(exc, Exception) and settings.active:
+                dump("exception")  # the ring's ops up to the failure (spec/torch.md §8.2); never raises
             if attrs is not None:
                 end_span(sp, attrs, error=exc)
 
@@ -189,7 +196,8 @@ class step:  # lower case: used like a function, ``with step():``
             count("exchange_failed")
             _log.debug("tempotrace.torch: step exchange failed", exc_info=True)
             return {}
-        held.release()  # the step's op spans are made while the exchange travels (this rank would only wait)
+        held.release()  # the step's spans are made while the exchange travels (this rank would only wait)
+        opspans.release()
         try:
             if exchange.work is not None:
                 exchange.work.wait()

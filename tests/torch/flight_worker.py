@@ -1,0 +1,70 @@
+"""One rank of the flight-recorder jobs tests/torch/test_flight_recorder.py starts (as torchrun would: env vars).
+
+``retain="ring"`` with a short ``hang_timeout``: five steps of three all_reduces and a barrier; in step
+``TT_BAD_STEP`` the rank ``TT_BAD_RANK`` does what ``TT_SCENARIO`` says before the step's second all_reduce:
+``hang`` (sleeps: the others wait in the all_reduce until their watchdogs dump everyone), ``kill`` (SIGKILLs
+itself), ``raise`` (raises out of step(): an exception dump, then exits 3) or ``none``; ``TT_SIDE`` "sdk" traces
+the same job with ``sdk_spans=True`` and ``retain="export"`` (the differential test). Spans go to
+``$TT_TEST_OUT/spans-<rank>.jsonl``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import signal
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from tempotrace_sdk import torch as tt
+from tempotrace_sdk.otel import configure
+
+OUT = Path(os.environ["TT_TEST_OUT"])
+RANK = int(os.environ["RANK"])
+SCENARIO = os.environ.get("TT_SCENARIO", "none")
+BAD_RANK = int(os.environ.get("TT_BAD_RANK", "-1"))
+BAD_STEP = int(os.environ.get("TT_BAD_STEP", "3"))
+SIDE = os.environ.get("TT_SIDE", "ring")
+
+handle = configure(service_name="flight", export_path=OUT / f"spans-{RANK}.jsonl")
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("TT_PG_TIMEOUT", "60"))))
+if SIDE == "sdk":
+    tt.instrument(carriage="none", sdk_spans=True, hang_timeout=0)
+elif SIDE == "export":
+    tt.instrument(carriage="none", hang_timeout=0)
+else:
+    tt.instrument(carriage="none", retain="ring", hang_timeout=float(os.environ.get("TT_HANG_TIMEOUT", "2")),
+                  dump_signal=signal.SIGUSR1)
+print("ready", flush=True)
+t = torch.ones(8)
+try:
+    for number in range(5):
+        with tt.step():
+            dist.all_reduce(t)
+            if number == BAD_STEP and RANK == BAD_RANK:
+                print(f"bad {SCENARIO} {time.time_ns()}", flush=True)
+                if SCENARIO == "hang":
+                    time.sleep(600)
+                elif SCENARIO == "kill":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                elif SCENARIO == "raise":
+                    raise RuntimeError("tt-test: this rank gives up")
+            dist.all_reduce(t)
+            dist.all_reduce(t)
+            dist.barrier()
+except RuntimeError as err:
+    if "tt-test" not in str(err):
+        raise
+    print("raised", flush=True)
+    handle.shutdown()
+    os._exit(3)  # as a rank that gives up would: no destroy, no barrier with ranks that wait for it
+if os.environ.get("TT_WAIT_SIGNAL"):
+    print("waiting", flush=True)
+    time.sleep(30)
+tt.uninstrument()
+dist.destroy_process_group()
+handle.shutdown()
+print("done", flush=True)

@@ -1,0 +1,297 @@
+"""The flight recorder (spec/torch.md §8): retain="ring", dumps, the hang watchdog and the dump key in the store.
+
+In-process tests use a group of one; the job tests run 3 gloo ranks (flight_worker.py) in which one rank hangs,
+is SIGKILLed or raises, and read what every rank dumped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.distributed as dist  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from rank_job import free_port, log  # noqa: E402
+from spans_file import Span, read_spans  # noqa: E402
+
+from tempotrace_sdk import torch as tt  # noqa: E402
+from tempotrace_sdk.errors import TempoTraceError  # noqa: E402
+from tempotrace_sdk.otel.processor import TempoTraceSpanProcessor  # noqa: E402
+from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
+from tempotrace_sdk.torch.groups import group_info  # noqa: E402
+from tempotrace_sdk.torch.recorder import recorder  # noqa: E402
+
+WORKER = Path(__file__).with_name("flight_worker.py")
+WORLD = 3
+HANG_TIMEOUT_S = 2.0
+
+
+@pytest.fixture
+def ring(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    exp = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(TempoTraceSpanProcessor())
+    provider.add_span_processor(SimpleSpanProcessor(exp))
+    monkeypatch.setattr(torch_spans, "tracer", lambda: provider.get_tracer("test"))
+    tt.instrument(carriage="none", gpu=False, retain="ring", ring_ops=16, hang_timeout=0)
+    tt.dump("request")  # an empty ring: what earlier tests left is not this test's
+    exp.clear()
+    yield exp
+    tt.uninstrument()
+    tt.instrument(carriage="none", gpu=False, retain="export", ring_ops=16384, hang_timeout=0)
+    tt.uninstrument()
+    provider.shutdown()
+
+
+def _attrs(sp: Any) -> dict[str, Any]:
+    return dict(sp.attributes or {})
+
+
+def test_the_ring_exports_nothing_until_dumped(group: None, ring: InMemorySpanExporter) -> None:
+    t = torch.ones(2)
+    with tt.step():
+        dist.all_reduce(t)
+        dist.barrier()
+    assert [s.name for s in ring.get_finished_spans()] == ["torch.step"]
+    assert tt.dump("request") == 2
+    names = [s.name for s in ring.get_finished_spans()]
+    assert names == ["torch.step", "torch.all_reduce", "torch.barrier", "torch.dump"]
+    record = _attrs(ring.get_finished_spans()[-1])
+    assert record["tempotrace.torch.dump.reason"] == "request"
+    assert record["tempotrace.torch.dump.ops"] == 2 and record["tempotrace.torch.dump.pending"] == 0
+    assert "tempotrace.stamps" in record
+    assert tt.dump("request") == 0  # an op is exported once
+
+
+def test_a_full_ring_counts_what_it_overwrote(group: None, ring: InMemorySpanExporter) -> None:
+    t = torch.ones(2)
+    before = recorder.overwritten
+    with tt.step():
+        for _ in range(40):
+            dist.all_reduce(t)
+    assert recorder.overwritten - before == 40 - recorder.size
+    assert tt.dump("request") == recorder.size
+    ops = [s for s in ring.get_finished_spans() if s.name == "torch.all_reduce"]
+    seqs = [_attrs(s)["tempotrace.torch.seq"] for s in ops]
+    assert seqs == sorted(seqs) and len(seqs) == recorder.size  # the last ring_ops ops, oldest first
+    record = _attrs(ring.get_finished_spans()[-1])
+    assert record["tempotrace.torch.dump.overwritten"] == recorder.overwritten
+
+
+def test_an_open_op_is_dumped_pending_with_no_end(group: None, ring: InMemorySpanExporter) -> None:
+    """What a hang dump shows of an op a rank is stuck in (the job test below has real ones)."""
+    from tempotrace_sdk.stamptext import decode
+
+    number = recorder.begin(0, group_info(None), 7, 32, -1)  # an all_reduce that never returns
+    assert tt.dump("request") == 1
+    pending, record = ring.get_finished_spans()
+    a = _attrs(pending)
+    assert a["tempotrace.torch.completion"] == "pending" and a["tempotrace.torch.seq"] == 7
+    stamps = decode(str(a["tempotrace.stamps"]), pending.start_time or 0, pending.end_time or 0,
+                    int(a["tempotrace.uncertainty_ns"]), None)
+    assert stamps.end is None  # no end stamp: the op never ended
+    assert (pending.end_time or 0) >= (pending.start_time or 0)
+    assert _attrs(record)["tempotrace.torch.dump.pending"] == 1
+    assert not recorder.end(number)  # it ends later: not exported a second time
+
+
+def test_export_every_exports_every_nth_step_in_full(group: None, ring: InMemorySpanExporter) -> None:
+    tt.instrument(carriage="none", gpu=False, retain="ring", ring_ops=16, hang_timeout=0, export_every=2)
+    t = torch.ones(2)
+    for number in range(4):
+        with tt.step(number):
+            dist.all_reduce(t)
+    steps = {_attrs(s)["tempotrace.torch.step"]: s for s in ring.get_finished_spans() if s.name == "torch.step"}
+    ops = [s for s in ring.get_finished_spans() if s.name == "torch.all_reduce"]
+    assert sorted(steps) == [0, 1, 2, 3] and len(ops) == 2
+    assert {op.parent.span_id for op in ops if op.parent} == {steps[0].context.span_id, steps[2].context.span_id}
+
+
+@pytest.mark.parametrize(("kwargs", "named"), [
+    ({"retain": "sometimes"}, "retain"), ({"ring_ops": 0}, "ring_ops"), ({"export_every": -1}, "export_every"),
+    ({"hang_timeout": -1.0}, "hang_timeout"), ({"hang_timeout": float("nan")}, "hang_timeout"),
+    ({"dump_signal": 100000}, "dump_signal"),
+])
+def test_a_bad_setting_is_a_typed_error_naming_it(group: None, kwargs: dict[str, Any], named: str) -> None:
+    with pytest.raises(TempoTraceError, match=named):
+        tt.instrument(carriage="none", **kwargs)
+
+
+def test_the_variables_set_each_knob(group: None, ring: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tempotrace_sdk.torch.recorder import Retention
+
+    monkeypatch.setenv("TEMPOTRACE_TORCH_RETAIN", "ring")
+    monkeypatch.setenv("TEMPOTRACE_TORCH_RING_OPS", "64")
+    monkeypatch.setenv("TEMPOTRACE_TORCH_EXPORT_EVERY", "10")
+    monkeypatch.setenv("TEMPOTRACE_HANG_TIMEOUT", "7.5")
+    monkeypatch.setenv("TEMPOTRACE_TORCH_DUMP_SIGNAL", "usr2")
+    monkeypatch.setenv("TEMPOTRACE_TORCH_SDK_SPANS", "1")
+    got = Retention.resolve(retain=None, ring_ops=None, export_every=None, hang_timeout=None, dump_signal=None,
+                            sdk_spans=None)
+    assert got == Retention("ring", 64, 10, 7.5, int(signal.SIGUSR2), True)
+    monkeypatch.setenv("TEMPOTRACE_HANG_TIMEOUT", "soon")
+    with pytest.raises(TempoTraceError, match="TEMPOTRACE_HANG_TIMEOUT"):
+        Retention.resolve(retain=None, ring_ops=None, export_every=None, hang_timeout=None, dump_signal=None,
+                          sdk_spans=None)
+
+
+# -- jobs --------------------------------------------------------------------------------------------------------
+def _start(out: Path, scenario: str, bad_rank: int, **env: str) -> list[subprocess.Popen[bytes]]:
+    port = str(free_port())
+    procs = []
+    for rank in range(WORLD):
+        e = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TEMPOTRACE_", "TORCHELASTIC_"))}
+        e.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1",
+                 MASTER_PORT=port, TT_TEST_OUT=str(out), OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore",
+                 TT_SCENARIO=scenario, TT_BAD_RANK=str(bad_rank), TT_HANG_TIMEOUT=str(HANG_TIMEOUT_S),
+                 TEMPOTRACE_JOB_ID="flight", OTEL_BSP_SCHEDULE_DELAY="200", **env)
+        with (out / f"log-{rank}.txt").open("wb") as log_file:
+            procs.append(subprocess.Popen([sys.executable, str(WORKER)], env=e, stdout=log_file,
+                                          stderr=subprocess.STDOUT))
+    return procs
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+
+
+def _spans(out: Path, rank: int) -> list[Span]:
+    path = out / f"spans-{rank}.jsonl"
+    try:
+        return read_spans(path) if path.exists() else []
+    except (ValueError, KeyError):  # a line being written
+        return []
+
+
+def _dumps(out: Path, ranks: range | list[int]) -> dict[int, list[Span]]:
+    return {r: [s for s in _spans(out, r) if s.name == "torch.dump"] for r in ranks}
+
+
+def _wait_for_dumps(out: Path, ranks: list[int], timeout_s: float) -> dict[int, list[Span]]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = _dumps(out, ranks)
+        if all(found.values()) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+def _analyze(out: Path) -> tuple[str, dict[str, Any]]:
+    files = sorted(str(p) for p in out.glob("spans-*.jsonl"))
+    run = [sys.executable, "-m", "tempotrace_sdk", "analyze", *files]
+    text = subprocess.run(run, capture_output=True, text=True, timeout=120).stdout
+    report = json.loads(subprocess.run([*run, "--json"], capture_output=True, text=True, timeout=120).stdout)
+    return text, report
+
+
+def _ns(span: Span) -> int:
+    return int(span["ptp_ns"])
+
+
+@pytest.mark.parametrize("scenario", ["hang", "kill"])
+def test_a_rank_that_stops_is_named_by_every_ranks_dump(tmp_path: Path, scenario: str) -> None:
+    """A rank that sleeps before a collective (or is SIGKILLed there): the others wait in it, their watchdogs dump
+    within hang_timeout, and ask every rank (the sleeping one too) through the store; the analysis names the
+    rank and the collective."""
+    bad = 1
+    procs = _start(tmp_path, scenario, bad)
+    try:
+        alive = [r for r in range(WORLD) if scenario == "hang" or r != bad]
+        found = _wait_for_dumps(tmp_path, alive, HANG_TIMEOUT_S + 40)
+        assert all(found.values()), {r: log(tmp_path, r)[-2000:] for r in range(WORLD)}
+    finally:
+        _stop(procs)
+    waits: list[Span] = []
+    for rank in alive:
+        spans = _spans(tmp_path, rank)
+        record = found[rank][0]  # the first: a rank that then exits dumps again ("exit")
+        # the op this rank waited in: pending at a hang dump; failed when the peer's death broke the group
+        # (gloo's "Connection closed by peer"), whose exception leaving step() dumped
+        waited = [s for s in spans if s.get("torch.completion") in ("pending", "error")]
+        if rank == bad:
+            assert record["torch.dump.reason"] == "peer" and not waited
+            continue
+        assert record["torch.dump.reason"] in (("hang", "peer") if scenario == "hang" else ("exception",))
+        # step 3's second all_reduce (an op dumped pending that then fails also gets its error span)
+        assert {(s["torch.op"], s["torch.seq"]) for s in waited} == {("all_reduce", 13)}
+        if scenario == "hang":
+            assert waited[0]["torch.completion"] == "pending" and "tempotrace.end.ptp_ns" not in waited[0].attrs
+        waits.append(waited[0])
+        # within hang_timeout + 2 s of the op it waits in (one host: the same clock)
+        assert _ns(record) - _ns(waited[0]) <= (HANG_TIMEOUT_S + 2) * 1e9
+    # everyone dumped within hang_timeout + 2 s of the latest start of the op they waited in
+    latest = max(_ns(p) for p in waits)
+    assert all(_ns(d) - latest <= (HANG_TIMEOUT_S + 2) * 1e9 for ds in found.values() for d in ds)
+    text, report = _analyze(tmp_path)
+    head = "\n".join(text.splitlines()[:3])
+    assert f"HANG: rank {bad}" in head and "all_reduce #13" in head, text[:3000]
+    assert report["hang"] is not None, report.get("hang")
+
+
+def test_an_exception_leaving_a_step_dumps_and_the_job_fails_as_the_plain_one(tmp_path: Path) -> None:
+    procs = _start(tmp_path, "raise", 2, TT_PG_TIMEOUT="8")
+    try:
+        found = _wait_for_dumps(tmp_path, [2], 40)
+        assert found[2] and found[2][0]["torch.dump.reason"] == "exception"
+        assert procs[2].wait(timeout=30) == 3
+    finally:
+        _stop(procs)
+
+
+def test_the_dump_signal_dumps(tmp_path: Path) -> None:
+    procs = _start(tmp_path, "none", -1, TT_WAIT_SIGNAL="1")
+    try:
+        deadline = time.monotonic() + 60
+        while not all("waiting" in log(tmp_path, r) for r in range(WORLD)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        procs[0].send_signal(signal.SIGUSR1)
+        found = _wait_for_dumps(tmp_path, [0], 20)
+        assert found[0] and found[0][0]["torch.dump.reason"] == "signal"
+        assert found[0][0]["torch.dump.ops"] == 5 * 4  # every op of the 5 steps
+    finally:
+        _stop(procs)
+
+
+def _shape(spans: list[Span]) -> list[tuple[Any, ...]]:
+    """What must be equal between the two paths: names, parents by name, attributes but for ids and times."""
+    by_id = {s.span_id: s for s in spans}
+    varying = ("stamps", "ptp_ns", "lts", "span_id", "domain", "epoch", "instance.id", "read_ns")
+    out = []
+    for s in spans:
+        attrs = {k: v for k, v in s.attrs.items() if not any(w in k for w in varying)}
+        parent = by_id.get(s.parent_id)
+        out.append((s.name, parent.name if parent else None, json.dumps(attrs, sort_keys=True)))
+    return sorted(out)
+
+
+def test_export_mode_spans_equal_the_sdk_paths(tmp_path: Path) -> None:
+    """The differential: one job traced with op records and with SDK spans exports the same spans."""
+    runs = {}
+    for side in ("export", "sdk"):
+        out = tmp_path / side
+        out.mkdir()
+        procs = _start(out, "none", -1, TT_SIDE=side)
+        try:
+            codes = [p.wait(timeout=120) for p in procs]
+        finally:
+            _stop(procs)
+        assert codes == [0] * WORLD, {r: log(out, r)[-2000:] for r in range(WORLD)}
+        runs[side] = [_shape(_spans(out, r)) for r in range(WORLD)]
+    assert runs["export"] == runs["sdk"]
+    assert sum(1 for row in runs["export"][0] if row[0] == "torch.all_reduce") == 15
