@@ -11,9 +11,9 @@ TORCH_PIN ?= torch==2.13.0
 TORCH_STAMP := $(VENV)/.torch-installed
 
 TEST_STEPS += torch-install
-BENCH_STEPS += bench-torch bench-torch-compute
+BENCH_STEPS += bench-torch bench-torch-compute bench-torch-ops
 
-.PHONY: torch-install bench-torch-compute
+.PHONY: torch-install bench-torch-compute bench-torch-ops
 
 $(TORCH_STAMP): $(STAMP) mk/torch.mk
 	$(PY) -m pip install -q --disable-pip-version-check '$(TORCH_PIN)'
@@ -32,3 +32,7 @@ bench-torch: $(TORCH_STAMP)
 # trace_compute()'s forward/backward/optimizer.step spans against a bare SDK span (issue 21).
 bench-torch-compute: $(TORCH_STAMP)
 	$(PY) benchmarks/bench_torch_compute.py $(BENCH_TORCH_COMPUTE_ARGS)
+
+# One rank's CPU per traced op (op records, ring, export) against a bare SDK span (issue 23).
+bench-torch-ops: $(TORCH_STAMP)
+	$(PY) benchmarks/bench_torch_ops.py $(BENCH_TORCH_OPS_ARGS)

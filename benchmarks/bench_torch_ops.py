@@ -1,0 +1,200 @@
+"""What a traced torch.distributed op costs a rank: op records against a bare OpenTelemetry SDK span (issue 23).
+
+    python benchmarks/bench_torch_ops.py [--json] [--quick]
+
+One gloo rank (world size 1: no peer to wait for, so only this process's
+work is measured), in one process. A round is one ``step()`` of K ops, then a
+flush of the export pipeline, timed as the CPU time of every thread of the
+process (``time.process_time``: the export worker's encoding included). The
+sides alternate round by round:
+
+- ``bare span``: the unit. A ``TracerProvider`` + ``BatchSpanProcessor`` + a
+  null exporter, one span with two attributes started and ended, then the
+  processor flushed;
+- ``plain``: torch's own function (``torch.distributed.distributed_c10d.X``);
+- ``ring``: ``instrument(retain="ring")``: records only, nothing exported;
+- ``export``: ``instrument()`` (retain="export"): every op's span exported to a
+  JSON-lines file, as a user's would be;
+- ``sdk spans``: ``instrument(sdk_spans=True)``: an SDK span per op (the path
+  before op records).
+
+"extra/bare" is (side - plain) per op over the bare span per op, medians over
+rounds of the per-round values. Issue 23's targets: export <= 0.3, ring <=
+0.05; ring memory <= 128 octets per retained op. Then where the time of an
+exported op goes, measured apart in the same process: recording (begin + end),
+making its span from the record, and encoding it (the file exporter's OTLP JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repo root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+TARGETS = {"export": 0.3, "ring": 0.05}
+RING_BYTES_TARGET = 128
+#: Ops per round (one step) and rounds per side; --quick divides the rounds.
+K = 200
+ROUNDS = 40
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cpu_per(fn: Any, n: int) -> float:
+    c0 = time.process_time_ns()
+    fn()
+    return (time.process_time_ns() - c0) / n
+
+
+def run(quick: bool) -> dict[str, Any]:
+    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(_free_port()), TEMPOTRACE_JOB_ID="bench-ops")
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    from tempotrace_sdk import torch as tt
+    from tempotrace_sdk.otel import configure
+    from tempotrace_sdk.otel.context import get_state
+    from tempotrace_sdk.otel.file_export import encode_batch
+    from tempotrace_sdk.torch import opspans
+    from tempotrace_sdk.torch.groups import group_info
+    from tempotrace_sdk.torch.recorder import RECORD_BYTES, recorder
+
+    class Null(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    rounds = max(5, ROUNDS // 4) if quick else ROUNDS
+    tmp = tempfile.mkdtemp(prefix="bench-torch-ops-")
+    handle = configure(service_name="bench-torch-ops", export_path=Path(tmp) / "spans.jsonl")
+    dist.init_process_group("gloo")
+    bare_provider = TracerProvider()
+    bare_processor = BatchSpanProcessor(Null())
+    bare_provider.add_span_processor(bare_processor)
+    bare_tracer = bare_provider.get_tracer("bare")
+
+    def bare() -> None:
+        for _ in range(K):
+            bare_tracer.start_span("op", attributes={"a": 1, "b": "x"}).end()
+        bare_processor.force_flush()
+
+    tensor = torch.ones(4)
+    ops = {"all_reduce": (lambda api: api.all_reduce(tensor)), "barrier": (lambda api: api.barrier())}
+    sides = {"ring": {"retain": "ring"}, "export": {"retain": "export"}, "sdk spans": {"sdk_spans": True}}
+    results: dict[str, Any] = {"k": K, "rounds": rounds, "ops": {}}
+    gc.disable()
+    try:
+        for op_name, op in ops.items():
+            per: dict[str, list[float]] = {"bare": [], "plain": [], **{s: [] for s in sides}}
+
+            def plain(op: Any = op) -> None:
+                with tt.step():
+                    for _ in range(K):
+                        op(c10d)
+
+            def traced(op: Any = op) -> None:
+                with tt.step():
+                    for _ in range(K):
+                        op(dist)
+                handle.force_flush()
+
+            for kwargs in sides.values():  # warm every path once
+                tt.instrument(carriage="none", hang_timeout=0, **kwargs)
+                traced()
+            for _ in range(rounds):
+                per["bare"].append(_cpu_per(bare, K))
+                for side, kwargs in sides.items():
+                    tt.instrument(carriage="none", hang_timeout=0, **{"retain": "export", "sdk_spans": False,
+                                                                      **kwargs})
+                    per["plain"].append(_cpu_per(plain, K))
+                    per[side].append(_cpu_per(traced, K))
+                gc.collect()
+            bare_ns = statistics.median(per["bare"])
+            plain_ns = statistics.median(per["plain"])
+            rows = {}
+            for side in sides:
+                extra = statistics.median(per[side]) - plain_ns
+                rows[side] = {"extra_ns": extra, "extra_over_bare": extra / bare_ns}
+            results["ops"][op_name] = {"bare_ns": bare_ns, "plain_ns": plain_ns, "sides": rows}
+    finally:
+        gc.enable()
+
+    # Where an exported op's time goes: each part alone, in this process.
+    tt.instrument(carriage="none", hang_timeout=0, retain="ring", sdk_spans=False)
+    info = group_info(None)
+    n = 4000
+    begin, end = recorder.begin, recorder.end
+    recording = _cpu_per(lambda: [end(begin(0, info, i, 16, -1)) for i in range(n)], n)
+    records = recorder.take_all()[-n:]
+    state = get_state()
+    resource, scope, _ = opspans.destination()
+    spans: list[Any] = []
+    making = _cpu_per(lambda: spans.extend(opspans.make_span(state, r, resource, scope) for r in records), n)
+    encoded = 0
+
+    def encode() -> None:
+        nonlocal encoded
+        for i in range(0, len(spans), 512):
+            encoded += len(encode_batch(spans[i:i + 512]) or b"")
+
+    encoding = _cpu_per(encode, len(spans))
+    ring_bytes = (sys.getsizeof(recorder.buffer) + sys.getsizeof(recorder.state)
+                  + sys.getsizeof(recorder.parents)) / recorder.size
+    results["parts_ns"] = {"record (begin + end)": recording, "span from record": making,
+                           "OTLP JSON encoding": encoding}
+    results["span_json_bytes"] = encoded / max(1, len(spans))
+    results["ring"] = {"slots": recorder.size, "bytes_per_op": ring_bytes, "record_bytes": RECORD_BYTES}
+    tt.uninstrument()
+    dist.destroy_process_group()
+    handle.shutdown()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
+    args = parser.parse_args(argv)
+    results = run(args.quick)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    print(f"traced torch.distributed ops, one gloo rank, {results['k']} ops a step, {results['rounds']} rounds: "
+          "CPU of every thread, export included")
+    for op_name, row in results["ops"].items():
+        print(f"  {op_name}: bare SDK span {row['bare_ns'] / 1e3:.1f} µs, plain op {row['plain_ns'] / 1e3:.1f} µs")
+        for side, r in row["sides"].items():
+            target = TARGETS.get(side)
+            met = target is not None and r["extra_over_bare"] <= target
+            verdict = "" if target is None else f"  target <= {target}: {'met' if met else 'NOT met'}"
+            print(f"    {side:<10} +{r['extra_ns'] / 1e3:7.1f} µs/op = {r['extra_over_bare']:5.2f} bare spans{verdict}")
+    ring = results["ring"]
+    print(f"  ring memory: {ring['bytes_per_op']:.0f} octets per retained op ({ring['record_bytes']} in the record)"
+          f"  target <= {RING_BYTES_TARGET}: {'met' if ring['bytes_per_op'] <= RING_BYTES_TARGET else 'NOT met'}")
+    print("  where an exported op's time goes (each part alone):")
+    for part, ns in results["parts_ns"].items():
+        print(f"    {part:<22} {ns / 1e3:6.2f} µs")
+    print(f"    (one op span is {results['span_json_bytes']:.0f} octets of OTLP JSON)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
