@@ -1,4 +1,5 @@
-"""``tempotrace demo``: a traced torchrun training job (or, with ``--http``, an HTTP imitation) with skewed clocks."""
+"""``tempotrace demo``: a traced torchrun training job (or, with ``--http``, an HTTP imitation) with skewed clocks;
+with ``--hang``, a job in which one rank stops, and the hang report."""
 
 from __future__ import annotations
 
@@ -23,11 +24,19 @@ and who straggled. torch's CPU build must be installed (`make demo` does it).
 --http runs the older imitation instead: one process per rank, a ring
 all-reduce, a pipeline chain and a barrier as HTTP calls carrying tt-ext.
 
+--hang runs a job that hangs: --ranks ranks (default 4) with the flight
+recorder on (instrument(retain="ring", hang_timeout=--hang-timeout)) train
+--steps steps of all_reduces and a barrier; then rank 2 stops before an
+all_reduce the others enter. After --hang-timeout seconds every rank dumps its
+ring; the demo stops the job, analyses the dumps and prints the hang report,
+which names the rank and the collective it never entered.
+
 examples:
   tempotrace demo                         # 4 honest ranks + 1 liar, 3 training steps
   tempotrace demo --ranks 6 --steps 10 --out /tmp/tt-demo
   tempotrace demo --no-liar               # every clock keeps its promise: 0 wrong decisions
   tempotrace demo --http                  # the same cast over HTTP, no torch needed
+  tempotrace demo --hang                  # rank 2 stops; every rank dumps 3 s later; the hang report
 
 {EXIT_CODES_HELP}
   (for the demo, 1 means one of its printed checks failed)"""
@@ -75,6 +84,55 @@ def _torch_installed() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text[:-1] if text.endswith("s") else text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of seconds such as 3 or 0.5") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def _hang_usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options of ``--hang`` (or with --hang-timeout without it), if anything."""
+    from ..demo.hang_demo import STUCK_RANK
+
+    if not args.hang:
+        return "--hang-timeout: the option is for the hang demo (add --hang)" if args.hang_timeout is not None else None
+    if args.http:
+        return "--hang: the hang demo is a torchrun job; leave out --http"
+    if args.liar_offset is not None:
+        return "--liar-offset: the hang demo has no liar (every clock is honest)"
+    if args.ranks <= STUCK_RANK:
+        return f"--ranks: the hang demo needs at least {STUCK_RANK + 1} ranks (rank {STUCK_RANK} is the one that stops)"
+    return None
+
+
+def run_hang_command(args: argparse.Namespace) -> int:
+    from ..demo.hang_demo import DEFAULT_HANG_TIMEOUT_S, HangConfig, run_hang_demo
+    from ..demo.processes import WorkerError
+    from ..errors import TempoTraceError
+
+    config = HangConfig(
+        ranks=args.ranks,
+        steps=args.iterations,
+        hang_timeout_s=DEFAULT_HANG_TIMEOUT_S if args.hang_timeout is None else args.hang_timeout,
+        out=args.out,
+        carriage=args.carriage or "step",
+        seed=args.seed,
+    )
+    try:
+        result = run_hang_demo(config)
+    except WorkerError as err:
+        return fail("demo", f"the training job failed before it hung (all stopped): {err}", EXIT_RUNTIME)
+    except OSError as err:
+        return fail("demo", f"{err}", EXIT_RUNTIME)
+    except (TempoTraceError, ValueError) as err:
+        return fail("demo", f"the analysis of the dumps failed: {err}", EXIT_RUNTIME)
+    return EXIT_OK if result.ok else EXIT_CHECK_FAILED
+
+
 def run_demo_command(args: argparse.Namespace) -> int:
     # Imported here: the demo pulls in OpenTelemetry and the analysis, which
     # `tempotrace decode` has no need to load.
@@ -84,6 +142,9 @@ def run_demo_command(args: argparse.Namespace) -> int:
 
     if args.ranks < 2:
         return fail("demo", "--ranks: the demo needs at least 2 honest ranks", EXIT_USAGE)
+    hang_error = _hang_usage_error(args)
+    if hang_error is not None:
+        return fail("demo", hang_error, EXIT_USAGE)
     claim = liar_claim_ns()
     if not args.no_liar and args.liar_offset is not None and abs(args.liar_offset) <= claim:
         return fail(
@@ -106,6 +167,8 @@ def run_demo_command(args: argparse.Namespace) -> int:
             "`pip install torch==2.13.0`; `tempotrace demo --http` runs without it",
             EXIT_RUNTIME,
         )
+    if args.hang:
+        return run_hang_command(args)
     config = DemoConfig(
         http=args.http,
         carriage=args.carriage or "step",
@@ -163,5 +226,14 @@ def add_demo_command(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--http", action="store_true", help="run the HTTP imitation of a training step instead of torchrun"
+    )
+    parser.add_argument(
+        "--hang", action="store_true",
+        help="run a job in which rank 2 stops before an all_reduce, and print the hang report of its dumps",
+    )
+    parser.add_argument(
+        "--hang-timeout", type=_seconds, metavar="SECONDS",
+        help="with --hang: instrument(hang_timeout=...), how long an op may stay open before every rank dumps "
+        "(default 3)",
     )
     parser.set_defaults(func=run_demo_command)

@@ -2,8 +2,9 @@
 
 By default a real ``torchrun`` job on CPU (gloo): DDP, a pipeline over
 send/recv, a barrier; with ``http=True`` the older imitation of a step over
-HTTP between processes. For demonstration and end-to-end tests; see
-``tempotrace demo --help``.
+HTTP between processes; ``hang_demo.run_hang_demo`` (``--hang``) a job in
+which one rank stops, and the hang report of its flight-recorder dumps. For
+demonstration and end-to-end tests; see ``tempotrace demo --help``.
 """
 
 from .coordinator import run_demo

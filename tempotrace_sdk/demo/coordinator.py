@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .._terminal_text import shown
 from .checks import http_checks, torch_checks
@@ -21,13 +21,18 @@ from .plan import RankPlan, plan_ranks
 from .summary import examples, hop_stats, render_summary
 from .torch_story import cross_rank_edges, torch_story
 
-__all__ = ["DemoConfig", "DemoResult", "run_demo"]
+if TYPE_CHECKING:
+    from ..analysis import AnalysisReport
+
+__all__ = ["DemoConfig", "DemoResult", "Progress", "analyse", "output_paths", "run_demo"]
 
 #: The analysis keeps at least this many spans for its renderers (more when the job made more).
 KEEP_SPANS = 20_000
 
 
-class _Progress:
+class Progress:
+    """Prints a progress line with the seconds since the demo began."""
+
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.t0 = time.monotonic()
@@ -36,7 +41,8 @@ class _Progress:
         print(f"[{time.monotonic() - self.t0:5.1f}s] {message}", file=self.stream, flush=True)
 
 
-def _paths(out: Path) -> dict[str, Path]:
+def output_paths(out: Path) -> dict[str, Path]:
+    """The demo's output folder (made) and files in it; what an earlier run left there is removed."""
     folder = out.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     paths = {
@@ -51,6 +57,17 @@ def _paths(out: Path) -> dict[str, Path]:
     for old in (*folder.glob("result-*.json"), *folder.glob("rank-*.log")):
         old.unlink(missing_ok=True)  # a torch rank that failed must not leave an older run's result behind
     return paths
+
+
+def analyse(paths: dict[str, Path], keep: int = KEEP_SPANS) -> AnalysisReport:
+    """The analysis of the run's span file, also written as JSON, Perfetto and HTML."""
+    from ..analysis import analyze_file, write_html, write_json, write_perfetto
+
+    report = analyze_file(str(paths["trace"]), keep=keep)
+    write_json(report, str(paths["report"]))
+    write_perfetto(report, str(paths["perfetto"]))
+    write_html(report, str(paths["html"]))
+    return report
 
 
 def _cast(plans: list[RankPlan], config: DemoConfig, folder: Path, stream: TextIO) -> None:
@@ -68,9 +85,9 @@ def _cast(plans: list[RankPlan], config: DemoConfig, folder: Path, stream: TextI
 def run_demo(config: DemoConfig, out: TextIO | None = None) -> DemoResult:
     """Run the whole demo; raise ``WorkerError`` when a worker fails (workers are always stopped)."""
     stream = out or sys.stdout
-    say = _Progress(stream)
+    say = Progress(stream)
     plans = plan_ranks(config.ranks, liar=config.liar, liar_offset_ns=config.liar_offset_ns, seed=config.seed)
-    paths = _paths(config.out)
+    paths = output_paths(config.out)
     _cast(plans, config, paths["out"], stream)
     hops = 0
     workload: Any = None
@@ -83,16 +100,11 @@ def run_demo(config: DemoConfig, out: TextIO | None = None) -> DemoResult:
 
         workload = run_torch_workload(plans, config, paths["out"], say)
 
-    from ..analysis import analyze_file, write_html, write_json, write_perfetto
-
     keep = KEEP_SPANS
     if workload is not None:
         keep = max(keep, 2 * sum(sum(r["ops"].values()) + 1 for r in workload.rank_results))
-    report = analyze_file(str(paths["trace"]), keep=keep)
+    report = analyse(paths, keep)
     data = report.to_dict()
-    write_json(report, str(paths["report"]))
-    write_perfetto(report, str(paths["perfetto"]))
-    write_html(report, str(paths["html"]))
     say(f"analysed {data['spans']:,} spans in {data['traces']:,} traces")
     result = DemoResult(plans, data, paths, hops, time.monotonic() - say.t0)
     liars = {p.host for p in plans if p.liar}

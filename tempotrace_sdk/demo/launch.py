@@ -48,13 +48,14 @@ def emit(kind: str, **fields: Any) -> None:
 
 
 class TorchrunJob:
-    """One ``torchrun`` run of ``tempotrace_sdk.demo.rank`` with ``world`` ranks."""
+    """One ``torchrun`` run of a rank module (``tempotrace_sdk.demo.rank`` by default) with ``world`` ranks."""
 
-    def __init__(self, world: int, rank_args: list[str], env: dict[str, str], log: Path) -> None:
+    def __init__(self, world: int, rank_args: list[str], env: dict[str, str], log: Path,
+                 module: str = "tempotrace_sdk.demo.rank") -> None:
         self.command = [
             sys.executable, "-m", "torch.distributed.run",
             "--standalone", "--nproc-per-node", str(world), "--max-restarts", "0",
-            "--module", "tempotrace_sdk.demo.rank", *rank_args,
+            "--module", module, *rank_args,
         ]
         self.log = log
         self._log_handle: IO[bytes] = log.open("wb")
@@ -69,8 +70,11 @@ class TorchrunJob:
         )
         self._buffer = b""
 
-    def events(self) -> Iterator[dict[str, Any]]:
-        """The ranks' progress events until torchrun closes its stdout; ``WorkerError`` if it falls silent."""
+    def events(self, idle_s: float | None = None) -> Iterator[dict[str, Any]]:
+        """The ranks' progress events until torchrun closes its stdout; ``WorkerError`` if it falls silent.
+
+        With ``idle_s``, an ``{"kind": "idle"}`` event after each ``idle_s`` without output, so that a
+        caller can watch something else (the export file) between the ranks' events."""
         stdout = self.process.stdout
         assert stdout is not None
         fd = stdout.fileno()
@@ -81,7 +85,9 @@ class TorchrunJob:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise WorkerError(f"the training job made no progress for {SILENCE_TIMEOUT_S:.0f} s")
-                if not selector.select(timeout=min(remaining, 1.0)):
+                if not selector.select(timeout=min(remaining, idle_s or 1.0)):
+                    if idle_s is not None:
+                        yield {"kind": "idle"}
                     continue
                 chunk = os.read(fd, 65536)
                 if not chunk:
@@ -116,26 +122,38 @@ class TorchrunJob:
         except subprocess.TimeoutExpired:
             raise WorkerError(f"torchrun did not exit within {EXIT_TIMEOUT_S:.0f} s of its ranks' output") from None
 
-    def stop(self) -> None:
-        """Stop torchrun and every rank (no-op for processes already gone); close our ends."""
+    def stop(self, eof_grace_s: float = 0.0) -> None:
+        """Stop torchrun and every rank (no-op for processes already gone); close our ends.
+
+        The ranks' stdin is closed first; ``eof_grace_s`` gives them that long to exit on it before the
+        signals: a rank blocked in a collective in C runs no SIGTERM handler, and one that can would
+        start a dump that the EOF's exit then cuts off mid-line."""
         if self.process.poll() is None or self._alive_ranks():
             self.rank_pids |= set(_children(self.process.pid))
             if self.process.stdin is not None:
                 _close(self.process.stdin)  # ranks see EOF and exit, even if torchrun is gone
+            self._wait_gone(eof_grace_s)
             for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 3.0)):
+                if self.stopped():
+                    break
                 # torchrun forwards SIGTERM to its ranks; their own groups get it too, in case it cannot.
                 for pgid in (self.process.pid, *self._alive_ranks()):
                     _signal_group(pgid, sig)
-                deadline = time.monotonic() + wait_s
-                while time.monotonic() < deadline and (self.process.poll() is None or self._alive_ranks()):
-                    time.sleep(0.05)
-                if self.process.poll() is not None and not self._alive_ranks():
-                    break
+                self._wait_gone(wait_s)
         for stream in (self.process.stdin, self.process.stdout, self._log_handle):
             if stream is not None:
                 _close(stream)
         if self.process.poll() is None:
             self.process.wait(timeout=5)
+
+    def stopped(self) -> bool:
+        """torchrun and every rank it started have exited."""
+        return self.process.poll() is not None and not self._alive_ranks()
+
+    def _wait_gone(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not self.stopped():
+            time.sleep(0.05)
 
     def _alive_ranks(self) -> list[int]:
         return [pid for pid in self.rank_pids if _alive(pid)]

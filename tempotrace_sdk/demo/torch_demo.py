@@ -21,7 +21,7 @@ from .model import DemoConfig
 from .plan import RankPlan
 from .processes import WorkerError, terminate_on_signals
 
-__all__ = ["TorchWorkload", "pipeline_text", "run_torch_workload"]
+__all__ = ["TorchWorkload", "pipeline_text", "rank_log_tail", "run_torch_workload", "torchrun_environment"]
 
 
 @dataclass
@@ -30,7 +30,8 @@ class TorchWorkload:
     rank_results: list[dict[str, Any]]  #: result-<rank>.json of every rank, in rank order
 
 
-def _environment() -> dict[str, str]:
+def torchrun_environment() -> dict[str, str]:
+    """The environment of the demo's torchrun job: the user's, less what would redirect or re-clock its ranks."""
     env = dict(os.environ)
     # Settings from the user's shell must not send the demo's spans elsewhere, pick other clocks or
     # name another job (the step trace ids derive from torchrun's fresh run id).
@@ -86,7 +87,8 @@ def _read_results(folder: Path, world: int) -> list[dict[str, Any]]:
     return results
 
 
-def _rank_log_tail(folder: Path, rank: int, lines: int = 12) -> str:
+def rank_log_tail(folder: Path, rank: int, lines: int = 12) -> str:
+    """The end of a rank's own log (its stderr: warnings, the traceback of its failure)."""
     try:
         text = (folder / f"rank-{rank}.log").read_text(errors="replace").splitlines()
     except OSError:
@@ -105,7 +107,7 @@ def run_torch_workload(plans: list[RankPlan], config: DemoConfig, folder: Path,
     failed: dict[str, Any] | None = None  #: the first rank that reported its own failure
     done = 0
     with terminate_on_signals():
-        job = TorchrunJob(world, args, _environment(), folder / "torchrun.log")
+        job = TorchrunJob(world, args, torchrun_environment(), folder / "torchrun.log")
         try:
             for event in job.events():
                 kind = event["kind"]
@@ -136,7 +138,7 @@ def run_torch_workload(plans: list[RankPlan], config: DemoConfig, folder: Path,
             job.stop()
     if failed is not None:
         rank = int(failed["rank"])
-        raise WorkerError(f"rank {rank} failed: {failed['error']}\n{_rank_log_tail(folder, rank)}")
+        raise WorkerError(f"rank {rank} failed: {failed['error']}\n{rank_log_tail(folder, rank)}")
     if code != 0:
         raise WorkerError(f"torchrun exited with code {code}:\n{job.tail()}")
     results = _read_results(folder, world)
