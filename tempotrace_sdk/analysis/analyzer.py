@@ -6,7 +6,8 @@ that arrive within ``window`` input positions of its first span (each span
 object read takes one position): a span arriving later closes the part
 (it is analysed) and opens the next. So memory holds at most the spans of the
 last ``window`` positions, plus what ``memory.py`` keeps of analysed traces,
-plus per-clock and per-clock-pair counters, plus the spans kept for rendering
+plus per-clock and per-clock-pair counters, plus the hang facts (a few spans
+per rank and group, ``hangfacts.py``), plus the spans kept for rendering
 (``keep``). Whether two spans share a part depends only on their positions:
 a run split by trace id forms exactly the same parts (``--jobs``, ``--engine
 dask``: the report equals one process's).
@@ -179,6 +180,8 @@ class Analyzer:
         rep.jobs.merge_counts(Counter(map(_JOB, by_id.values())))  # the ranks of a step name one job: few keys
         judge = self.judge
         steps = self.steps
+        hang = rep.hang_facts
+        hang.saw(by_id.values())
         kept = rep.spans_kept
         keep = self.keep - len(kept)  # spans still to keep for rendering
         for s in by_id.values():
@@ -216,8 +219,12 @@ class Analyzer:
                     if receivers is not None:
                         for r in receivers:
                             self._hop(r, sender)
-            if s.torch is not None and not self.collectives.add(s):
-                self.messages.add(s)
+            if s.torch is not None:
+                hang.add(s)  # before the collective can finish: an incomplete one names its op to it
+                if not self.collectives.add(s):
+                    self.messages.add(s)
+            elif s.dump is not None:
+                hang.dump(s)
 
     def _hop(self, s: SpanRecord, client: Sender | None) -> None:
         """Decide one hop; a client span further than the hop horizon from its receive span is not used."""

@@ -11,8 +11,9 @@ positions: a run split by trace forms the same instances.
 
 Finishing decides the claim (claims.py) and counts it as one known edge
 (edges.EdgeJudge.collective), adds each member to the straggler table, tells
-the step gatherer who arrived last and who never joined (stepgather.py), and
-keeps a rendering record while the budget (``keep`` member rows) lasts.
+the step gatherer who arrived last and who never joined (stepgather.py), gives
+the hang facts an incomplete one's op (hangfacts.py), and keeps a rendering
+record while the budget (``keep`` member rows) lasts.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .claims import NOT_COMPLETED, SHAPES, arrival, decide_claim, required
 from .edges import EdgeJudge, outcome_of
 from .events import SpanRecord
-from .groupkey import GroupKey, parse_key
+from .groupkey import GroupKey, member_rank, parse_key
 from .order import UNDECIDED
 from .report import AnalysisReport
 from .topology import Topology
@@ -75,8 +76,8 @@ class Collectives:
         if t is None or t.seq is None or t.group is None:
             return False
         key = parse_key(t.group)
-        rank = s.rank if s.rank is not None else key.rank_at(t.group_rank) if t.group_rank is not None else None
-        if rank is None or not key.contains(rank):
+        rank = member_rank(s, key)
+        if rank is None:
             self.counts.foreign += 1
             return True
         k = (s.trace_id, t.group, t.seq)
@@ -122,6 +123,8 @@ class Collectives:
         roots = {s.torch.root for s in spans if s.torch is not None}
         op = spans[0].torch.op if spans[0].torch is not None else ""
         c.by_op[op] += 1
+        if missing:  # the hang report names a wavefront's op from here when it keeps no span of it
+            self.report.hang_facts.incomplete(spans[0].job, group, seq, op)
         c.ends_not_completed += sum(1 for s in spans if s.torch is not None and s.torch.completion in NOT_COMPLETED)
         root = next(iter(roots)) if len(roots) == 1 else None
         extra = self._extra(spans)

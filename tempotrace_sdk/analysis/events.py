@@ -15,8 +15,8 @@ from ..wire.layout import UNCERTAINTY_SATURATED
 from .clockdomain import Domain
 
 __all__ = [
-    "KIND_END", "KIND_SEND", "KIND_START", "QUALITIES", "Event", "JobKey", "SpanRecord", "Stamp", "TorchOp",
-    "clock_id", "split_clock",
+    "KIND_END", "KIND_SEND", "KIND_START", "QUALITIES", "DumpInfo", "Event", "JobKey", "SpanRecord", "Stamp",
+    "TorchOp", "clock_id", "split_clock",
 ]
 
 KIND_START = "start"
@@ -116,6 +116,19 @@ class TorchOp(msgspec.Struct, frozen=True, gc=False):
     ambiguous: bool = False
 
 
+class DumpInfo(msgspec.Struct, frozen=True, gc=False):
+    """What a flight-recorder dump record says (a ``torch.dump`` span, one per rank per dump; spec/torch.md
+    §7.3): why the dump was taken, the op spans it wrote and how many of them were ``pending``, the ops the
+    rank's ring overwrote without exporting them since the process started, and for a dump another rank's
+    hang dump asked for (reason "peer"), that rank."""
+
+    reason: str
+    ops: int = 0
+    pending: int = 0
+    overwritten: int = 0
+    requested_by: int | None = None
+
+
 class SpanRecord(msgspec.Struct, gc=False):
     """What the analysis keeps of one exported span (hex ids, ints, strings).
 
@@ -158,6 +171,8 @@ class SpanRecord(msgspec.Struct, gc=False):
     job: JobKey | None = None
     #: the exception (or status message) of a span whose status is ERROR, else None
     error: str | None = None
+    #: a flight-recorder dump record's facts (``tempotrace.torch.dump.*``), else None
+    dump: DumpInfo | None = None
 
     def __post_init__(self) -> None:
         if not self.clock:

@@ -5,6 +5,7 @@ A key is runs joined by ``,`` (``a``, ``a-b``, ``a-b:s``: the member global rank
 optionally followed by ``#`` and torch's group name. ``GroupKey`` keeps the runs and answers what the
 analysis asks (how many members, is a rank one of them, which rank has group rank i) in time linear in
 the number of runs; ``ranks()`` expands it, for records whose size the caller has budgeted.
+``member_rank`` is the global rank a member span stands for (spec/analysis.md §1.3).
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import msgspec
 
-__all__ = ["GROUP_KEY_PATTERN", "MAX_GROUP", "MAX_RANK", "GroupKey", "parse_key"]
+if TYPE_CHECKING:
+    from .events import SpanRecord
+
+__all__ = ["GROUP_KEY_PATTERN", "MAX_GROUP", "MAX_RANK", "GroupKey", "member_rank", "parse_key"]
 
 #: The largest global rank (``tempotrace.rank`` is 0..2^31-1, semantic-conventions §9.1).
 MAX_RANK = 2**31 - 1
@@ -79,3 +84,12 @@ def parse_key(text: str) -> GroupKey:
             raise ValueError(f"more than {MAX_GROUP:,} ranks")
         runs.append((first, last, step))
     return GroupKey(text, tuple(runs), size)
+
+
+def member_rank(s: SpanRecord, key: GroupKey) -> int | None:
+    """A member span's global rank: ``tempotrace.rank``, else the key's member at its group rank; None when
+    neither names one or the key does not hold it (a *foreign* span, spec/analysis.md §1.3)."""
+    t = s.torch
+    rank = s.rank if s.rank is not None else key.rank_at(t.group_rank) if t is not None and \
+        t.group_rank is not None else None
+    return rank if rank is not None and key.contains(rank) else None

@@ -4,7 +4,8 @@ No network fetches: the style and script (package data beside this module:
 timeline.css, timeline.js) are inlined and a Content-Security-Policy forbids
 loading anything else, so the page works from file:// and offline. The
 headline numbers are written by Python from ``report.summary()`` (the dict the
-JSON holds), so page and JSON cannot disagree; the timeline's data is laid out
+JSON holds), so page and JSON cannot disagree; a hang opens the page as a banner
+(html_hang.py, from the JSON's ``hang``); the timeline's data is laid out
 by html_model.py and only placed, scaled, zoomed and panned by the script.
 """
 
@@ -17,6 +18,7 @@ from importlib.resources import files
 from typing import Any
 
 from ..wire.layout import UNCERTAINTY_SATURATED
+from .html_hang import hang_section
 from .html_model import HTML_MAX_COLLECTIVES, HTML_MAX_HOPS, HTML_MAX_SPANS, LEGEND, timeline_model
 from .html_text import calendar
 from .html_torch import torch_section
@@ -181,6 +183,7 @@ def render_html(report: AnalysisReport, max_spans: int | None = None) -> str:
 <body>
 <h1>TempoTrace analysis</h1>
 <p>Source: <code id="source">{src}</code></p>
+{hang_section(report.hang())}
 {_with_heading(torch_section(report))}
 <table id="summary">
 {_summary_rows(summary)}

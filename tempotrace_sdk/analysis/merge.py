@@ -5,7 +5,9 @@ Every edge lies inside one trace and a trace lies inside one partition, so
 counts add up; the fault ledgers are merged and faults attributed once, over
 all the evidence, exactly as one process would. Bad-line samples are ordered
 by where they sit in the input; exporter loss takes each writer's largest
-count. The kept spans, hops and collectives (a rendering sample) are cut to ``keep``.
+count; the hang facts are merged, and the wavefront decided once over all of
+them (hang.py). The kept spans, hops and collectives (a rendering sample) are
+cut to ``keep``.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ def merge_reports(parts: list[Partial], keep: int) -> AnalysisReport:
         rep.p2p.merge(r.p2p)
         rep.jobs.merge(r.jobs)
         rep.torch_job.merge(r.torch_job)
+        rep.hang_facts.merge(r.hang_facts)
         budget = keep - sum(max(len(c["members"]), len(c["ranks"])) for c in rep.collectives_kept)
         for record in r.collectives_kept:  # the same budget of member rows as one process
             cost = max(len(record["members"]), len(record["ranks"]))

@@ -12,7 +12,9 @@ the first one starts a new message, so pairing depends only on positions.
 A receive marked ``p2p_ambiguous`` (torch may have given it another message
 than its number names, spec/torch.md §2) still takes its place, so its send
 is not reported lost, but its message is counted *ambiguous* and ordered
-by nothing: neither its number nor its carried record is trusted.
+by nothing: neither its number nor its carried record is trusted. A send no
+receive matched, and a receive still ``pending`` (open when a dump was taken),
+go to the hang report (hangfacts.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections import OrderedDict
 from .claims import NOT_COMPLETED
 from .edges import EdgeJudge
 from .events import SpanRecord
+from .hangfacts import PENDING, PENDING_RECV, UNMATCHED_SEND
 from .report import AnalysisReport
 
 __all__ = ["RECV_OPS", "SEND_OPS", "Messages"]
@@ -66,6 +69,8 @@ class Messages:
         if t.src is None or t.dst is None or t.p2p_seq is None:  # an any-source receive that never completed
             self.counts.total += 1
             self.counts.unmatched_recvs += 1
+            if t.completion == PENDING:
+                self.report.hang_facts.message(PENDING_RECV, s)
             return True
         k = (s.trace_id, t.group, t.src, t.dst, t.tag, t.p2p_seq)
         open_ = self._open.get(k)
@@ -110,6 +115,8 @@ class Messages:
             c.matched += 1
         elif recv is None:
             c.unmatched_sends += 1
+            assert send is not None
+            self.report.hang_facts.message(UNMATCHED_SEND, send)
             return
         else:
             c.unmatched_recvs += 1
@@ -117,6 +124,8 @@ class Messages:
         assert t is not None
         if t.completion in NOT_COMPLETED:
             c.not_completed += 1
+            if t.completion == PENDING:
+                self.report.hang_facts.message(PENDING_RECV, recv)
             return
         kept = self.report.hops_kept
         record = self.judge.p2p(send, recv, len(kept) < self.keep)

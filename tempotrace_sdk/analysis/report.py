@@ -14,13 +14,14 @@ from typing import Any
 
 from .events import SpanRecord, split_clock
 from .faults import HostFault
+from .hangfacts import HangFacts
 from .jobs import JobSpans
 from .torchcounts import CollectiveCounts, P2PCounts
 from .torchjob import TorchJob
 
 __all__ = ["SCHEMA", "AnalysisReport", "EdgeCounts"]
 
-SCHEMA = "tempotrace.analysis/4"
+SCHEMA = "tempotrace.analysis/5"
 METHODS = ("physics", "lamport", "svc")
 #: Bad lines and refused spans kept in the report with their path:line (the count covers them all).
 SAMPLES = 20
@@ -119,6 +120,8 @@ class AnalysisReport:
     hops_kept: list[dict[str, Any]] = field(default_factory=list)
     #: one record per collective instance (spec/analysis.md §6.1), while the budget of member rows lasts
     collectives_kept: list[dict[str, Any]] = field(default_factory=list)
+    #: what the hang report is decided from (hangfacts.py; decided by hang.py when the report is read)
+    hang_facts: HangFacts = field(default_factory=HangFacts)
 
     @property
     def lying_hosts(self) -> list[str]:
@@ -204,6 +207,14 @@ class AnalysisReport:
             "failed_ops": self.torch_job.failed,
         }
 
+    def hang(self) -> dict[str, Any] | None:
+        """The hang report (spec/analysis.md §1.4): per process group the wavefront, the dumps seen, the
+        point-to-point sends no receive matched; None when there is nothing to say. Decided from the facts
+        and the attributed faults, so call it on a finished (or merged) report."""
+        from .hang import hang_report
+
+        return hang_report(self.hang_facts, self.topology, self.faults)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
@@ -236,6 +247,7 @@ class AnalysisReport:
             "jobs": {"count": len(self.jobs.job_ids()), "by_job": self.jobs.to_list(),
                      "beyond_limit_spans": self.jobs.other},
             "torch": self.torch_job.to_dict(),
+            "hang": self.hang(),
             "collectives": sorted(self.collectives_kept, key=_instance_order),
             "elapsed_s": round(self.elapsed_s, 3),
             "rendered": {"spans": len(self.spans_kept), "hops": len(self.hops_kept),

@@ -1,4 +1,5 @@
-"""The report as a person reads it: ``tempotrace analyze`` without ``--json`` (spec/analysis.md §6).
+"""The report as a person reads it: ``tempotrace analyze`` without ``--json`` (spec/analysis.md §6): the hang
+report's lines first (text_hang.py), then the title, the torch job (text_torch.py) and the edge decisions.
 
 Every string the input gave (a host, a path, a reason quoting a value) is shown through
 ``_terminal_text.shown`` where it is put into a line: a hostile trace cannot drive the reader's terminal.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._terminal_text import MESSAGE_LIMIT, shown
+from .text_hang import hang_lines
 from .text_torch import job_warnings, torch_lines
 
 if TYPE_CHECKING:
@@ -123,7 +125,9 @@ def report_text(report: AnalysisReport) -> str:
         return f"{k:>9,}  ({100.0 * k / n:5.1f}%)"
 
     inputs = f" ({report.inputs:,} inputs)" if report.inputs > 1 else ""
-    lines = [f"TempoTrace analysis of {shown(report.source or '<spans>', MESSAGE_LIMIT)}{inputs}"]
+    # Which rank hung, in which collective: before anything else, the title included (spec/analysis.md §6).
+    lines = [*hang_lines(report.hang()),
+             f"TempoTrace analysis of {shown(report.source or '<spans>', MESSAGE_LIMIT)}{inputs}"]
     torch = torch_lines(report)  # what an ML engineer came for first; the edge decisions below it
     if torch:
         lines += [*torch, "edge decisions (how TempoTrace ordered the events; spec/analysis.md §2):"]

@@ -35,7 +35,7 @@ from ..errors import StampsError
 from ..stamptext import decode as decode_stamps
 from ..wire.layout import TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from .clockdomain import Domain, domain_of
-from .events import NO_STAMP, QUALITIES, JobKey, Sends, SpanRecord, Stamp, TorchOp, clock_id
+from .events import NO_STAMP, QUALITIES, DumpInfo, JobKey, Sends, SpanRecord, Stamp, TorchOp, clock_id
 from .groupkey import GROUP_KEY_PATTERN, MAX_GROUP, MAX_RANK, parse_key
 from .order import span_mask
 from .schema import BOOL, HEX, INT, INT64_MAX, INT_ARRAY, STRING, AttributeRuleError, Rule, Schema
@@ -101,6 +101,9 @@ TORCH_RULES: dict[str, Rule] = {
     S.TORCH_CLOCK_SUSPECTS: Rule(INT_ARRAY, 0, MAX_RANK, read=False),
     S.TORCH_GPU_PTP_NS: Rule(INT, read=False), S.TORCH_GPU_END_PTP_NS: Rule(INT, read=False),
     S.TORCH_GPU_UNCERTAINTY_NS: Rule(INT, 0, UNCERTAINTY_SATURATED, read=False), S.TORCH_GPU_TS_SOURCE: _SOURCE,
+    # the flight recorder's dump record (spec/torch.md §7.3; the hang report reads it, analysis/hangfacts.py)
+    S.TORCH_DUMP_REASON: Rule(STRING, choices=frozenset(S.TORCH_DUMP_REASONS)), S.TORCH_DUMP_OPS: Rule(INT),
+    S.TORCH_DUMP_PENDING: Rule(INT), S.TORCH_DUMP_OVERWRITTEN: Rule(INT), S.TORCH_DUMP_REQUESTED_BY: _RANK,
 }
 
 #: The host clock domain (semantic-conventions §1.2, analysis.md §2.1): per process (the Resource, else each
@@ -145,10 +148,14 @@ READ = (
     S.TORCH_STEP, S.TORCH_STEP_OCCURRENCE, S.JOB_ID, S.RESTART,
     # the clock domain, when the span says it itself (no Resource carrying it, or after a step)
     S.CLOCK_DOMAIN, S.CLOCK_EPOCH_NS, S.CLOCK_EPOCH_BOUND_NS, S.CLOCK_READ_NS, S.CLOCK_STEPPED,
+    # a dump record (a torch.dump span)
+    S.TORCH_DUMP_REASON, S.TORCH_DUMP_OPS, S.TORCH_DUMP_PENDING, S.TORCH_DUMP_OVERWRITTEN, S.TORCH_DUMP_REQUESTED_BY,
 )
-#: How many of the rare slots ``torch_op`` reads (then: step, its occurrence, job id, restart; then the domain).
+#: How many of the rare slots ``torch_op`` reads (then: step, its occurrence, job id, restart; then the domain;
+#: then the dump record).
 _OP_SLOTS = 20
 _DOMAIN_SLOTS = _OP_SLOTS + 4
+_DUMP_SLOTS = _DOMAIN_SLOTS + 5
 
 #: Resource attributes the analysis reads: the host, rank, clock and job its spans fall back on (per-process
 #: attributes, semantic-conventions §1.2, §9.1), an exporter's loss record.
@@ -245,13 +252,16 @@ def build_record(trace_id: str, span_id: str, parent_id: str, name: str, kind: i
     """The SpanRecord of one span from its ids, times and checked slots (``SPAN.read_*``)."""
     (ptp, unc, qual, lts, sketch, clock, host, eptp, eunc, equal, elts, rptp, runc, rqual, rlts, rsketch, recv,
      send_lts, send_ptp, send_unc, verdict, profile, rank, stamps, torch) = slots
-    step = occurrence = job_id = restart = None
+    step = occurrence = job_id = restart = dump = None
     # The Resource's clock domain is the span's only when the span was stamped with the Resource's clock (a
     # provider's Resource is fixed; the process may since have moved to another clock, which names none).
     domain = resource_domain if clock is None or clock == resource_clock else None
     if torch is not None:
         step, occurrence, job_id, restart = torch[_OP_SLOTS:_DOMAIN_SLOTS]
-        domain = _span_domain(torch[_DOMAIN_SLOTS:], domain)
+        domain = _span_domain(torch[_DOMAIN_SLOTS:_DUMP_SLOTS], domain)
+        reason, ops, pending, overwritten, requested_by = torch[_DUMP_SLOTS:]
+        if reason is not None:
+            dump = DumpInfo(reason, ops or 0, pending or 0, overwritten or 0, requested_by)
     degraded = verdict == "degrade"
     if stamps is not None:
         start, end, remote, recv, sends, sketch = _from_stamps(stamps, span_id, parent_id, otel_start_ns, otel_end_ns,
@@ -292,7 +302,7 @@ def build_record(trace_id: str, span_id: str, parent_id: str, name: str, kind: i
         trace_id, span_id, parent_id, canon(name, name), kind, host, start, end, otel_start_ns, otel_end_ns, sketch,
         rank, canon(clock, clock) if clock else "", canon(profile, profile) if profile else "", sends, remote,
         rsketch, recv, line, pos, degraded, key, None if torch is None else torch_op(torch[:_OP_SLOTS]), step=step,
-        step_occurrence=occurrence or 0, job=job,
+        step_occurrence=occurrence or 0, job=job, dump=dump,
     )
 
 
