@@ -44,6 +44,8 @@ __all__ = [
     "attribute_store",
     "attributes_for_reading",
     "on_ending_hook",
+    "processors_of",
+    "provider_processor",
     "set_after_end",
     "span_lock",
     "value_length_limit",
@@ -177,3 +179,17 @@ def on_ending_hook(method_name: str) -> Callable[[P], P]:
         return cls
 
     return bind
+
+
+def processors_of(tracer: Any) -> tuple[Any, Any, Any, tuple[Any, ...]]:
+    """(resource, instrumentation scope, its provider's multi-processor, that processor's processors) of an SDK
+    ``Tracer``: where spans made without the SDK's ``Span`` (torch's op records) go. Nones and () for another
+    tracer (a proxy, no SDK)."""
+    multi = getattr(tracer, "span_processor", None)
+    return (getattr(tracer, "resource", None), getattr(tracer, "_instrumentation_scope", None), multi,
+            tuple(getattr(multi, "_span_processors", ())))
+
+
+def provider_processor(provider: Any) -> Any:
+    """The multi-processor a ``TracerProvider`` hands its tracers (None for another provider)."""
+    return getattr(provider, "_active_span_processor", None)

@@ -34,6 +34,7 @@ from ..otel.context import TempoTraceState, get_state
 from ..otel.processor import TempoTraceSpanProcessor
 from ..otel.processor import _attributes as stamp_attributes
 from ..otel.records import SpanRecord
+from ..otel.sdk_internals import processors_of, provider_processor
 from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
 from . import spans as torch_spans
 from .carriage import count
@@ -130,13 +131,10 @@ def make_span(state: TempoTraceState, record: OpRecord, resource: Any, scope: An
 def destination() -> tuple[Any, Any, Sequence[SpanProcessor]]:
     """(resource, scope, processors) op spans go to: configure()'s export processors when it set up the provider
     our tracer comes from, else every processor of that provider but the stamping one."""
-    t: Any = torch_spans.tracer()  # looked up each time: tests (and a user) may replace it
-    resource = getattr(t, "resource", None)
-    scope = getattr(t, "_instrumentation_scope", None)
-    multi = getattr(t, "span_processor", None)
-    processors = tuple(getattr(multi, "_span_processors", ()))
+    # the tracer is looked up each time: tests (and a user) may replace it
+    resource, scope, multi, processors = processors_of(torch_spans.tracer())
     handle = current_handle()
-    if handle is not None and getattr(handle.provider, "_active_span_processor", None) is multi:
+    if handle is not None and multi is not None and provider_processor(handle.provider) is multi:
         return resource, scope, handle.export_processors
     return resource, scope, [p for p in processors if not isinstance(p, TempoTraceSpanProcessor)]
 
