@@ -43,7 +43,7 @@ def test_a_step_whose_span_cannot_start_runs_and_still_exchanges(group: None, ex
         return original(*args, **kwargs)
 
     monkeypatch.setattr(carriage, "_all_gather", counting)
-    tt.instrument(carriage="step", gpu=False)
+    tt.instrument(carriage="step+p2p", gpu=False)
     before = tt.carriage_counts()
     ran = []
     monkeypatch.setattr(torch_spans, "start_span", _no_spans)
@@ -138,7 +138,7 @@ def test_sweep_and_uninstrument_survive_a_broken_gpu_and_put_everything_back(gro
     from tempotrace_sdk.torch.gpu import GpuTimer
 
     original = dist.all_reduce
-    tt.instrument(carriage="step", gpu=False)
+    tt.instrument(carriage="step+p2p", gpu=False)
     timer = GpuTimer(_StickyCudaError())
     wrappers.settings.gpu = timer
     timer.end((object(), 0), torch_spans.start_span("torch.all_reduce", {}))
@@ -151,18 +151,23 @@ def test_sweep_and_uninstrument_survive_a_broken_gpu_and_put_everything_back(gro
     assert (span.attributes or {})["tempotrace.torch.completion"] == "unfinished"
 
 
+def _steps(exporter: InMemorySpanExporter) -> list[Any]:
+    """The step spans (an exception leaving a step also writes a flight-recorder dump record: spec/torch.md §8.2)."""
+    return [s for s in exporter.get_finished_spans() if s.name == "torch.step"]
+
+
 def test_an_exchange_owed_by_a_handled_exception_is_paid_at_uninstrument(group: None,
                                                                        exporter: InMemorySpanExporter) -> None:
     """§4.2: the last step raised, the program handled it and stops tracing: the other ranks wait for this
     exchange in their step-exit all_gather, so uninstrument() pays it (dropping it held them until the
     group's timeout); the step span ends with its error and what the exchange carried."""
-    tt.instrument(carriage="step", gpu=False)
+    tt.instrument(carriage="step+p2p", gpu=False)
     before = tt.carriage_counts()
     with pytest.raises(KeyError), tt.step(7):
         raise KeyError("the program's own error")
-    assert exporter.get_finished_spans() == ()  # open until paid
+    assert _steps(exporter) == []  # open until paid
     tt.uninstrument()
-    (span,) = exporter.get_finished_spans()
+    (span,) = _steps(exporter)
     # the exchange ran: what it carried is on the span (one rank: no other record to count)
     assert not span.status.is_ok and (span.attributes or {}).get("tempotrace.torch.recv.count") == 0
     assert _delta(before, "owed_dropped") == 0
@@ -172,7 +177,7 @@ def test_an_exchange_still_owed_when_uninstrument_runs_unwinding_is_dropped(grou
                                                                             exporter: InMemorySpanExporter) -> None:
     """§4.2: uninstrument() in a `finally` while the step's exception unwinds: this rank is going down, it
     issues nothing (counted owed_dropped); the step span ends with its error, without the exchange."""
-    tt.instrument(carriage="step", gpu=False)
+    tt.instrument(carriage="step+p2p", gpu=False)
     before = tt.carriage_counts()
     with pytest.raises(KeyError):
         try:
@@ -180,7 +185,7 @@ def test_an_exchange_still_owed_when_uninstrument_runs_unwinding_is_dropped(grou
                 raise KeyError("fatal here")
         finally:
             tt.uninstrument()
-    (span,) = exporter.get_finished_spans()
+    (span,) = _steps(exporter)
     assert not span.status.is_ok and "tempotrace.torch.recv.count" not in (span.attributes or {})
     assert _delta(before, "owed_dropped") == 1
 
@@ -193,7 +198,7 @@ def test_an_op_on_another_thread_waits_while_an_owed_exchange_is_paid(group: Non
 
     from tempotrace_sdk.torch import owed
 
-    tt.instrument(carriage="step", gpu=False)
+    tt.instrument(carriage="step+p2p", gpu=False)
     with pytest.raises(KeyError), tt.step(9):
         raise KeyError("handled")
     in_exchange, release, order = threading.Event(), threading.Event(), []
