@@ -125,7 +125,7 @@ TORCH_STEP_OCCURRENCE = "tempotrace.torch.step_occurrence"
 TORCH_COMPUTE = "tempotrace.torch.compute"
 TORCH_MODULE = "tempotrace.torch.module"  #: str, forward / backward spans: the module's class name
 TORCH_OPTIMIZER = "tempotrace.torch.optimizer"  #: str, optimizer.step spans: the optimizer's class name
-TORCH_CARRIAGE = "tempotrace.torch.carriage"  #: str, step spans: "none" | "step" | "op" during the step
+TORCH_CARRIAGE = "tempotrace.torch.carriage"  #: str, step spans: "none" | "step" | "step+p2p" | "op"
 
 # Records received (spec/torch.md §3): the merge of every valid record, on the
 # span that received them (op span in "op" mode, step span in "step" mode, p2p recv span).

@@ -90,7 +90,7 @@ TORCH_RULES: dict[str, Rule] = {
     S.TORCH_STEP: Rule(INT), S.TORCH_STEP_OCCURRENCE: Rule(INT),
     S.TORCH_COMPUTE: Rule(STRING, choices=frozenset(("forward", "backward", "optimizer.step")), read=False),
     S.TORCH_MODULE: Rule(STRING, read=False), S.TORCH_OPTIMIZER: Rule(STRING, read=False),
-    S.TORCH_CARRIAGE: Rule(STRING, choices=frozenset(("none", "step", "op")), read=False),
+    S.TORCH_CARRIAGE: Rule(STRING, choices=frozenset(("none", "step", "step+p2p", "op")), read=False),
     S.TORCH_RECV_LTS: _LAMPORT, S.TORCH_RECV_COUNT: _COUNT, S.TORCH_RECV_MISSING: Rule(INT_ARRAY, 0, MAX_RANK),
     S.TORCH_RECV_SKETCH: _SKETCH,
     S.TORCH_REMOTE_PTP_NS: _TAI_NS, S.TORCH_REMOTE_UNCERTAINTY_NS: _UNCERTAINTY, S.TORCH_REMOTE_CLK_QUALITY: _QUALITY,

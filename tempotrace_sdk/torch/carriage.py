@@ -45,12 +45,17 @@ from ..wire import Sketch
 from .groups import GroupInfo
 from .record import RECORD_LEN, RecordError, RecordKind, TorchRecord, absent_record, decode_record, pack_record
 
-__all__ = ["MODES", "Exchange", "carriage_counts", "count", "device_record", "host_bytes", "make_record", "merge_side",
+__all__ = ["MODES", "SIDE_MODES", "STEP_MODES", "Exchange", "carriage_counts", "count", "device_record", "host_bytes", "make_record", "merge_side",
            "outgoing"]
 
 _log = logging.getLogger(__name__)
 
-MODES = ("none", "step", "op")
+MODES = ("none", "step", "step+p2p", "op")
+#: The modes whose point-to-point sends are followed by a side message (§3.3): not the default, which adds no
+#: message to a point-to-point op (the analysis derives their order from the matched pairs, analysis.md).
+SIDE_MODES = frozenset(("step+p2p", "op"))
+#: The modes with one exchange per step (§4.2).
+STEP_MODES = frozenset(("step", "step+p2p"))
 
 _counts: Counter[str] = Counter()
 _counts_lock = threading.Lock()

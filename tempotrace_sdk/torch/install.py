@@ -56,9 +56,10 @@ def instrument(*, carriage: str = "step", gpu: bool | None = None, retain: str |
     """Trace every torch.distributed collective and p2p op of this process.
 
     ``carriage``: ``"none"`` (spans and sequence numbers only), ``"step"``
-    (default: one all_gather of every rank's record when a ``step()`` ends, and
-    p2p side messages), ``"op"`` (an exchange after every collective, for
-    debugging). Every rank must use the same mode, as every rank must call
+    (default: one all_gather of every rank's record when a ``step()`` ends;
+    nothing added to a point-to-point op), ``"step+p2p"`` (and a side
+    message after every p2p send), ``"op"`` (an exchange after every
+    collective, and p2p side messages: for debugging). Every rank must use the same mode, as every rank must call
     the same collectives. ``gpu``: time collectives on CUDA tensors with CUDA
     events (default: when ``torch.cuda.is_available()``; spec/torch.md §6).
 

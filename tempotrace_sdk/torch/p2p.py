@@ -35,7 +35,7 @@ from ..semconv import (
 )
 from . import carriage
 from .ambiguity import Found, Posted, posted, released
-from .carriage import count
+from .carriage import SIDE_MODES, count
 from .groups import GroupInfo, group_info
 from .ops import OpSpec, Reader, tensor_bytes
 from .owed import pay
@@ -66,7 +66,7 @@ _log = logging.getLogger(__name__)
 
 def _carried_tag(info: GroupInfo, tag: int, peer: int) -> int | None:
     """The side message's tag, or None: not carried (the receiving side decides the same, §3.6)."""
-    return side_tag(info, tag) if settings.carriage != "none" and peer >= 0 else None
+    return side_tag(info, tag) if settings.carriage in SIDE_MODES and peer >= 0 else None
 
 
 def _accepting(info: GroupInfo, channel: tuple[str, int, int]) -> bool:
@@ -129,7 +129,7 @@ def receive(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Gr
         return original(*args, **kwargs)
     seq = info.next_p2p(src, info.rank, tag) if src >= 0 else -1
     device = on_device(spec, reader, info, args, kwargs)
-    stag = side_tag(info, tag) if settings.carriage != "none" else None  # any source: once the sender is known
+    stag = side_tag(info, tag) if settings.carriage in SIDE_MODES else None  # any source: once the sender is known
 
     def span_attributes() -> dict[str, Any]:
         attrs = attributes(spec, reader, info, args, kwargs)

@@ -35,7 +35,7 @@ from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, TraceFlags
 
 from ..semconv import TORCH_CARRIAGE, TORCH_STEP, TORCH_STEP_OCCURRENCE
 from . import held, opspans
-from .carriage import Exchange, count, make_record
+from .carriage import STEP_MODES, Exchange, count, make_record
 from .dumps import dump
 from .groups import group_info
 from .install import sweep
@@ -174,7 +174,7 @@ class step:  # lower case: used like a function, ``with step():``
             sweep()  # async ops that completed during the step end now, before the step does
         except Exception:
             _log.debug("tempotrace.torch: sweep failed", exc_info=True)
-        if settings.carriage != "step" or not dist.is_initialized():
+        if settings.carriage not in STEP_MODES or not dist.is_initialized():
             return {}
         if exc is not None and _from_distributed(exc):
             return {}  # a collective after a failed one cannot be trusted to pair

@@ -195,7 +195,7 @@ def op_exchange_failure() -> dict[str, Any]:
             x = torch.full((4,), float(RANK + 1))
             dist.all_reduce(x)
     finally:
-        tt.instrument(carriage="step")
+        tt.instrument(carriage="step+p2p")
     return {"value": float(x[0])}
 
 
@@ -235,7 +235,7 @@ def span_failure() -> dict[str, Any]:
             x = torch.full((4,), float(RANK + 1))
             dist.all_reduce(x)
     finally:
-        tt.instrument(carriage="step")
+        tt.instrument(carriage="step+p2p")
     with tt.step(501):
         try:
             with failing(wrappers, "start_span", on_rank=0):
@@ -334,7 +334,7 @@ def _delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
 def main() -> None:
     handle = configure(service_name="faults", export_path=OUT / f"spans-{RANK}.jsonl", batch=False)
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=PG_TIMEOUT_S))
-    tt.instrument(carriage="step")
+    tt.instrument(carriage="step+p2p")
     chosen = os.environ.get("TT_SCENARIOS", "").split(",") if os.environ.get("TT_SCENARIOS") else list(SCENARIOS)
     results: dict[str, Any] = {}
     for name in chosen:
@@ -364,7 +364,7 @@ def crash() -> None:
     fail at once; an all_gather at its step exit would pair with rank 1's all_reduce and hold both until the
     group's timeout. Each rank writes how long its failure took to reach it, then exits as a crashed one."""
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=PG_TIMEOUT_S))
-    tt.instrument(carriage="step")
+    tt.instrument(carriage="step+p2p")
     with tt.step(0):
         dist.all_reduce(torch.ones(2))
     started = time.monotonic()

@@ -1,6 +1,6 @@
 """One rank of the 4-rank gloo job that tests/torch/test_distributed.py starts (as torchrun would: env vars).
 
-Runs every wrapped entry point once in step 0 (carriage "step"), a DDP model
+Runs every wrapped entry point once in step 0 (carriage "step+p2p"), a DDP model
 and an FSDP1 model with the comm hook in step 1, a 2-stage pipeline and an all_reduce of the
 subgroup of ranks 0-2 in step 2, per-op carriage with one corrupt record in step 3, the
 subgroup's all_reduce and barrier with per-op carriage in step 4 (rank 3 idle), then
@@ -145,7 +145,7 @@ def main() -> None:
     result["suspects"] = list(check.suspects)
     result["verdicts"] = {r.rank: r.verdict for r in check.ranks}
 
-    tt.instrument(carriage="step")
+    tt.instrument(carriage="step+p2p")
     t = torch.ones(4)
     with tt.step(0):
         every_op(t)
@@ -156,7 +156,7 @@ def main() -> None:
         fsdp_step()
     with tt.step(2):
         pipeline()
-        if RANK in SUBGROUP:  # carriage "step": the op span records no merge
+        if RANK in SUBGROUP:  # carriage "step+p2p": the op span records no merge
             dist.all_reduce(torch.ones(4), group=honest)
     tt.instrument(carriage="op")
     during = dist.P2POp(dist.isend, torch.full((4,), float(RANK)), (RANK + 1) % WORLD)

@@ -136,7 +136,7 @@ def test_steps_share_one_trace_id_derived_from_the_job(job: Job) -> None:
         for rank in range(WORLD):
             s = job.step_span(rank, number)
             assert (s.trace_id, s.parent_id) == (f"{trace_id:032x}", f"{parent:016x}")
-            if number < 3:  # carriage "step"
+            if number < 3:  # carriage "step+p2p"
                 assert s["torch.recv.count"] == WORLD - 1 and s["torch.recv.lts"] < s["end.lts"]
 
 

@@ -201,7 +201,7 @@ with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
-tt.instrument(carriage="step", gpu=False)
+tt.instrument(carriage="step+p2p", gpu=False)
 with tt.step(0):
     dist.all_reduce(torch.ones(2))
     print("ready", flush=True)

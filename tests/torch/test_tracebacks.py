@@ -50,7 +50,7 @@ def traced(group: None, exporter: InMemorySpanExporter) -> Iterator[Callable[[Ca
 
     def both(call: Callable[[], Any]) -> tuple[tuple[str, list[str]], tuple[str, list[str]]]:
         plain = printed(call)
-        tt.instrument(carriage="step")
+        tt.instrument(carriage="step+p2p")
         try:
             with tt.step():
                 return plain, printed(call)
