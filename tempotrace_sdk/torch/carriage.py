@@ -45,8 +45,8 @@ from ..wire import Sketch
 from .groups import GroupInfo
 from .record import RECORD_LEN, RecordError, RecordKind, TorchRecord, absent_record, decode_record, pack_record
 
-__all__ = ["MODES", "SIDE_MODES", "STEP_MODES", "Exchange", "carriage_counts", "count", "device_record", "host_bytes", "make_record", "merge_side",
-           "outgoing"]
+__all__ = ["MODES", "SIDE_MODES", "STEP_MODES", "Exchange", "carriage_counts", "count", "device_record",
+           "host_bytes", "make_record", "merge_side", "outgoing"]
 
 _log = logging.getLogger(__name__)
 

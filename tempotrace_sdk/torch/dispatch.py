@@ -13,6 +13,7 @@ from typing import Any
 
 import torch.distributed as dist
 
+from . import owed
 from .carriage import count
 from .groups import group_info
 from .ops import Kind, OpSpec, Reader
@@ -35,7 +36,8 @@ def make_wrapper(spec: OpSpec, original: Callable[..., Any]) -> Callable[..., An
         try:
             if not settings.active or inside.get():
                 return original(*args, **kwargs)
-            pay()  # a step's exchange owed since its exception goes first, as it did on the other ranks (§4.2)
+            if owed.due():
+                pay()  # a step's exchange owed since its exception goes first, as it did on the other ranks (§4.2)
             group = reader.get(args, kwargs, "group")
             if group is dist.GroupMember.NON_GROUP_MEMBER:
                 return original(*args, **kwargs)

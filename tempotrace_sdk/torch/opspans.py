@@ -11,9 +11,9 @@ set up by hand, every processor but the stamping one), at ``on_end``: a
 provider's other processors do not see op spans unless ``instrument(
 sdk_spans=True)``.
 
-Span ids are derived from this process's nonce and the op's number
-(splitmix64), so an op has one id however its span is made; a root op's
-trace id likewise.
+Span ids are derived from this process's nonce and the op's number (a Weyl
+sequence), so an op has one id however its span is made; a root op's trace id
+likewise.
 """
 
 from __future__ import annotations
@@ -51,29 +51,29 @@ _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 class _Nonce:
     value = secrets.randbits(64)
+    high = secrets.randbits(64)
 
     def after_fork_in_child(self) -> None:
-        _Nonce.value = secrets.randbits(64)  # the child's op numbers start again: its ids must not repeat the parent's
+        # the child's op numbers start again: its ids must not repeat the parent's
+        _Nonce.value, _Nonce.high = secrets.randbits(64), secrets.randbits(64)
 
 
 lifecycle.renew_after_fork(_Nonce())
 
 
-def _mix(x: int) -> int:
-    """splitmix64's finaliser: distinct inputs give distinct, well-spread outputs."""
-    x = (x + 0x9E3779B97F4A7C15) & _MASK64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return x ^ (x >> 31)
+#: An odd constant (2^64 / golden ratio): number -> number * _WEYL is a bijection of 64-bit integers.
+_WEYL = 0x9E3779B97F4A7C15
 
 
 def span_id_of(number: int) -> int:
-    """The span id of op ``number`` in this process (never 0)."""
-    return _mix(_Nonce.value ^ number) or 1
+    """The span id of op ``number`` in this process: a Weyl sequence from the process's random nonce, so
+    distinct ops get distinct ids (never 0) at one multiply each."""
+    return ((_Nonce.value + number * _WEYL) & _MASK64) or 1
 
 
 def _trace_id_of(number: int) -> int:
-    return ((_mix(_Nonce.value ^ number ^ 0x5A5A5A5A) << 64) | _mix(~_Nonce.value ^ number)) or 1
+    """A root op's trace id: its span id, above 64 further random bits of the process."""
+    return (_Nonce.high << 64) | span_id_of(number)
 
 
 class _StartOf:

@@ -38,7 +38,7 @@ from .carriage import Exchange, count
 from .groups import GroupInfo
 from .spans import end_span
 
-__all__ = ["Owed", "drop", "owe", "pay", "settle"]
+__all__ = ["Owed", "drop", "due", "owe", "pay", "settle"]
 
 _log = logging.getLogger(__name__)
 
@@ -73,6 +73,11 @@ def owe(item: Owed) -> None:
         if not _at_exit:  # registered late, so it runs before the exporters registered earlier shut down
             atexit.register(_settle_at_exit)
             _at_exit = True
+
+
+def due() -> bool:
+    """An exchange is owed or being paid: ``pay()`` has work (the cheap test every traced op makes first)."""
+    return bool(_owed) or _payer is not None
 
 
 def pay() -> None:

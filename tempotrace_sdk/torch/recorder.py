@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from opentelemetry import trace
+from opentelemetry.context import Context, get_current
 from opentelemetry.trace import SpanContext
 
 from ..errors import TempoTraceError
@@ -101,7 +102,8 @@ class Recorder:
         self.mask = slots - 1
         self.buffer = bytearray(slots * RECORD_BYTES)
         self.state = bytearray(slots)
-        self.parents: list[SpanContext | None] = [None] * slots
+        #: Each slot's context when its op began (shared by a step's ops: one reference a slot).
+        self.parents: list[Context | None] = [None] * slots
         self.numbers = itertools.count()  #: next() is atomic under the GIL: one op number per op
         self.next_due = 0  #: op numbers below this are exported or overwritten, or still open and listed in ``open``
         self.ended = 0  #: ended ops not yet made into spans (retain="export"), approximately
@@ -137,8 +139,7 @@ class Recorder:
         _START.pack_into(self.buffer, slot * RECORD_BYTES, number,
                          op | ((gi if gi >= 0 else self.group_index(info)) << 16) | (source << 40) | (quality << 48),
                          seq, nbytes, root, ptp, unc, lts)
-        context = trace.get_current_span().get_span_context()
-        self.parents[slot] = context if context.is_valid else None
+        self.parents[slot] = get_current()  # the span is looked up when the record becomes one (cheaper here)
         self.state[slot] = OPEN
         return number
 
@@ -184,7 +185,10 @@ class Recorder:
             eptp, eunc, elts, efacts = _END.unpack_from(self.buffer, base + _START.size)
             end = (eptp, eunc, (efacts >> 8) & 0xFF, (efacts >> 16) & 0xFF, elts)
             completion = efacts & 0xFF
-        return OpRecord(number, facts & 0xFFFF, group, seq, nbytes, root, start, end, completion, self.parents[slot])
+        context = self.parents[slot]
+        parent = trace.get_current_span(context).get_span_context() if context is not None else None
+        return OpRecord(number, facts & 0xFFFF, group, seq, nbytes, root, start, end, completion,
+                        parent if parent is not None and parent.is_valid else None)
 
     def mark(self) -> int:
         """An op number no op before now has and every op after now exceeds (a step's entry)."""

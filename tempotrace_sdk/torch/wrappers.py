@@ -201,6 +201,11 @@ def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info:
                 args: Any, kwargs: dict[str, Any]) -> Any:
     seq = int(next(info.coll_seq))  # counted traced or not: the numbers must stay equal on every rank
     asynchronous = _is_async(spec, reader, args, kwargs)
+    # The common case first, reading each argument once: a blocking op on a host group, carrying nothing.
+    if not (asynchronous or settings.sdk_spans or settings.carriage == "op" or info.device.type != "cpu"):
+        number = _record_host_op(spec, reader, info, seq, args, kwargs)
+        if number >= 0:
+            return _call_recorded(original, number, spec, args, kwargs)
     device = on_device(spec, reader, info, args, kwargs)
     carry = settings.carriage == "op" and not _coalescing(info)  # alike on every rank (§3.6)
     if settings.carriage == "op" and not carry:
@@ -238,10 +243,45 @@ def _record(spec: OpSpec, reader: Reader, info: GroupInfo, seq: int, args: Any, 
         return -1
 
 
+def _record_host_op(spec: OpSpec, reader: Reader, info: GroupInfo, seq: int, args: Any,
+                    kwargs: dict[str, Any]) -> int:
+    """``_record`` for an op of a host group: -1 when its data is on a device after all (a CUDA tensor on gloo:
+    timed and ended as a device op) or the record could not be made."""
+    try:
+        data = reader.get(args, kwargs, spec.data) if spec.data is not None else None
+        first = data[0] if isinstance(data, (list, tuple)) and data else data
+        device = getattr(first, "device", None)
+        if device is not None and device.type != "cpu":
+            return -1
+        root = _root(spec, reader, info, args, kwargs) if spec.root else None
+        nbytes = -1
+        if data is not None and not (spec.root_data_only and root != info.rank):
+            found = tensor_bytes(data, spec.data_list)
+            if found is not None:
+                nbytes = found
+        elif spec.root_data_only:
+            nbytes = 0
+        return recorder.begin(SPEC_INDEX[spec.name], info, seq, nbytes, root if root is not None else -1)
+    except Exception:
+        _log.debug("tempotrace.torch: %s not recorded; its span is made now", spec.name, exc_info=True)
+        return -1
+
+
 def _call_recorded(original: Callable[..., Any], number: int, spec: OpSpec, args: Any,
                    kwargs: dict[str, Any]) -> Any:
     """``call`` for a recorded op: its exception makes its span at once (with the error); a return ends the record."""
-    result = _run_op(original, args, kwargs, spec.name, lambda err: _failed_record(number, err))
+    token = inside.set(True)
+    try:
+        result = original(*args, **kwargs)
+    except BaseException as err:
+        try:
+            setattr(err, OP_ERROR_ATTR, spec.name)
+        except Exception:
+            pass
+        _failed_record(number, err)
+        raise
+    finally:
+        inside.reset(token)
     try:  # the op succeeded: nothing after this may fail the program
         if recorder.end(number) and recorder.ended >= RELEASE_AT and settings.retain == "export":
             release()

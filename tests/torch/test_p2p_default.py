@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from rank_job import run_ranks  # noqa: E402
+from rank_job import run_ranks
 
 WORKER = Path(__file__).with_name("pipeline_worker.py")
 WORLD = 3
