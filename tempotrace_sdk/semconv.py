@@ -7,6 +7,8 @@ them from exported spans) take the names from here and nowhere else.
 
 from __future__ import annotations
 
+from .torchops import SPECS
+
 PREFIX = "tempotrace."
 
 # -- what the span processor writes on every span (semantic-conventions §1.2) ----------
@@ -88,17 +90,11 @@ TORCH_COMPLETION = "tempotrace.torch.completion"
 #: not a completion: a consumer takes no end from them.
 TORCH_COMPLETIONS = ("return", "queued", "future", "wait", "sweep", "gpu", "unfinished", "error", "pending")
 TORCH_NOT_COMPLETED = frozenset(("queued", "unfinished", "error", "pending"))
-#: What each traced collective guarantees of its members' events (spec/analysis.md §1.3), the one list: the
-#: instrumentation (torch/ops.py, a test ties them), the analysis's claims and the demo's story read it.
-#: "all": every start precedes every end; "root_start": the root's start precedes every end; "root_end":
-#: every start precedes the root's end.
-TORCH_CLAIMS: dict[str, str] = {
-    **dict.fromkeys(("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_single", "reduce_scatter",
-                     "reduce_scatter_tensor", "reduce_scatter_single", "all_to_all", "all_to_all_single", "barrier",
-                     "all_gather_object"), "all"),
-    **dict.fromkeys(("broadcast", "scatter", "broadcast_object_list", "scatter_object_list"), "root_start"),
-    **dict.fromkeys(("reduce", "gather", "gather_object"), "root_end"),
-}
+#: What each traced collective guarantees of its members' events (spec/analysis.md §1.3), the one list: each
+#: op's claim is stated beside its arguments in torchops.SPECS (the table the instrumentation wraps; it imports
+#: nothing), and the analysis's claims and the demo's story read it here. "all": every start precedes every
+#: end; "root_start": the root's start precedes every end; "root_end": every start precedes the root's end.
+TORCH_CLAIMS: dict[str, str] = {spec.name: spec.claim for spec in SPECS if spec.claim is not None}
 # The flight recorder's dump record: one ``torch.dump`` span per rank per dump (spec/torch.md §7.3).
 TORCH_DUMP_REASON = "tempotrace.torch.dump.reason"  #: str: one of TORCH_DUMP_REASONS
 #: Why a dump was taken: a pending op past hang_timeout; dump(); the opt-in signal; an exception leaving step();

@@ -1,10 +1,10 @@
-"""Conformance adapter for the pure-Python codecs (tempotrace_sdk.wire, .torch.record, .stamptext).
+"""Conformance adapter for the pure-Python codecs (tempotrace_sdk.wire, .wire.torchrecord, .stamptext).
 
 Speaks conformance/PROTOCOL.md on stdin/stdout: one flat JSON request per
 line in, one JSON response per line out, until EOF. It only translates between
 the protocol's strings and the SDK's API; every decision is the SDK's, but for
 the receiver's three comparisons of a record (spec/torch.md §3.2 checks 7-9),
-which the SDK makes in tempotrace_sdk.torch.carriage, a module that needs
+which the SDK makes in tempotrace_sdk.torch.carriage.records, a module that needs
 torch: tests/torch/test_record.py runs the same vectors through that one.
 
 Run directly (``python conformance/adapters/python_adapter.py``) with
@@ -23,8 +23,8 @@ try:
 
     from tempotrace_sdk import stamptext
     from tempotrace_sdk.errors import HeaderError, StampsError
-    from tempotrace_sdk.torch.record import RecordError, RecordKind, TorchRecord, decode_record, encode_record
     from tempotrace_sdk.wire import LamportClock, Sketch, TTExt, decode_text, sketch_indices
+    from tempotrace_sdk.wire.torchrecord import RecordError, RecordKind, TorchRecord, decode_record, encode_record
 except ImportError as err:  # the runner reports this and stops, instead of restarting us for every vector
     sys.stderr.write(
         f"python_adapter: cannot load the reference implementation with {sys.executable}: {err}\n"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..torch.keys import step_ids  # pure: imports neither torch nor OpenTelemetry
+from ..wire.torchkeys import step_ids  # pure: imports neither torch nor OpenTelemetry
 from .events import SpanRecord
 
 __all__ = ["STEP_SPAN", "is_virtual_step_parent"]

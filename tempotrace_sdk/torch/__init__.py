@@ -21,6 +21,14 @@ Install with the ``[torch]`` extra. In each rank of a ``torchrun`` job::
 Names are loaded on first use, so ``import tempotrace_sdk.torch`` does not
 import torch (``configure()`` reads the launch environment from ``.launch``
 and must work where torch is not installed).
+
+Where things are: an op is wrapped by ``install`` and runs in ``wrappers``
+(collectives) or ``p2p``; ``recorder`` records a blocking collective and
+``opspans`` turns records into spans; ``steps``, ``compute``, ``ddp``,
+``clockcheck`` and ``dumps`` are the other entry points. Carrying tt-ext
+records between ranks is ``carriage/``; the byte formats it carries, the
+95-octet record and the group keys and step ids, are ``wire.torchrecord`` and
+``wire.torchkeys``; the op table is ``tempotrace_sdk.torchops``.
 """
 
 from __future__ import annotations
@@ -37,37 +45,38 @@ _LAZY = {
     "sweep": ".install",
     "dump": ".dumps",
     "step": ".steps",
-    "current_step": ".steps",
+    "current_step": ".spans",
     "comm_hook": ".ddp",
     "trace_compute": ".compute",
     "ComputeTracing": ".compute",
     "check_clocks": ".clockcheck",
     "ClockCheck": ".clockcheck",
     "RankClock": ".clockcheck",
-    "carriage_counts": ".carriage",
-    "TorchRecord": ".record",
-    "RecordKind": ".record",
-    "RecordError": ".record",
-    "encode_record": ".record",
-    "decode_record": ".record",
-    "RECORD_LEN": ".record",
+    "carriage_counts": ".counts",
+    "TorchRecord": "..wire.torchrecord",
+    "RecordKind": "..wire.torchrecord",
+    "RecordError": "..wire.torchrecord",
+    "encode_record": "..wire.torchrecord",
+    "decode_record": "..wire.torchrecord",
+    "RECORD_LEN": "..wire.torchrecord",
     "LaunchFacts": ".launch",
     "launch_facts": ".launch",
-    "group_key": ".keys",
-    "step_ids": ".keys",
+    "group_key": "..wire.torchkeys",
+    "step_ids": "..wire.torchkeys",
 }
 
 if TYPE_CHECKING:
-    from .carriage import carriage_counts
+    from ..wire.torchkeys import group_key, step_ids
+    from ..wire.torchrecord import RECORD_LEN, RecordError, RecordKind, TorchRecord, decode_record, encode_record
     from .clockcheck import ClockCheck, RankClock, check_clocks
     from .compute import ComputeTracing, trace_compute
+    from .counts import carriage_counts
     from .ddp import comm_hook
     from .dumps import dump
     from .install import carriage_mode, instrument, is_instrumented, sweep, uninstrument
-    from .keys import group_key, step_ids
     from .launch import LaunchFacts, launch_facts
-    from .record import RECORD_LEN, RecordError, RecordKind, TorchRecord, decode_record, encode_record
-    from .steps import current_step, step
+    from .spans import current_step
+    from .steps import step
 
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 

@@ -25,8 +25,8 @@ One small lock guards the per-(group, tag) sets; it is never held across a
 torch call, only while a receive is added, removed or marked. A receive is
 removed before its span ends, so a receive found ambiguous has its span still
 open, except one whose torch call raised (its span ended with the error just
-before its removal): the callers count those ``p2p_ambiguous_unmarked`` (this
-module sits below carriage.py: groups.py holds its sets).
+before its removal): the callers (p2p.py) count those
+``p2p_ambiguous_unmarked``. The sets live on each group's ``GroupInfo.open_recvs``.
 """
 
 from __future__ import annotations

@@ -45,9 +45,9 @@ from ..semconv import (
     TORCH_CLOCK_VERDICT,
 )
 from ..wire.layout import UNCERTAINTY_SATURATED, ClockQuality
+from .carriage.owed import pay
 from .clockgate import clock_reason, gate_message, warning
 from .groups import group_info
-from .owed import pay
 from .spans import end_span, start_or_invalid
 
 __all__ = ["ClockCheck", "RankClock", "best_round", "check_clocks", "judge"]

@@ -28,10 +28,9 @@ from opentelemetry import trace
 from torch._C._distributed_c10d import GradBucket
 
 from ..semconv import TORCH_BUCKET, TORCH_BYTES, TORCH_COMPLETION, TORCH_OP
-from .carriage import count
+from .counts import count
 from .groups import group_info
-from .spans import end_span, start_or_invalid
-from .steps import callback_context
+from .spans import callback_context, end_span, start_or_invalid
 from .tracebacks import hide_our_frames
 
 __all__ = ["comm_hook"]

@@ -31,7 +31,6 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
-from ..clocks.domain import checked_once
 from ..clocks.leapseconds import tai_to_utc_ns
 from ..otel import lifecycle
 from ..otel.context import get_state
@@ -44,16 +43,23 @@ from ..semconv import (
     TORCH_DUMP_REASON,
     TORCH_DUMP_REQUESTED_BY,
 )
-from .carriage import count
-from .opspans import _StartOf, deliver, destination, make_span, sampled
+from .counts import count
+from .opspans import _StartOf, deliver, destination, make_spans
 from .recorder import DEFAULT_HANG_TIMEOUT_S, recorder
 
 __all__ = ["DEFAULT_HANG_TIMEOUT_S", "DUMP_KEY", "DUMP_TIMEOUT_S", "POLL_S", "Watchdog", "dump", "watchdog"]
 
 _log = logging.getLogger(__name__)
 
-#: How often the watchdog looks at the open ops and the store's dump key (the issue: at least once a second).
+#: How often the watchdog looks at this rank's open ops.
 POLL_S = 0.5
+#: How often every rank reads the store's dump key (at least once a second; a job of thousands of ranks
+#: makes that many requests a second to the store's host).
+STORE_POLL_S = 1.0
+#: A rank that dumped this recently does not dump again for another rank's ask: its dump covers it.
+PEER_QUIET_S = 5.0
+#: SIGTERM and exit: the dump leaves the rest of the exit flush time to the other pipelines.
+EXIT_DUMP_TIMEOUT_S = 2.0
 #: The longest a dump spends flushing what it handed to the export processors.
 DUMP_TIMEOUT_S = 5.0
 #: Spans handed to an export processor between two of its flushes: well under its queue (8,192 by default), so
@@ -63,10 +69,27 @@ CHUNK = 2048
 DUMP_KEY = "tempotrace/dump"
 _DUMP_COUNTER = "tempotrace/dump-counter"
 
-#: One dump at a time; a second asked meanwhile is skipped (counted ``dump_busy``): the first covers it.
-_dumping = threading.Lock()
-#: Overwritten ops already counted in the loss ledger.
-_counted = [0]
+#: How long a dump waits for a release that holds the ring's lock before it gives up (counted ``dump_busy``).
+LOCK_WAIT_S = 2.0
+
+
+class _DumpState:
+    """One dump at a time (a second asked meanwhile is skipped, counted ``dump_busy``: the first covers it);
+    overwritten ops already counted in the loss ledger; when this process last dumped."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counted = 0
+        self.last_at = -1e18
+        self.pid = os.getpid()
+
+    def after_fork_in_child(self) -> None:
+        # a fork during a dump would leave the child's lock held for ever; its ring and counts start again
+        self.__init__()  # type: ignore[misc]
+
+
+_state = _DumpState()
+lifecycle.renew_after_fork(_state)
 
 
 def _rank() -> int:
@@ -83,27 +106,42 @@ def _rank() -> int:
         return 0
 
 
-def dump(reason: str = "request", *, requested_by: int | None = None) -> int:
+def dump(reason: str = "request", *, requested_by: int | None = None, timeout_s: float = DUMP_TIMEOUT_S) -> int:
     """Export every op the ring holds that was never exported, open ones as ``pending``, and a dump record;
-    flushed before it returns (at most DUMP_TIMEOUT_S). Returns the op spans written, -1 when another dump was
-    running or this one failed. Never raises."""
-    if not _dumping.acquire(blocking=False):
+    flushed before it returns (at most ``timeout_s``). Returns the op spans written, -1 when another dump was
+    running, the ring's lock could not be had, or this one failed. Never raises."""
+    if not _state.lock.acquire(blocking=False):
         count("dump_busy")
         return -1
     try:
-        with recorder.lock:  # records are taken under it; spans are made and flushed after it is let go
-            records = recorder.take_all()
+        deadline = time.monotonic() + timeout_s
         state = get_state()
         clock = state._clock
+        # the dump's own reading first: a clock that fails now loses no record
         ptp, unc, source, quality, lts = state.stamp.tick(clock if clock is not None else state.clock)
         dump_utc = tai_to_utc_ns(ptp)
         resource, scope, processors = destination()
-        with checked_once(state.domain):  # every reading was taken before this check
-            spans = [make_span(state, r, resource, scope, dump_utc) for r in records if sampled(r)]
+        if not recorder.lock.acquire(timeout=min(LOCK_WAIT_S, timeout_s)):  # a release stuck on a full queue
+            count("dump_busy")
+            return -1
+        try:  # records are taken under it; spans are made and flushed after it is let go
+            records = recorder.take_all()
+        finally:
+            recorder.lock.release()
+        _state.last_at = time.monotonic()
         pending = sum(1 for r in records if r.end is None)
+        written = 0
+        for i in range(0, len(records), CHUNK):  # made a chunk at a time: memory bounded by the chunk
+            _flush(processors, deadline)  # room first: the queue may hold the application's spans
+            if time.monotonic() >= deadline:
+                count("dump_flush_timeout")
+                break
+            spans = make_spans(state, records[i:i + CHUNK], resource, scope, dump_utc)
+            deliver(spans, processors)
+            written += len(spans)
         attrs: dict[str, Any] = {
             TORCH_DUMP_REASON: reason,
-            TORCH_DUMP_OPS: len(spans),
+            TORCH_DUMP_OPS: written,
             TORCH_DUMP_PENDING: pending,
             TORCH_DUMP_OVERWRITTEN: recorder.overwritten,
         }
@@ -114,30 +152,26 @@ def dump(reason: str = "request", *, requested_by: int | None = None) -> int:
                                       SpanRecord(lts, ptp, unc, quality, source, span_id),
                                       (state.lamport.tick(), ptp, unc, quality), source, dump_utc, ()))
         context = SpanContext(secrets.randbits(128) or 1, span_id, False, TraceFlags(TraceFlags.SAMPLED))
-        spans.append(ReadableSpan("torch.dump", context, None, resource, attrs, kind=SpanKind.INTERNAL,
-                                  start_time=dump_utc, end_time=dump_utc, instrumentation_scope=scope))
         _count_overwritten(processors)
-        deadline = time.monotonic() + DUMP_TIMEOUT_S
-        for i in range(0, len(spans), CHUNK):
-            deliver(spans[i:i + CHUNK], processors)
-            _flush(processors, deadline)
-        recorder.dumped += 1
+        deliver([ReadableSpan("torch.dump", context, None, resource, attrs, kind=SpanKind.INTERNAL,
+                              start_time=dump_utc, end_time=dump_utc, instrumentation_scope=scope)], processors)
+        _flush(processors, deadline)
         count("dumps")
-        _log.debug("tempotrace.torch: dump (%s): %d op spans, %d pending", reason, len(spans) - 1, pending)
-        return len(spans) - 1
+        _log.debug("tempotrace.torch: dump (%s): %d op spans, %d pending", reason, written, pending)
+        return written
     except Exception:
         count("dump_failed")
         _log.debug("tempotrace.torch: dump failed", exc_info=True)
         return -1
     finally:
-        _dumping.release()
+        _state.lock.release()
 
 
 def _count_overwritten(processors: Any) -> None:
-    new = recorder.overwritten - _counted[0]
+    new = recorder.overwritten - _state.counted
     if new <= 0:
         return
-    _counted[0] = recorder.overwritten
+    _state.counted = recorder.overwritten
     for p in processors:
         ledger = getattr(p, "ledger", None)
         if ledger is not None:
@@ -157,52 +191,69 @@ def _flush(processors: Any, deadline: float) -> None:
 
 
 class Watchdog:
-    """The thread that dumps on a hang and serves other ranks' dump requests (one per process, while instrumented).
-    """
+    """Two threads while instrumented: ``tempotrace-watchdog`` looks at this rank's open ops and dumps on a hang;
+    ``tempotrace-dump-requests`` talks to the store (asks every rank to dump, serves other ranks' asks). Apart,
+    so that a store that stops answering (its host frozen: a request can then block for minutes, whatever the
+    store's timeout) never delays this rank's own dump."""
 
     def __init__(self) -> None:
         self.hang_timeout = DEFAULT_HANG_TIMEOUT_S
-        self._thread: threading.Thread | None = None
+        #: The process that instrumented (install.py sets it): a forked child (a DataLoader worker) that did not
+        #: instrument itself neither polls nor dumps at exit.
+        self.owner_pid = -1
+        self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         #: op number -> monotonic time the watchdog first saw it open
         self._seen: dict[int, float] = {}
         #: open ops a hang dump already covered: one dump per hang, not one per poll
         self._dumped_for: set[int] = set()
-        self._served = 0  #: the highest request number this rank dumped for
+        self._served = 0  #: the highest request number this rank has seen
+        self._ask = threading.Event()  #: set by a hang dump: the store thread asks every rank
         self._store: Any = None
         self._store_failed = False
 
     def start(self, hang_timeout: float) -> None:
         self.hang_timeout = hang_timeout
-        if self._thread is not None and self._thread.is_alive():
+        if any(t.is_alive() for t in self._threads) and not self._stop.is_set():
             return
-        self._stop.clear()
+        self._stop = stop = threading.Event()  # each start its own: a thread from before stops for good
         self._store, self._store_failed = None, False
-        thread = threading.Thread(target=self._run, name="tempotrace-watchdog", daemon=True)
-        self._thread = thread
-        thread.start()
+        self._threads = [threading.Thread(target=self._run_local, args=(stop,), name="tempotrace-watchdog",
+                                          daemon=True),
+                         threading.Thread(target=self._run_store, args=(stop,), name="tempotrace-dump-requests",
+                                          daemon=True)]
+        for t in self._threads:
+            t.start()
 
     def stop(self) -> None:
         self._stop.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(2 * POLL_S + 1)
-        self._thread = None
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join(POLL_S + 1)  # a thread stuck in a store call or a dump is left to end on its own
+        self._threads = []
 
-    def _run(self) -> None:
-        while not self._stop.wait(POLL_S):
+    def _run_local(self, stop: threading.Event) -> None:
+        while not stop.wait(POLL_S):
             try:
                 self.poll()
             except Exception:
                 count("watchdog_failed")
                 _log.debug("tempotrace.torch: watchdog poll failed", exc_info=True)
 
+    def _run_store(self, stop: threading.Event) -> None:
+        while not stop.wait(STORE_POLL_S):
+            try:
+                if self._ask.is_set():
+                    self._ask.clear()
+                    self._ask_everyone()
+                self._serve_requests()
+            except Exception:
+                count("watchdog_failed")
+                _log.debug("tempotrace.torch: dump-request poll failed", exc_info=True)
+
     def poll(self, now: float | None = None) -> None:
-        """One look: another rank's request first, then this rank's open ops."""
+        """One look at this rank's open ops: one open for ``hang_timeout`` dumps it, and every rank is asked to."""
         now = time.monotonic() if now is None else now
-        self._serve_requests()
-        if self.hang_timeout <= 0:
-            return
         numbers = recorder.open_numbers()
         seen = self._seen
         still = {n: seen.get(n, now) for n in numbers}
@@ -214,7 +265,7 @@ class Watchdog:
         self._dumped_for.update(still)
         _log.warning("tempotrace.torch: an op open for %.0f s (hang_timeout): dumping the flight recorder and asking "
                      "every rank to dump", self.hang_timeout)
-        self._ask_everyone()
+        self._ask.set()  # the store thread asks; this one dumps now, whatever the store does
         dump("hang")
 
     def _store_or_none(self) -> Any:
@@ -225,7 +276,12 @@ class Watchdog:
             import torch.distributed.distributed_c10d as c10d
 
             if dist.is_initialized() and dist.get_world_size() > 1:
-                self._store = c10d._get_default_store()
+                store = c10d._get_default_store()
+                clone = getattr(store, "clone", None)
+                try:  # a connection of its own: not queued behind the job's own store requests
+                    self._store = clone() if clone is not None else store
+                except Exception:
+                    self._store = store
         except Exception:
             self._store_failed = True
         return self._store
@@ -261,13 +317,15 @@ class Watchdog:
         if number <= self._served:
             return
         self._served = number
-        if asker != _rank():
-            dump("peer", requested_by=asker)
+        if asker == _rank() or time.monotonic() - _state.last_at < PEER_QUIET_S:
+            return  # its own ask, or this rank has just dumped (its own hang, or an earlier ask): that dump covers it
+        dump("peer", requested_by=asker)
 
     def after_fork_in_child(self) -> None:
-        # The parent's thread is not the child's; a child that traces starts its own at instrument().
-        self._thread = None
+        # The parent's threads are not the child's; a child that instruments starts its own.
+        self._threads = []
         self._stop = threading.Event()
+        self._ask = threading.Event()
         self._seen = {}
         self._dumped_for = set()
         self._store, self._store_failed = None, False
@@ -278,9 +336,13 @@ lifecycle.renew_after_fork(watchdog)
 
 
 def _at_exit(reason: str) -> None:
-    """SIGTERM and interpreter exit: a dump when the ring holds what export would not bring out (lifecycle)."""
+    """SIGTERM and interpreter exit: a dump when the ring holds what export would not bring out (lifecycle); not in
+    a forked child that never instrumented itself."""
+    if watchdog.owner_pid != os.getpid():
+        return
     if recorder.retain == "ring" or recorder.open_numbers():
-        dump(reason)
+        watchdog.stop()
+        dump(reason, timeout_s=EXIT_DUMP_TIMEOUT_S)
 
 
 lifecycle.before_exit_flush(_at_exit)
@@ -298,7 +360,10 @@ def install_dump_signal(signum: int | None) -> None:
     previous = signal.getsignal(signum)
 
     def on_signal(sig: int, frame: Any) -> None:
-        threading.Thread(target=dump, args=("signal",), name="tempotrace-dump", daemon=True).start()
+        try:  # never into the interrupted code: a thread that cannot start is counted
+            threading.Thread(target=dump, args=("signal",), name="tempotrace-dump", daemon=True).start()
+        except Exception:
+            count("dump_failed")
 
     signal.signal(signum, on_signal)
     _signal_saved.append((signum, previous))

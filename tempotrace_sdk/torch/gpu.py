@@ -45,7 +45,7 @@ from ..semconv import (
     TORCH_GPU_UNCERTAINTY_NS,
 )
 from ..wire.layout import ClockQuality, TsSource
-from .carriage import count
+from .counts import count
 from .spans import end_span
 
 __all__ = ["Calibration", "EventSource", "GpuEvent", "GpuTimer"]

@@ -1,6 +1,6 @@
 """What the instrumentation needs to know about a process group, worked out once per group.
 
-The key names the member global ranks (``keys.group_key``), so subgroups stay
+The key names the member global ranks (``wire.torchkeys.group_key``), so subgroups stay
 distinct; a group other than the default one also carries torch's group name
 (the same on every rank, because every rank creates groups in the same order),
 so two groups with the same members keep separate sequence numbers.
@@ -18,15 +18,17 @@ import itertools
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
 
 from ..semconv import TORCH_BACKEND, TORCH_GROUP, TORCH_GROUP_RANK, TORCH_GROUP_SIZE
-from .ambiguity import OpenReceives
-from .keys import group_key
-from .record import RECORD_LEN
+from ..wire.torchkeys import group_key
+from ..wire.torchrecord import RECORD_LEN
+
+if TYPE_CHECKING:  # an annotation only: a group holds the receive tables; tracking them is p2p.py's concern
+    from .ambiguity import OpenReceives
 
 __all__ = ["GroupInfo", "group_info"]
 

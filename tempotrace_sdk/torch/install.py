@@ -14,32 +14,36 @@ What is replaced while instrumented, and put back exactly by ``uninstrument()``:
 - ``Work.wait``: ends the span of an async op whose backend gives no future.
 
 Code that took a function before ``instrument()`` (``from torch.distributed
-import all_reduce``) keeps the untraced one.
+import all_reduce``) keeps the untraced one. Each entry point's wrapper
+(``make_wrapper``) hands the call to its body: collectives in wrappers.py,
+point-to-point ops in p2p.py, chosen here so that neither imports the other.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from ..errors import TempoTraceError
-from . import held, opspans
-from .carriage import MODES, count
-from .dispatch import make_wrapper
+from ..torchops import SPECS, Kind, OpSpec, Reader
+from . import compute, opspans
+from .carriage import MODES, owed
+from .counts import count
 from .dumps import install_dump_signal, remove_dump_signal, watchdog
-from .groups import forget_groups
-from .ops import SPECS
-from .owed import settle
-from .p2p import traced_batch
+from .groups import forget_groups, group_info
+from .p2p import receive, send, traced_batch
 from .pending import registry
 from .recorder import Retention, recorder
 from .tracebacks import hide_our_frames
-from .wrappers import ORIGINAL_ATTR, settings, unwrap
+from .wrappers import ORIGINAL_ATTR, collective, inside, settings, unwrap
 
 __all__ = ["carriage_mode", "instrument", "is_instrumented", "sweep", "uninstrument"]
 
@@ -107,6 +111,7 @@ def _apply(chosen: Retention) -> None:
     recorder.export_every = chosen.export_every
     settings.retain = chosen.retain
     settings.sdk_spans = chosen.sdk_spans
+    watchdog.owner_pid = os.getpid()
     if chosen.hang_timeout > 0:
         watchdog.start(chosen.hang_timeout)
     else:
@@ -122,10 +127,10 @@ def uninstrument() -> None:
         settings.active = False
         try:
             # a step exchange still owed: no traced op comes to pay it, so pay it now, unless this runs
-            # while an exception unwinds (a rank going down issues nothing; owed.py)
-            settle(unwinding=sys.exc_info()[1] is not None)
+            # while an exception unwinds (a rank going down issues nothing; carriage/owed.py)
+            owed.settle(unwinding=sys.exc_info()[1] is not None)
             sweep(final=True)  # never raises; the restore below must happen whatever it meets
-            held.release()  # never raises
+            compute.release()  # trace_compute's held spans; never raises
             if recorder.retain == "export":
                 opspans.release(force=True)  # never raises
             watchdog.stop()
@@ -202,6 +207,36 @@ def _patch_functions() -> None:
             continue
         _replace(dist, spec.name, make_wrapper(spec, unwrap(original)))
     _replace(dist, "batch_isend_irecv", traced_batch(unwrap(dist.batch_isend_irecv)))
+
+
+def make_wrapper(spec: OpSpec, original: Callable[..., Any]) -> Callable[..., Any]:
+    """The wrapper of one entry point: its body runs the op traced, or the call goes straight to torch."""
+    reader = Reader(original)
+    body = {Kind.COLLECTIVE: collective, Kind.SEND: send, Kind.RECV: receive}[spec.kind]
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            if not settings.active or inside.get():
+                return original(*args, **kwargs)
+            if owed.due():
+                owed.pay()  # a step's exchange owed since its exception goes first, as it did on the other ranks (§4.2)
+            group = reader.get(args, kwargs, "group")
+            if group is dist.GroupMember.NON_GROUP_MEMBER:
+                return original(*args, **kwargs)
+            try:
+                info = group_info(group)
+            except Exception:  # not initialised, a group torch will refuse, ...: torch says what is wrong
+                count("untraced")
+                _log.debug("tempotrace.torch: %s not traced", spec.name, exc_info=True)
+                return original(*args, **kwargs)
+            return body(spec, reader, original, info, args, kwargs)
+        except BaseException as err:
+            hide_our_frames(err)  # torch's error, with the traceback the untraced call gives (tracebacks.py)
+            raise
+
+    setattr(wrapper, ORIGINAL_ATTR, original)
+    return wrapper
 
 
 def _patch_p2pop() -> None:

@@ -36,9 +36,9 @@ from ..otel.processor import _attributes as stamp_attributes
 from ..otel.records import SpanRecord
 from ..otel.sdk_internals import processors_of, provider_processor
 from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
+from ..torchops import SPECS, Kind
 from . import spans as torch_spans
-from .carriage import count
-from .ops import SPECS, Kind
+from .counts import count
 from .recorder import COMPLETIONS, OpRecord, recorder
 
 __all__ = ["deliver", "make_span", "release", "span_id_of"]
@@ -58,7 +58,9 @@ class _Nonce:
         _Nonce.value, _Nonce.high = secrets.randbits(64), secrets.randbits(64)
 
 
-lifecycle.renew_after_fork(_Nonce())
+#: Held here: the after-fork registry keeps its objects weakly.
+_nonce = _Nonce()
+lifecycle.renew_after_fork(_nonce)
 
 
 #: An odd constant (2^64 / golden ratio): number -> number * _WEYL is a bijection of 64-bit integers.
@@ -155,10 +157,27 @@ def sampled(record: OpRecord) -> bool:
     return parent is None or parent.trace_flags.sampled
 
 
-def release(*, since: int = 0, force: bool = False) -> None:
+def make_spans(state: TempoTraceState, records: Sequence[OpRecord], resource: Any, scope: Any,
+               dump_utc: int = 0) -> list[ReadableSpan]:
+    """The spans of the sampled ``records``; one that cannot be made is counted (``trace_failed``) and left out,
+    the others are made all the same."""
+    spans = []
+    with checked_once(state.domain):  # every reading was taken before this check
+        for r in records:
+            if not sampled(r):
+                continue
+            try:
+                spans.append(make_span(state, r, resource, scope, dump_utc))
+            except Exception:
+                count("trace_failed")
+                _log.debug("tempotrace.torch: an op span not made", exc_info=True)
+    return spans
+
+
+def release(*, since: int | None = None, force: bool = False) -> None:
     """Make the span of every ended op (numbered ``since`` or later) and hand them on; open ops wait. Under
     retain="ring" only when ``since`` is given (a sampled step). Never raises."""
-    if not since and (recorder.retain != "export" or not (recorder.ended or force)):
+    if since is None and (recorder.retain != "export" or not (force or recorder.holding())):
         return
     try:
         with recorder.lock:
@@ -167,9 +186,7 @@ def release(*, since: int = 0, force: bool = False) -> None:
                 return
             state = get_state()
             resource, scope, processors = destination()
-            with checked_once(state.domain):  # every reading was taken before this check
-                spans = [make_span(state, r, resource, scope) for r in records if sampled(r)]
-            deliver(spans, processors)
+            deliver(make_spans(state, records, resource, scope), processors)
     except Exception:
         count("trace_failed")
         _log.debug("tempotrace.torch: op spans not made", exc_info=True)
@@ -186,7 +203,7 @@ def step_left(step: Any) -> None:
         return
     every = recorder.export_every
     if every and step.number is not None and step.number % every == 0:
-        release(since=step.first_op or 1)
+        release(since=step.first_op)
 
 
 lifecycle.release_before_flush(release, recorder.holding)

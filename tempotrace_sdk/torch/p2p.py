@@ -33,15 +33,15 @@ from ..semconv import (
     TORCH_SRC,
     TORCH_TAG,
 )
-from . import carriage
+from ..torchops import OpSpec, Reader, tensor_bytes
+from ..wire.torchrecord import RecordKind
 from .ambiguity import Found, Posted, posted, released
-from .carriage import SIDE_MODES, count
+from .carriage import SIDE_MODES, records
+from .carriage.owed import pay
+from .carriage.side import SideRecv, post_side_send, side_buffer, side_tag, take_spare
+from .counts import count
 from .groups import GroupInfo, group_info
-from .ops import OpSpec, Reader, tensor_bytes
-from .owed import pay
 from .pending import PendingOp, registry
-from .record import RecordKind
-from .side import SideRecv, post_side_send, side_buffer, side_tag, take_spare
 from .spans import end_span
 from .tracebacks import hide_our_frames
 from .wrappers import (
@@ -333,7 +333,7 @@ def _plan_each(info: GroupInfo, user_ops: list[Any], ops: list[Any], plans: list
         if not is_send:
             plan.outstanding = _outstanding(info, begun.span, tag, False)
         if stag is not None and is_send:  # the side message goes right before its data (§3.3)
-            plan.side_tensor, plan.channel = carriage.outgoing(info, begun.record), (info.key, peer, stag)
+            plan.side_tensor, plan.channel = records.outgoing(info, begun.record), (info.key, peer, stag)
             plan.side_index = len(ops)
             ops.append(dist.P2POp(isend, plan.side_tensor, peer, op.group, stag))
         elif stag is not None:

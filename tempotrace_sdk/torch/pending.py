@@ -34,9 +34,10 @@ from opentelemetry.trace import Span
 
 from ..clocks.base import Timestamp
 from ..semconv import TORCH_COMPLETION, TORCH_RECV_COUNT
-from .carriage import Exchange, count
-from .couriers import SIDE_DEADLINE_S, RecvCourier, SendCourier
-from .side import SideRecv
+from .carriage.couriers import SIDE_DEADLINE_S, RecvCourier, SendCourier
+from .carriage.records import Exchange
+from .carriage.side import SideRecv
+from .counts import count
 from .spans import end_span, now
 
 __all__ = ["PendingOp", "registry"]

@@ -35,7 +35,7 @@ from opentelemetry.trace import SpanContext
 from ..errors import TempoTraceError
 from ..otel import lifecycle
 from ..otel.context import get_state
-from .carriage import count
+from .counts import count
 from .groups import GroupInfo
 
 __all__ = ["DEFAULT_HANG_TIMEOUT_S", "DEFAULT_RING_OPS", "RECORD_BYTES", "RELEASE_AT", "OpRecord", "Recorder",
@@ -59,15 +59,15 @@ _START = struct.Struct("<qqqqqqqq")
 _END = struct.Struct("<qqqq")
 RECORD_BYTES = _START.size + _END.size
 
-#: A slot's state (one octet a slot).
-EMPTY, OPEN, ENDED = 0, 1, 2
+#: A slot's state (one octet a slot; see Recorder).
+EMPTY, OPEN, ENDED, WRITING, ENDING = 0, 1, 2, 3, 4
 
 
 class OpRecord(NamedTuple):
     """One record, unpacked (only when spans are made: never on the hot path)."""
 
     number: int
-    op: int  #: index into ops.SPECS
+    op: int  #: index into torchops.SPECS
     group: GroupInfo
     seq: int
     nbytes: int
@@ -83,20 +83,38 @@ COMPLETIONS = ("pending", "return")
 
 
 class Recorder:
-    """The process's op records: a ring of ``size`` slots (a power of two), ops numbered from 0."""
+    """The process's op records: a ring of ``size`` slots (a power of two), ops numbered from 0.
+
+    A slot's state octet says who may touch it: WRITING (``begin`` is filling it), OPEN, ENDING (``end`` is
+    filling the end), ENDED, EMPTY (exported, forgotten or never used). Each change out of OPEN or ENDED, and
+    into WRITING, is made under ``_slot_lock`` (uncontended on the hot path: one acquire per ``begin`` and per
+    ``end``), so a dump and an ending op never both take one op, and a scan that meets a slot being written
+    stops there: op numbers are only ever taken by ``begin``, so a slot that does not yet hold its number
+    is one still being written.
+    """
 
     def __init__(self, size: int = DEFAULT_RING_OPS) -> None:
+        #: next() is atomic under the GIL: one op number per op, never reset (span ids derive from it).
+        self.numbers = itertools.count()
+        #: Every op number below this has been taken by a ``begin`` (it may lag a concurrent one).
+        self.issued = 0
+        self.overwritten = 0  #: ops overwritten (or dropped by a resize) before they were ever exported
         self.resize(size)
         self.retain = "export"
         #: retain="ring": every N-th step's ops are exported in full as well (0: none).
         self.export_every = 0
         self.groups: list[GroupInfo] = []
         self._group_lock = threading.Lock()
+        self._slot_lock = threading.Lock()
         #: Held while records are taken and made into spans (opspans.py): one maker at a time.
         self.lock = threading.Lock()
 
     def resize(self, size: int) -> None:
-        """A new, empty ring of at least ``size`` slots (instrument() with another ``ring_ops``)."""
+        """A new, empty ring of at least ``size`` slots (instrument() with another ``ring_ops``); ops it held
+        that were never exported are counted overwritten. Numbering goes on."""
+        old = getattr(self, "state", None)
+        if old is not None:
+            self.overwritten += sum(1 for s in old if s in (OPEN, ENDED, ENDING, WRITING))
         slots = 1 << max(0, int(size) - 1).bit_length()
         self.size = slots
         self.mask = slots - 1
@@ -104,11 +122,8 @@ class Recorder:
         self.state = bytearray(slots)
         #: Each slot's context when its op began (shared by a step's ops: one reference a slot).
         self.parents: list[Context | None] = [None] * slots
-        self.numbers = itertools.count()  #: next() is atomic under the GIL: one op number per op
-        self.next_due = 0  #: op numbers below this are exported or overwritten, or still open and listed in ``open``
-        self.ended = 0  #: ended ops not yet made into spans (retain="export"), approximately
-        self.overwritten = 0  #: ops overwritten before they were ever exported
-        self.dumped = 0
+        self.next_due = self.issued  #: op numbers below this are exported, overwritten or forgotten
+        self.ended = 0  #: ops ended since the last take (approximate: only a trigger for a release)
 
     # -- the hot path ------------------------------------------------------------------------------
     def group_index(self, info: GroupInfo) -> int:
@@ -131,57 +146,70 @@ class Recorder:
             state.count_error("torch_clock")
             _log.debug("tempotrace.torch: clock read failed", exc_info=True)
             return -1
-        number = next(self.numbers)
-        slot = number & self.mask
-        if self.state[slot]:
-            self._overwrite(slot)
         gi = info.record_index
+        if gi < 0:
+            gi = self.group_index(info)
+        states = self.state
+        with self._slot_lock:
+            number = next(self.numbers)
+            slot = number & self.mask
+            if states[slot] != EMPTY:
+                self._overwrite()
+            states[slot] = WRITING
         _START.pack_into(self.buffer, slot * RECORD_BYTES, number,
-                         op | ((gi if gi >= 0 else self.group_index(info)) << 16) | (source << 40) | (quality << 48),
-                         seq, nbytes, root, ptp, unc, lts)
+                         op | (gi << 16) | (source << 40) | (quality << 48), seq, nbytes, root, ptp, unc, lts)
         self.parents[slot] = get_current()  # the span is looked up when the record becomes one (cheaper here)
-        self.state[slot] = OPEN
+        states[slot] = OPEN
+        if number >= self.issued:
+            self.issued = number + 1
         return number
 
     def end(self, number: int, completion: int = 1) -> bool:
-        """Record the end of op ``number`` now (False: the clock failed, or the ring moved on)."""
+        """Record the end of op ``number`` now (False: the ring moved on or a dump took it open, or the clock
+        failed: then the record is dropped, counted ``torch_clock``, rather than left open for ever)."""
         slot = number & self.mask
+        states, base = self.state, slot * RECORD_BYTES
+        with self._slot_lock:
+            if states[slot] != OPEN or _NUMBER.unpack_from(self.buffer, base)[0] != number:
+                return False  # overwritten while it ran (a ring smaller than the ops in flight), or dumped
+            states[slot] = ENDING
         state = get_state()
         try:
             clock = state._clock
             ptp, unc, source, quality, lts = state.stamp.tick(clock if clock is not None else state.clock)
         except Exception:
             state.count_error("torch_clock")
+            states[slot] = EMPTY
             return False
-        base = slot * RECORD_BYTES
-        if self.state[slot] != OPEN or _NUMBER.unpack_from(self.buffer, base)[0] != number:
-            return False  # overwritten while it ran (a ring smaller than the ops in flight), or dumped
         _END.pack_into(self.buffer, base + _START.size, ptp, unc, lts, completion | (source << 8) | (quality << 16))
-        self.state[slot] = ENDED
+        if _NUMBER.unpack_from(self.buffer, base)[0] != number:
+            return False  # a begin took the slot meanwhile (a ring smaller than the ops in flight): counted there
+        states[slot] = ENDED
         self.ended += 1
         return True
 
     def forget(self, number: int) -> None:
         """Op ``number`` gets its span another way (it raised): its record is not exported."""
         slot = number & self.mask
-        if _NUMBER.unpack_from(self.buffer, slot * RECORD_BYTES)[0] == number:
-            self.state[slot] = EMPTY
+        with self._slot_lock:
+            if self.state[slot] == OPEN and _NUMBER.unpack_from(self.buffer, slot * RECORD_BYTES)[0] == number:
+                self.state[slot] = EMPTY
+                self.parents[slot] = None
 
-    def _overwrite(self, slot: int) -> None:
+    def _overwrite(self) -> None:
         # Only an op never exported leaves its state set: export and dumps clear it.
-        self.state[slot] = EMPTY
         self.overwritten += 1
         count("ring_overwritten")
 
     # -- reading records back ---------------------------------------------------------------------
-    def unpack(self, slot: int) -> OpRecord:
+    def unpack(self, slot: int, ended: bool | None = None) -> OpRecord:
         base = slot * RECORD_BYTES
         number, facts, seq, nbytes, root, ptp, unc, lts = _START.unpack_from(self.buffer, base)
         group = self.groups[(facts >> 16) & 0xFFFFFF]
         start = (ptp, unc, (facts >> 40) & 0xFF, (facts >> 48) & 0xFF, lts)
         end = None
         completion = 0
-        if self.state[slot] == ENDED:
+        if ended if ended is not None else self.state[slot] == ENDED:
             eptp, eunc, elts, efacts = _END.unpack_from(self.buffer, base + _START.size)
             end = (eptp, eunc, (efacts >> 8) & 0xFF, (efacts >> 16) & 0xFF, elts)
             completion = efacts & 0xFF
@@ -191,44 +219,63 @@ class Recorder:
                         parent if parent is not None and parent.is_valid else None)
 
     def mark(self) -> int:
-        """An op number no op before now has and every op after now exceeds (a step's entry)."""
-        return next(self.numbers)  # numbers skip one: harmless, they only need to be unique
+        """An op number every op begun from now on has or exceeds (a step's entry)."""
+        return self.issued
 
-    def take_ended(self, since: int = 0) -> list[OpRecord]:
-        """Every ended op not yet exported (numbered ``since`` or later), oldest first, marked exported. Open ops
-        stay."""
+    def _take(self, slot: int, number: int, wanted: tuple[int, ...]) -> OpRecord | None:
+        """The record of op ``number`` if its slot holds it in a ``wanted`` state, the slot then emptied."""
+        states = self.state
+        with self._slot_lock:
+            s = states[slot]
+            if s not in wanted or _NUMBER.unpack_from(self.buffer, slot * RECORD_BYTES)[0] != number:
+                return None
+            record = self.unpack(slot, s == ENDED)
+            states[slot] = EMPTY
+            self.parents[slot] = None
+        return record
+
+    def take_ended(self, since: int | None = None) -> list[OpRecord]:
+        """Every ended op not yet exported (numbered ``since`` or later), oldest first, marked exported. Open
+        ops, and ops being written or ended, stay: the next take starts at the first of them."""
         taken: list[OpRecord] = []
-        last = next(self.numbers)
-        low = max(self.next_due if not since else since, last - self.size + 1)
-        first_open = -1
-        state, mask = self.state, self.mask
+        last = self.issued
+        low = max(self.next_due if since is None else since, last - self.size)
+        first_waiting = -1
+        states, mask, buffer = self.state, self.mask, self.buffer
         for number in range(low, last):
             slot = number & mask
-            s = state[slot]
-            if s == ENDED:
-                taken.append(self.unpack(slot))
-                state[slot] = EMPTY
-                self.parents[slot] = None
-            elif s == OPEN and first_open < 0:
-                first_open = number
-        if not since:
-            self.next_due = first_open if first_open >= 0 else last
+            s = states[slot]
+            if s == EMPTY:
+                continue
+            held = _NUMBER.unpack_from(buffer, slot * RECORD_BYTES)[0]
+            if held > number:
+                continue  # overwritten by a later op: counted when it was
+            if held < number or s != ENDED:  # not written yet, or open, or ending: it waits
+                if first_waiting < 0:
+                    first_waiting = number
+                continue
+            record = self._take(slot, number, (ENDED,))
+            if record is not None:
+                taken.append(record)
+            elif first_waiting < 0:
+                first_waiting = number
+        if since is None:
+            self.next_due = first_waiting if first_waiting >= 0 else last
             self.ended = 0
         return taken
 
     def take_all(self) -> list[OpRecord]:
-        """Every op in the ring not yet exported, open ones included, oldest first, marked exported (a dump)."""
+        """Every op in the ring not yet exported, open ones included, oldest first, marked exported (a dump).
+        An op being written or ended right now is left to its ``end`` (and the next take)."""
         taken: list[OpRecord] = []
-        last = next(self.numbers)
-        state, mask = self.state, self.mask
+        last = self.issued
+        states, mask = self.state, self.mask
         for number in range(max(0, last - self.size), last):
             slot = number & mask
-            if state[slot] and _NUMBER.unpack_from(self.buffer, slot * RECORD_BYTES)[0] == number:
-                taken.append(self.unpack(slot))
-                state[slot] = EMPTY
-                self.parents[slot] = None
-        self.next_due = last
-        self.ended = 0
+            if states[slot] in (OPEN, ENDED):
+                record = self._take(slot, number, (OPEN, ENDED))
+                if record is not None:
+                    taken.append(record)
         return taken
 
     def open_numbers(self) -> list[int]:
@@ -241,14 +288,19 @@ class Recorder:
         return out
 
     def holding(self) -> bool:
-        """Ended ops wait to be made into spans (a flush makes them first: lifecycle.release_before_flush)."""
-        return self.retain == "export" and self.ended > 0
+        """Ended ops wait to be made into spans (a flush makes them first: lifecycle.release_before_flush). A
+        C scan of the states: an approximate count could miss them."""
+        return self.retain == "export" and self.state.find(ENDED) >= 0
 
     def after_fork_in_child(self) -> None:
-        # The parent's records are the parent's to export; the child starts with an empty ring of the same size.
+        # The parent's records are the parent's to export; the child starts with an empty ring of the same size
+        # (its numbering goes on; opspans renews the nonce its span ids start from).
+        self.state = bytearray(self.size)
         self.resize(self.size)
+        self.overwritten = 0
         self.lock = threading.Lock()
         self._group_lock = threading.Lock()
+        self._slot_lock = threading.Lock()
 
 
 _NUMBER = struct.Struct("<q")
@@ -261,6 +313,8 @@ HANG_TIMEOUT_ENV = "TEMPOTRACE_HANG_TIMEOUT"
 DUMP_SIGNAL_ENV = "TEMPOTRACE_TORCH_DUMP_SIGNAL"
 SDK_SPANS_ENV = "TEMPOTRACE_TORCH_SDK_SPANS"
 RETAIN_MODES = ("export", "ring")
+#: Signals a dump may not take: uncatchable, or already ours or the program's (Ctrl-C, the SIGTERM flush).
+_RESERVED_SIGNALS = frozenset(int(s) for s in (signal.SIGKILL, signal.SIGSTOP, signal.SIGINT, signal.SIGTERM))
 #: The largest ring: 2^24 ops, about 1.7 GiB.
 RING_OPS_MAX = 1 << 24
 
@@ -307,6 +361,13 @@ class Retention:
         elif isinstance(dump_signal, bool) or not isinstance(dump_signal, int) or dump_signal not in set(
                 signal.valid_signals()):
             raise TempoTraceError(f"dump_signal must be a signal number (e.g. signal.SIGUSR1); got {dump_signal!r}")
+        if dump_signal is not None:
+            if dump_signal in _RESERVED_SIGNALS:
+                name = signal.Signals(dump_signal).name
+                raise TempoTraceError(f"dump_signal must not be {name}: it cannot be caught, or it already means "
+                                      "something (interrupt, the SIGTERM flush); use SIGUSR1")
+            if threading.current_thread() is not threading.main_thread():
+                raise TempoTraceError("dump_signal can only be set from the main thread (Python handles signals there)")
         if sdk_spans is None:
             sdk_spans = env.get(SDK_SPANS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
         return cls(retain, ring, every, float(hang_timeout), None if dump_signal is None else int(dump_signal),

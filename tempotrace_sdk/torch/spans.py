@@ -5,6 +5,13 @@ exports for this (``pending_start``: the processor stamps the start with the
 very clock reading whose UTC form became the span's start time;
 ``stamp_end``: the end stamp written before ``end()``), exactly as
 ``@traced`` / ``span()`` do for spans that end where they started.
+
+A span started in a callback (DDP's reducer, autograd's engine) runs on a
+thread that may not have our context: ``callback_context()`` gives it the
+open step's span as parent (spec/torch.md §4.3). The open steps are
+therefore kept here (``open_steps``, pushed and popped by ``step()``), below
+everything that starts such spans (ddp.py, compute.py), so that none of them
+imports steps.py.
 """
 
 from __future__ import annotations
@@ -20,9 +27,10 @@ from ..clocks.base import Timestamp
 from ..clocks.leapseconds import tai_to_utc_ns
 from ..otel.context import TempoTraceState, get_state
 from ..otel.processor import pending_start, stamp_end
-from .carriage import count
+from .counts import count
 
-__all__ = ["end_span", "now", "start_or_invalid", "start_span", "tracer"]
+__all__ = ["callback_context", "current_step", "end_span", "now", "open_steps", "start_or_invalid", "start_span",
+           "tracer"]
 
 _log = logging.getLogger(__name__)
 
@@ -52,10 +60,28 @@ def now(state: TempoTraceState | None = None) -> Timestamp | None:
         return None
 
 
+#: Open steps, innermost last: process-wide (a DDP hook runs on autograd's threads, not in our context).
+#: ``step()`` pushes and pops them.
+open_steps: list[tuple[int, Span]] = []
+
+
+def current_step() -> tuple[int, Span] | None:
+    """(step number, step span) of the innermost open step, from any thread; None outside one."""
+    return open_steps[-1] if open_steps else None
+
+
+def callback_context() -> context_api.Context | None:
+    """The parent for a span started in a callback (DDP's reducer, autograd's engine), whose thread may not
+    have our context: the current span when there is one (None: the current context), else the open step's."""
+    if trace.get_current_span().get_span_context().is_valid:
+        return None
+    open_step = current_step()
+    return trace.set_span_in_context(open_step[1]) if open_step is not None else None
+
 def start_span(name: str, attributes: dict[str, Any], context: context_api.Context | None = None, *,
                at: tuple[Timestamp, int] | None = None) -> Span:
     """A span started now by our clock (parent: ``context``, default the current one); or started ``at`` a
-    reading taken earlier with its Lamport tick (a held op, held.py)."""
+    reading taken earlier with its Lamport tick (a held op, compute.py)."""
     ts, lts = (now(), None) if at is None else at
     if ts is None:
         return tracer().start_span(name, context=context, kind=SpanKind.INTERNAL, attributes=attributes)

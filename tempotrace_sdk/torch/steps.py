@@ -1,17 +1,17 @@
 """``step()``: one trace id for every rank of a training step, and the step-level exchange (spec/torch.md §4).
 
 Every rank computes the step's trace id from the job id and the step number
-(``keys.step_ids``), with no communication, and starts its step span as a
+(``wire.torchkeys.step_ids``), with no communication, and starts its step span as a
 child of a virtual remote parent with that trace id: the step spans of all
 ranks are siblings in one trace. ``step()`` without a number counts steps
 itself; a number this process used before (an epoch loop's ``enumerate``) is
 counted ``step_reused``, warned about once, and still gets a trace of its own
-(stepnumbers.py). On exit (carriage ``"step"``, instrumented)
+(``wire.torchkeys.StepNumbers``). On exit (carriage ``"step"``, instrumented)
 each rank makes one send event and the ranks all_gather their records; each
 step span records what it merged (``tempotrace.torch.recv.*``). Leaving a
 step is therefore a collective: every rank of the group must do it. A step
 left by an ``Exception`` owes its exchange, paid before this rank's next
-collective (owed.py): a handled exception keeps every rank in step, a rank
+collective (carriage/owed.py): a handled exception keeps every rank in step, a rank
 that dies of it issues nothing. A torch.distributed failure (no collective can
 be trusted then) or a non-``Exception`` exit (KeyboardInterrupt, SystemExit)
 skips the exchange: spec/torch.md §4.2. Whatever fails in the tracing, the
@@ -34,28 +34,27 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, TraceFlags
 
 from ..semconv import TORCH_CARRIAGE, TORCH_STEP, TORCH_STEP_OCCURRENCE
-from . import held, opspans
-from .carriage import STEP_MODES, Exchange, count, make_record
+from ..wire.torchkeys import StepNumbers, step_ids
+from ..wire.torchrecord import RecordKind
+from . import compute, opspans
+from .carriage import STEP_MODES
+from .carriage.owed import Owed, owe, pay
+from .carriage.records import Exchange, make_record
+from .counts import count
 from .dumps import dump
 from .groups import group_info
 from .install import sweep
-from .keys import step_ids
 from .launch import job_id_from_env, launch_facts
-from .owed import Owed, owe, pay
-from .record import RecordKind
-from .spans import end_span, now, start_or_invalid
-from .stepnumbers import StepNumbers
+from .spans import end_span, now, open_steps, start_or_invalid
 from .wrappers import raised_by_op, settings
 
-__all__ = ["TORCH_STEP_OCCURRENCE", "callback_context", "current_step", "job_id", "step"]
+__all__ = ["TORCH_STEP_OCCURRENCE", "job_id", "step"]
 
 _log = logging.getLogger(__name__)
 
 
 _lock = threading.Lock()
 _job: str | None = None
-#: Open steps, innermost last: process-wide (a DDP hook runs on autograd's threads, not in our context).
-_open: list[tuple[int, Span]] = []
 #: Every step number this process used, for counting (``step()``) and for telling reuses apart.
 numbers = StepNumbers()
 #: A reused number is warned about once per process (and counted every time).
@@ -83,20 +82,6 @@ def _agree_on_job_id() -> str:
     box = [secrets.token_hex(8) if dist.get_rank() == 0 else None]
     c10d.broadcast_object_list(box, src=0)
     return str(box[0])
-
-
-def current_step() -> tuple[int, Span] | None:
-    """(step number, step span) of the innermost open step, from any thread; None outside one."""
-    return _open[-1] if _open else None
-
-
-def callback_context() -> context_api.Context | None:
-    """The parent for a span started in a callback (DDP's reducer, autograd's engine), whose thread may not
-    have our context: the current span when there is one (None: the current context), else the open step's."""
-    if trace.get_current_span().get_span_context().is_valid:
-        return None
-    open_step = current_step()
-    return trace.set_span_in_context(open_step[1]) if open_step is not None else None
 
 
 class step:  # lower case: used like a function, ``with step():``
@@ -140,8 +125,8 @@ class step:  # lower case: used like a function, ``with step():``
         sp = start_or_invalid("torch.step", attrs, trace.set_span_in_context(parent))  # the step runs, exchanges
         self._span = sp
         self._token = context_api.attach(trace.set_span_in_context(sp))
-        _open.append((number, sp))
-        held.step_opened()
+        open_steps.append((number, sp))
+        compute.step_opened()
         opspans.step_entered(self)
         return sp
 
@@ -154,11 +139,11 @@ class step:  # lower case: used like a function, ``with step():``
         try:
             context_api.detach(self._token)  # type: ignore[arg-type]
         finally:
-            if _open and _open[-1][1] is sp:
-                _open.pop()
-            held.step_closed()
+            if open_steps and open_steps[-1][1] is sp:
+                open_steps.pop()
+            compute.step_closed()
             attrs = self._leave(sp, exc)
-            held.release()  # trace_compute's spans (held.py)
+            compute.release()  # trace_compute's spans, held during the step
             opspans.step_left(self)  # the step's op spans, made after the exchange, before the step ends
             if exc is not None and isinstance(exc, Exception) and settings.active:
                 dump("exception")  # the ring's ops up to the failure (spec/torch.md §8.2); never raises
@@ -186,7 +171,7 @@ class step:  # lower case: used like a function, ``with step():``
             return {}
         number = self.number if self.number is not None else 0  # entered: always set
         record = make_record(RecordKind.EXCHANGE, info.rank, number, sp)  # the absent record on failure
-        if exc is not None:  # perhaps nobody handles it: a dying rank must issue nothing (owed.py)
+        if exc is not None:  # perhaps nobody handles it: a dying rank must issue nothing (carriage/owed.py)
             owe(Owed(sp, info, record, number, exc, now()))
             return None
         pay()
@@ -196,7 +181,7 @@ class step:  # lower case: used like a function, ``with step():``
             count("exchange_failed")
             _log.debug("tempotrace.torch: step exchange failed", exc_info=True)
             return {}
-        held.release()  # the step's spans are made while the exchange travels (this rank would only wait)
+        compute.release()  # the step's spans are made while the exchange travels (this rank would only wait)
         opspans.release()
         try:
             if exchange.work is not None:

@@ -11,7 +11,7 @@ depends only on what every rank sees alike, and a record that cannot be made
 travels as the absent record. The op's own exceptions propagate unchanged,
 marked so that ``step()`` knows they came out of torch.distributed (§4.2).
 
-Point-to-point bodies: p2p.py; which body an entry point gets: dispatch.py.
+Point-to-point bodies: p2p.py; which body an entry point gets: install.py (``make_wrapper``).
 """
 
 from __future__ import annotations
@@ -28,13 +28,14 @@ from opentelemetry.trace import NonRecordingSpan, Span
 
 from ..clocks.base import Timestamp
 from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
+from ..torchops import SPEC_INDEX, SPECS, Kind, OpSpec, Reader, tensor_bytes
 from ..wire.layout import ClockQuality, TsSource
-from .carriage import Exchange, count, make_record
+from ..wire.torchrecord import RecordKind, absent_record
+from .carriage.records import Exchange, make_record
+from .counts import count
 from .groups import GroupInfo
-from .ops import SPEC_INDEX, SPECS, Kind, OpSpec, Reader, tensor_bytes
 from .opspans import op_attributes, release
 from .pending import PendingOp, registry
-from .record import RecordKind, absent_record
 from .recorder import RELEASE_AT, recorder
 from .spans import end_span, start_span
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from tempotrace_sdk.analysis.groupkey import parse_key
 from tempotrace_sdk.analysis.order import span_mask
-from tempotrace_sdk.torch.keys import step_ids
+from tempotrace_sdk.wire.torchkeys import step_ids
 
 from .otlpgen import TAI_UTC_NS, line, span
 

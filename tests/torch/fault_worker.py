@@ -27,7 +27,8 @@ import torch.distributed as dist
 
 from tempotrace_sdk import torch as tt
 from tempotrace_sdk.otel import configure
-from tempotrace_sdk.torch import carriage, wrappers
+from tempotrace_sdk.torch import wrappers
+from tempotrace_sdk.torch.carriage import records
 
 OUT = Path(os.environ["TT_TEST_OUT"])
 RANK = int(os.environ["RANK"])
@@ -190,7 +191,7 @@ def op_exchange_failure() -> dict[str, Any]:
     try:
         with tt.step(400):
             t = torch.ones(4)
-            with failing(carriage, "device_record", on_rank=1):
+            with failing(records, "device_record", on_rank=1):
                 dist.all_reduce(t)
             x = torch.full((4,), float(RANK + 1))
             dist.all_reduce(x)
@@ -201,7 +202,7 @@ def op_exchange_failure() -> dict[str, Any]:
 
 def step_exchange_failure() -> dict[str, Any]:
     """Finding 11: the step exchange's tensors cannot be made on rank 1: the all_gather is issued all the same."""
-    with failing(carriage, "device_record", on_rank=1), tt.step(410):
+    with failing(records, "device_record", on_rank=1), tt.step(410):
         dist.all_reduce(torch.ones(4))
     with tt.step(411):
         x = torch.full((4,), float(RANK + 1))
@@ -213,7 +214,7 @@ def side_send_failure() -> dict[str, Any]:
     """Finding 11: the side message's tensor cannot be made on the sender: the absent record goes instead."""
     with tt.step(420):
         if RANK == 0:
-            with failing(carriage, "device_record", on_rank=0):
+            with failing(records, "device_record", on_rank=0):
                 dist.send(torch.ones(4), 1, tag=7)
         else:
             dist.recv(torch.zeros(4), 0, tag=7)

@@ -21,7 +21,7 @@ import torch.distributed.distributed_c10d as c10d
 
 from tempotrace_sdk import torch as tt
 from tempotrace_sdk.otel import configure
-from tempotrace_sdk.torch import carriage
+from tempotrace_sdk.torch.carriage import records
 
 OUT = Path(os.environ["TT_TEST_OUT"])
 RANK = int(os.environ["RANK"])
@@ -163,9 +163,9 @@ def main() -> None:
     with tt.step(3):
         dist.all_reduce(t.clone())
         if RANK == CORRUPT_RANK:
-            carriage.corrupt_outgoing = lambda rec: rec[:50] + bytes([rec[50] ^ 0xFF]) + rec[51:]
+            records.corrupt_outgoing = lambda rec: rec[:50] + bytes([rec[50] ^ 0xFF]) + rec[51:]
         dist.all_reduce(t.clone())
-        carriage.corrupt_outgoing = None
+        records.corrupt_outgoing = None
         dist.all_reduce(t.clone(), async_op=True).wait()
     with tt.step(4):
         if RANK in SUBGROUP:  # carriage "op": every op span merges the others' records

@@ -71,13 +71,15 @@ def test_the_lying_rank_is_flagged_and_no_honest_pair_has_a_wrong_decision(job: 
 
 def test_lamport_decides_only_the_collectives_whose_spans_recorded_a_merge(job: Job) -> None:
     """The subgroup 0-2 (no liar, rank 2 NTP-class, so physics is silent): its all_reduce of step 2 ran with
-    carriage "step" (no merge on the op span) and is undecided; those of step 4 ran with carriage "op"
-    (every end merged every record) and are ordered by the carried counters or sketches."""
+    carriage "step+p2p" (no merge on the op span): no recorded evidence, so only the order derived from the trace's
+    own structure decides it (analysis.md §2.8); those of step 4 ran with carriage "op" (every end merged every
+    record) and are ordered by the carried counters or sketches."""
     d = analyze(job.span_files, keep=100_000).to_dict()
     step = {job.step_span(0, n).trace_id: n for n in range(5)}
     sub = {(step[c["trace_id"]], c["op"]): c for c in d["collectives"] if c["group"].startswith("0-2#")}
     assert set(sub) == {(2, "all_reduce"), (4, "all_reduce"), (4, "barrier")}
-    assert sub[(2, "all_reduce")]["outcome"] == "undecided"
+    assert sub[(2, "all_reduce")]["outcome"] == "consistent"
+    assert sub[(2, "all_reduce")]["decision"]["method"] == "derived"
     for key in ((4, "all_reduce"), (4, "barrier")):
         assert sub[key]["outcome"] == "consistent" and sub[key]["decision"]["method"] in ("lamport", "svc")
     assert all(c["outcome"] != "contradiction" for c in sub.values())

@@ -17,10 +17,11 @@ import torch
 from tempotrace_sdk import semconv as S
 from tempotrace_sdk.otel import context as otel_context
 from tempotrace_sdk.otel.context import TempoTraceState
-from tempotrace_sdk.torch import carriage
+from tempotrace_sdk.torch.carriage import records as carriage
+from tempotrace_sdk.torch.counts import carriage_counts
 from tempotrace_sdk.torch.groups import GroupInfo
-from tempotrace_sdk.torch.record import RecordKind, absent_record, pack_record
 from tempotrace_sdk.wire import LAMPORT_MAX_AHEAD, ClockQuality, Sketch, TsSource, TTExt
+from tempotrace_sdk.wire.torchrecord import RecordKind, absent_record, pack_record
 
 LTS_MAX = 2**63 - 1
 
@@ -56,14 +57,14 @@ def _group(ranks: tuple[int, ...]) -> GroupInfo:
 
 
 def _counts_delta(before: dict[str, int]) -> dict[str, Any]:
-    after = carriage.carriage_counts()
+    after = carriage_counts()
     changed = {k for k in set(after) | set(before) if after.get(k, 0) != before.get(k, 0)}
     return {k: after.get(k, 0) - before.get(k, 0) for k in changed}
 
 
 def test_side_message_far_ahead_is_described_but_not_merged(state: TempoTraceState) -> None:
     start = state.lamport.tick()
-    before = carriage.carriage_counts()
+    before = carriage_counts()
     attrs = carriage.merge_side(_record(RecordKind.P2P, 1, 0, LTS_MAX, 0x11), src=1, seq=0)
     assert S.TORCH_RECV_LTS not in attrs and attrs[S.TORCH_RECV_COUNT] == 0
     assert attrs[S.TORCH_REMOTE_LTS] == LTS_MAX  # what the peer claimed stays on record
@@ -83,7 +84,7 @@ def test_exchange_merges_the_honest_records_and_leaves_out_the_one_too_far_ahead
     records.append(_record(RecordKind.EXCHANGE, 1, 7, local + 5, 0x21))
     records.append(_record(RecordKind.EXCHANGE, 2, 7, LTS_MAX, 0x22))  # forged
     records.append(_record(RecordKind.EXCHANGE, 3, 7, local + 9, 0x23))
-    before = carriage.carriage_counts()
+    before = carriage_counts()
     attrs = carriage.merge_exchange(b"".join(records), _group((0, 1, 2, 3)), seq=7)
     assert attrs[S.TORCH_RECV_COUNT] == 2 and attrs[S.TORCH_RECV_MISSING] == (2,)
     assert attrs[S.TORCH_RECV_LTS] > local + 9 and attrs[S.TORCH_RECV_LTS] < local + 20

@@ -20,7 +20,7 @@ from spans_file import Span  # tests/torch is on sys.path (a package here would 
 from torch_job import JOB, LIAR, NTP, WORLD, Job
 
 from tempotrace_sdk.clocks.simulated import PROFILES
-from tempotrace_sdk.torch.keys import step_ids
+from tempotrace_sdk.wire.torchkeys import step_ids
 
 #: How far an end may read before its own start: the NTP-class rank's simulated clock adds Gaussian
 #: noise (σ 50 µs) to every reading independently, so two readings of a short op can swap (the

@@ -295,3 +295,49 @@ def test_export_mode_spans_equal_the_sdk_paths(tmp_path: Path) -> None:
         runs[side] = [_shape(_spans(out, r)) for r in range(WORLD)]
     assert runs["export"] == runs["sdk"]
     assert sum(1 for row in runs["export"][0] if row[0] == "torch.all_reduce") == 15
+
+
+# -- review findings -------------------------------------------------------------------------------------------
+def test_a_forked_child_gives_its_ops_other_span_ids(group: None, ring: InMemorySpanExporter) -> None:
+    from tempotrace_sdk.torch.opspans import span_id_of
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its first op numbers are the parent's too
+        os.write(write, str(span_id_of(0)).encode())
+        os._exit(0)
+    os.close(write)
+    child = int(os.read(read, 64).decode())
+    os.waitpid(pid, 0)
+    assert child != span_id_of(0)
+
+
+def test_numbers_go_on_across_a_resize(group: None, ring: InMemorySpanExporter) -> None:
+    """Span ids derive from op numbers: a new ring_ops must not start them again."""
+    first = recorder.begin(0, group_info(None), 0, 4, -1)
+    recorder.end(first)
+    tt.instrument(carriage="none", gpu=False, retain="ring", ring_ops=64, hang_timeout=0)
+    assert recorder.begin(0, group_info(None), 1, 4, -1) > first
+
+
+def test_a_clock_that_fails_at_the_end_leaves_no_op_open(group: None, ring: InMemorySpanExporter,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """An op left open for ever would look like a hang to the watchdog and pin every later scan."""
+    from tempotrace_sdk.otel.context import get_state
+
+    number = recorder.begin(0, group_info(None), 0, 4, -1)
+    stamp = get_state().stamp
+
+    def failing(self: Any, clock: Any) -> Any:
+        raise OSError("the clock went away")
+
+    monkeypatch.setattr(type(stamp), "tick", failing)
+    assert not recorder.end(number)
+    monkeypatch.undo()
+    assert number not in recorder.open_numbers()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_a_dump_signal_that_means_something_else_is_refused(group: None, signum: int) -> None:
+    with pytest.raises(TempoTraceError, match="dump_signal"):
+        tt.instrument(carriage="none", dump_signal=signum)

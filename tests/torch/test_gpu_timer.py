@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tempotrace_sdk.clocks.base import Timestamp
 from tempotrace_sdk.torch.gpu import GpuTimer
-from tempotrace_sdk.torch.ops import SPECS, Reader
+from tempotrace_sdk.torchops import SPECS, Reader
 from tempotrace_sdk.wire.layout import ClockQuality, TsSource
 
 
@@ -225,7 +225,7 @@ def test_an_async_op_without_a_future_is_left_to_the_host(setup: Any) -> None:
 
 def test_nothing_is_recorded_while_the_stream_is_captured(setup: Any) -> None:
     """Finding 13, spec §6: an event recorded inside CUDA graph capture breaks the capture: CPU timing instead."""
-    from tempotrace_sdk.torch.carriage import carriage_counts
+    from tempotrace_sdk.torch.counts import carriage_counts
 
     _, source, timer, _, _ = setup
     source.capture = True

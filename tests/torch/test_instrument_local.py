@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tempotrace_sdk import torch as tt  # noqa: E402
 from tempotrace_sdk.errors import TempoTraceError  # noqa: E402
 from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
-from tempotrace_sdk.torch.ops import SPECS  # noqa: E402
+from tempotrace_sdk.torchops import SPECS  # noqa: E402
 
 NAMES = [s.name for s in SPECS] + ["batch_isend_irecv"]
 
@@ -175,8 +175,8 @@ def test_blocking_ops_on_a_device_say_their_end_is_a_queue_time(group: None, exp
     """Finding 10, spec §1.3: on a device stream a blocking call returns once the op is queued: completion
     "queued" (the analysis takes no end from it), except barrier, which c10d synchronises with the host."""
     from tempotrace_sdk.torch.groups import group_info
-    from tempotrace_sdk.torch.ops import Reader
     from tempotrace_sdk.torch.wrappers import blocking_completion, on_device
+    from tempotrace_sdk.torchops import Reader
 
     spec = {s.name: s for s in SPECS}
     info = group_info(None)
@@ -193,8 +193,8 @@ def test_blocking_ops_on_a_device_say_their_end_is_a_queue_time(group: None, exp
 
 def _side(deadline_s: float) -> Any:
     """A gloo side receive from rank 1 whose message has not come, on a group of one's info."""
+    from tempotrace_sdk.torch.carriage.side import SideRecv, side_buffer
     from tempotrace_sdk.torch.groups import GroupInfo
-    from tempotrace_sdk.torch.side import SideRecv, side_buffer
 
     info = GroupInfo(key="0-1", ranks=(0, 1), group_rank=0, rank=0, backend="gloo", device=torch.device("cpu"),
                      tags=True, attributes={}, pg_ref=lambda: None)
@@ -207,7 +207,7 @@ def test_a_side_message_that_never_comes_is_given_up_once(exporter: InMemorySpan
     counted once, and no later flush waits for it again."""
     import time
 
-    from tempotrace_sdk.torch.couriers import RecvCourier
+    from tempotrace_sdk.torch.carriage.couriers import RecvCourier
     from tempotrace_sdk.torch.pending import PendingOp
 
     finished: list[Any] = []
@@ -229,10 +229,10 @@ def test_a_side_message_is_taken_as_soon_as_it_is_in(exporter: InMemorySpanExpor
     """A gloo side message shows in its buffer; the wait that completes its work has no deadline gloo could hit."""
     import time
 
-    from tempotrace_sdk.torch.couriers import RecvCourier
+    from tempotrace_sdk.torch.carriage.couriers import RecvCourier
+    from tempotrace_sdk.torch.carriage.side import FOREVER
     from tempotrace_sdk.torch.pending import PendingOp
-    from tempotrace_sdk.torch.record import absent_record
-    from tempotrace_sdk.torch.side import FOREVER
+    from tempotrace_sdk.wire.torchrecord import absent_record
 
     finished: list[Any] = []
     side = _side(10)

@@ -1,13 +1,14 @@
-"""Each traced op's claim is stated once (semconv.TORCH_CLAIMS, spec/analysis.md §1.3): every collective the
-instrumentation wraps (torch/ops.py) has one, nothing else does, and the analysis and the demo read that list.
-An op missing from it would have been silently "no_claim" in every report."""
+"""Each traced op's claim is stated once, beside its arguments in torchops.SPECS (spec/analysis.md §1.3), and
+semconv.TORCH_CLAIMS is derived from it: every collective the instrumentation wraps has one, nothing else does,
+and the analysis and the demo read that list. An op missing from it would have been silently "no_claim" in
+every report."""
 
 from __future__ import annotations
 
 from tempotrace_sdk import semconv
 from tempotrace_sdk.analysis import claims
 from tempotrace_sdk.demo import torch_story
-from tempotrace_sdk.torch.ops import SPECS, Kind
+from tempotrace_sdk.torchops import SPECS, Kind
 
 
 def test_every_wrapped_collective_has_a_claim_and_nothing_else_does() -> None:

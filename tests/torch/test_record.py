@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tempotrace_sdk import ClockQuality, HeaderError, Sketch, TsSource, TTExt
-from tempotrace_sdk.torch.record import (
+from tempotrace_sdk.wire.torchrecord import (
     RECORD_LEN,
     RecordError,
     RecordKind,
@@ -110,7 +110,7 @@ def test_decode_vector(test: dict[str, Any]) -> None:
 def test_receive_vector(test: dict[str, Any]) -> None:
     """§3.2 checks 1-9: the receiver's kind, rank and seq checks come after all of the codec's."""
     pytest.importorskip("torch")
-    from tempotrace_sdk.torch.carriage import _check
+    from tempotrace_sdk.torch.carriage.records import _check
 
     kind = RecordKind[test["expectKind"]]
     _check_answer(test, lambda: _check(bytes.fromhex(test["record"]), kind, test["expectRank"], int(test["expectSeq"])))

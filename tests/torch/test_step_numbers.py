@@ -16,8 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tempotrace_sdk.torch.keys import step_ids
-from tempotrace_sdk.torch.stepnumbers import StepNumbers
+from tempotrace_sdk.wire.torchkeys import StepNumbers, step_ids
 
 
 def model(calls: list[int | None]) -> list[tuple[int, int]]:

@@ -16,8 +16,9 @@ from opentelemetry import trace  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
 from tempotrace_sdk import torch as tt  # noqa: E402
-from tempotrace_sdk.torch import carriage, wrappers  # noqa: E402
 from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
+from tempotrace_sdk.torch import wrappers  # noqa: E402
+from tempotrace_sdk.torch.carriage import records  # noqa: E402
 
 #: Far beyond anything these tests wait for when they work; a regression waits the 15 s safety net instead.
 QUICK_S = 5.0
@@ -36,13 +37,13 @@ def test_a_step_whose_span_cannot_start_runs_and_still_exchanges(group: None, ex
     """Review R5, §1.1 and §4.2: the body runs (on one rank a raise would leave the others hanging) and the
     step's all_gather is still issued, with the absent record."""
     gathers: list[int] = []
-    original = carriage._all_gather
+    original = records._all_gather
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         gathers.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(carriage, "_all_gather", counting)
+    monkeypatch.setattr(records, "_all_gather", counting)
     tt.instrument(carriage="step+p2p", gpu=False)
     before = tt.carriage_counts()
     ran = []
@@ -67,9 +68,9 @@ def test_a_ddp_hook_and_a_clock_check_whose_span_cannot_start_still_do_their_wor
 
 def _arrived_side() -> Any:
     """A gloo side receive from rank 1 whose message (the absent record) is in."""
+    from tempotrace_sdk.torch.carriage.side import SideRecv, side_buffer
     from tempotrace_sdk.torch.groups import GroupInfo
-    from tempotrace_sdk.torch.record import absent_record
-    from tempotrace_sdk.torch.side import SideRecv, side_buffer
+    from tempotrace_sdk.wire.torchrecord import absent_record
 
     class Done:
         def is_completed(self) -> bool:
@@ -91,7 +92,7 @@ def test_a_receive_whose_record_cannot_be_read_ends_and_the_courier_goes_on(expo
     ends, counted trace_failed; the receive courier lives on, so no later sweep waits its 15 s safety net."""
     from tempotrace_sdk.torch.pending import PendingOp, Registry
 
-    original = carriage.merge_side
+    original = records.merge_side
     left = [1]
 
     def broken(*args: Any, **kwargs: Any) -> Any:
@@ -100,7 +101,7 @@ def test_a_receive_whose_record_cannot_be_read_ends_and_the_courier_goes_on(expo
             raise RuntimeError("injected: record read-back failed")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(carriage, "merge_side", broken)
+    monkeypatch.setattr(records, "merge_side", broken)
     registry = Registry()
     before = tt.carriage_counts()
     for name in ("torch.recv.first", "torch.recv.second"):
@@ -196,7 +197,7 @@ def test_an_op_on_another_thread_waits_while_an_owed_exchange_is_paid(group: Non
     another thread is paying: it would be issued before the exchange the other ranks issued first."""
     import threading
 
-    from tempotrace_sdk.torch import owed
+    from tempotrace_sdk.torch.carriage import owed
 
     tt.instrument(carriage="step+p2p", gpu=False)
     with pytest.raises(KeyError), tt.step(9):
@@ -235,7 +236,7 @@ def test_a_side_send_thread_that_cannot_start_leaves_its_channel_to_the_next_sen
     send on it starts a thread that sees both out (marked first, the channel was never seen out again)."""
     import threading
 
-    from tempotrace_sdk.torch.couriers import SendCourier
+    from tempotrace_sdk.torch.carriage.couriers import SendCourier
 
     class Done:
         def is_completed(self) -> bool:

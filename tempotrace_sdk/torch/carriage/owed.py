@@ -33,10 +33,11 @@ from typing import Any
 
 from opentelemetry.trace import Span
 
-from ..clocks.base import Timestamp
-from .carriage import Exchange, count
-from .groups import GroupInfo
-from .spans import end_span
+from ...clocks.base import Timestamp
+from ..counts import count
+from ..groups import GroupInfo
+from ..spans import end_span
+from .records import Exchange
 
 __all__ = ["Owed", "drop", "due", "owe", "pay", "settle"]
 

@@ -11,14 +11,13 @@ succeeded and must stay that way.
 
 Traffic goes through the original torch.distributed functions (never our
 wrappers), on the group's own backend and device. p2p side messages travel
-by side.py and are merged here (``merge_side``).
+by side.py and are merged here (``merge_side``). The 95-octet codec itself is
+``wire/torchrecord.py``.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -27,10 +26,10 @@ import torch.distributed.distributed_c10d as c10d
 from opentelemetry import trace
 from opentelemetry.trace import Span
 
-from ..otel.context import get_state
-from ..otel.hop import LAMPORT_AHEAD
-from ..otel.hop import send as send_event
-from ..semconv import (
+from ...otel.context import get_state
+from ...otel.hop import LAMPORT_AHEAD
+from ...otel.hop import send as send_event
+from ...semconv import (
     TORCH_RECV_COUNT,
     TORCH_RECV_LTS,
     TORCH_RECV_MISSING,
@@ -41,35 +40,22 @@ from ..semconv import (
     TORCH_REMOTE_SPAN_ID,
     TORCH_REMOTE_UNCERTAINTY_NS,
 )
-from ..wire import Sketch
-from .groups import GroupInfo
-from .record import RECORD_LEN, RecordError, RecordKind, TorchRecord, absent_record, decode_record, pack_record
+from ...wire import Sketch
+from ...wire.torchrecord import (
+    RECORD_LEN,
+    RecordError,
+    RecordKind,
+    TorchRecord,
+    absent_record,
+    decode_record,
+    pack_record,
+)
+from ..counts import count
+from ..groups import GroupInfo
 
-__all__ = ["MODES", "SIDE_MODES", "STEP_MODES", "Exchange", "carriage_counts", "count", "device_record",
-           "host_bytes", "make_record", "merge_side", "outgoing"]
+__all__ = ["Exchange", "device_record", "host_bytes", "make_record", "merge_exchange", "merge_side", "outgoing"]
 
 _log = logging.getLogger(__name__)
-
-MODES = ("none", "step", "step+p2p", "op")
-#: The modes whose point-to-point sends are followed by a side message (§3.3): not the default, which adds no
-#: message to a point-to-point op (the analysis derives their order from the matched pairs, analysis.md).
-SIDE_MODES = frozenset(("step+p2p", "op"))
-#: The modes with one exchange per step (§4.2).
-STEP_MODES = frozenset(("step", "step+p2p"))
-
-_counts: Counter[str] = Counter()
-_counts_lock = threading.Lock()
-
-
-def count(what: str, n: int = 1) -> None:
-    with _counts_lock:
-        _counts[what] += n
-
-
-def carriage_counts() -> dict[str, int]:
-    """Records sent and merged, and those refused or missing by error class, since the process started."""
-    with _counts_lock:
-        return dict(_counts)
 
 
 #: Test hook (tests/torch): a function applied to every outgoing record; None in production.

@@ -37,9 +37,9 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from .carriage import count
+from ..counts import count
+from ..spans import end_span
 from .side import FOREVER, SideRecv
-from .spans import end_span
 
 __all__ = ["FLUSH_TIMEOUT_S", "SIDE_BACKLOG", "SIDE_DEADLINE_S", "RecvCourier", "SendCourier"]
 

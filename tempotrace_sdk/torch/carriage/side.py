@@ -32,11 +32,11 @@ from typing import Any
 import torch
 import torch.distributed.distributed_c10d as c10d
 
-from ..semconv import TORCH_RECV_COUNT, TORCH_RECV_MISSING
-from . import carriage
-from .carriage import count
-from .groups import GroupInfo
-from .record import RECORD_LEN
+from ...semconv import TORCH_RECV_COUNT, TORCH_RECV_MISSING
+from ...wire.torchrecord import RECORD_LEN
+from ..counts import count
+from ..groups import GroupInfo
+from . import records
 
 __all__ = ["FOREVER", "SIDE_TAG_BASE", "SideRecv", "post_side_send", "side_buffer", "side_tag", "take_spare"]
 
@@ -64,7 +64,7 @@ def side_tag(info: GroupInfo, tag: int) -> int | None:
 
 def post_side_send(info: GroupInfo, record: bytes, dst: int, tag: int) -> tuple[torch.Tensor, Any]:
     """Post the side message of a send to ``dst``: (tensor, work), both to keep until it is seen out."""
-    tensor = carriage.outgoing(info, record)
+    tensor = records.outgoing(info, record)
     return tensor, c10d.isend(tensor, group=info.pg, tag=tag, group_dst=info.group_rank_of(dst))
 
 
@@ -137,7 +137,7 @@ class SideRecv:
         if not (self.taken and self.readable):
             count("missing")
             return {TORCH_RECV_COUNT: 0, TORCH_RECV_MISSING: (self.src,)}
-        return carriage.merge_side(carriage.host_bytes(self.buffer), self.src, self.seq)
+        return records.merge_side(records.host_bytes(self.buffer), self.src, self.seq)
 
     def give_up(self, why: str | None) -> None:
         """The message did not come (``why``: the counter, if any): the receive stays posted for a later one."""
@@ -175,7 +175,7 @@ def side_buffer(info: GroupInfo) -> tuple[torch.Tensor, bool]:
 
 
 def host_view(buffer: torch.Tensor) -> bytes:
-    return bytes(buffer.numpy().tobytes()) if buffer.device.type == "cpu" else carriage.host_bytes(buffer)
+    return bytes(buffer.numpy().tobytes()) if buffer.device.type == "cpu" else records.host_bytes(buffer)
 
 
 def take_spare(info: GroupInfo, src: int, tag: int) -> SideRecv | None:

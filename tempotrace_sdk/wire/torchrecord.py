@@ -1,8 +1,10 @@
-"""The carried record: one rank's tt-ext send event plus the ids the analysis needs (spec/torch.md §3).
+"""The torch carried record: one rank's tt-ext send event plus the ids the analysis needs (spec/torch.md §3.1, §3.2).
 
 Sans-IO: bytes in, values out. Imports neither torch nor OpenTelemetry, so
 other implementations (and the conformance kit) can read it from this module
-and the spec alone. Layout, network byte order (big-endian)::
+and the spec alone; it sits with the other byte formats in ``wire`` and is
+re-exported as ``tempotrace_sdk.torch.TorchRecord`` and so on. Layout, network
+byte order (big-endian)::
 
     off  size  field
       0     1  version      RECORD_VERSION (1); a record of 95 zero octets is "absent"
@@ -26,8 +28,8 @@ import zlib
 from dataclasses import dataclass
 
 from ..errors import HeaderError
-from ..wire import TTExt
-from ..wire.layout import HEADER_LEN
+from .header import TTExt
+from .layout import HEADER_LEN
 
 __all__ = [
     "RECORD_LEN",
