@@ -15,8 +15,9 @@ spec/reliability.md §Process lifecycle says what each guarantees:
 - ``multiprocessing`` workers started by fork end with ``os._exit`` (no
   atexit): a finalizer registered in each such child flushes first.
 
-Spans that ended but are held back to be made later, in bulk (torch's op
-spans inside a step, torch/held.py), are released before every flush:
+Spans that ended but are held back to be made later, in bulk (torch's
+compute spans inside a step, torch/compute.py; recorded ops, torch/opspans.py),
+are released before every flush:
 ``release_before_flush`` registers who holds them; every flush here, the
 configure() handle's and exit's (``flush_each``), our span processor's and
 the batch exporter's worker tick call ``release_held()`` first.

@@ -63,7 +63,7 @@ _log = logging.getLogger(__name__)
 #: whose UTC form became the span's start time (one clock read, not two):
 #: (start time in UTC ns, the reading, the Lamport value ticked with it or None
 #: to tick now). A span made after its op happened (torch's held op spans,
-#: torch/held.py) brings the value ticked when the op started, so its place in
+#: torch/compute.py) brings the value ticked when the op started, so its place in
 #: this process's Lamport order is the op's, not the moment it was made.
 pending_start: contextvars.ContextVar[tuple[int, Timestamp, int | None] | None] = contextvars.ContextVar(
     "tempotrace_pending_start", default=None
