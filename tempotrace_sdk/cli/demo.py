@@ -96,7 +96,7 @@ def _seconds(text: str) -> float:
 
 def _hang_usage_error(args: argparse.Namespace) -> str | None:
     """What is wrong with the options of ``--hang`` (or with --hang-timeout without it), if anything."""
-    from ..demo.hang_demo import STUCK_RANK
+    from ..demo.hang_demo import HANG_TIMEOUT_LIMIT_S, STUCK_RANK
 
     if not args.hang:
         return "--hang-timeout: the option is for the hang demo (add --hang)" if args.hang_timeout is not None else None
@@ -106,6 +106,13 @@ def _hang_usage_error(args: argparse.Namespace) -> str | None:
         return "--liar-offset: the hang demo has no liar (every clock is honest)"
     if args.ranks <= STUCK_RANK:
         return f"--ranks: the hang demo needs at least {STUCK_RANK + 1} ranks (rank {STUCK_RANK} is the one that stops)"
+    if args.carriage == "op":
+        return ("--carriage op: a carried collective is not recorded in the flight-recorder ring (spec/torch.md "
+                "§8.1), so no rank would dump the all_reduce it hangs in; use step or none with --hang")
+    if args.hang_timeout is not None and args.hang_timeout >= HANG_TIMEOUT_LIMIT_S:
+        return (f"--hang-timeout {args.hang_timeout:g}: the hang demo needs less than {HANG_TIMEOUT_LIMIT_S:g} s, "
+                "so that every rank dumps and the demo stops the job before the process group's own timeout "
+                "fails the collective")
     return None
 
 
@@ -124,7 +131,7 @@ def run_hang_command(args: argparse.Namespace) -> int:
     )
     try:
         result = run_hang_demo(config)
-    except WorkerError as err:
+    except WorkerError as err:  # only before the hang: a failure after it ends the wait, and the dumps are analysed
         return fail("demo", f"the training job failed before it hung (all stopped): {err}", EXIT_RUNTIME)
     except OSError as err:
         return fail("demo", f"{err}", EXIT_RUNTIME)
@@ -234,6 +241,6 @@ def add_demo_command(subparsers: Any) -> None:
     parser.add_argument(
         "--hang-timeout", type=_seconds, metavar="SECONDS",
         help="with --hang: instrument(hang_timeout=...), how long an op may stay open before every rank dumps "
-        "(default 3)",
+        "(default 3; it must leave every rank time to dump before the job's process group times out)",
     )
     parser.set_defaults(func=run_demo_command)

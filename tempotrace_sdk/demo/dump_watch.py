@@ -6,6 +6,8 @@ decoder (analysis/otlp.py) and keeps, per rank, its dump records (``torch.dump``
 spans, spec/torch.md §7.3) and its ``pending`` op spans. A rank's dump record
 is the last span its dump hands to the exporter, after its op spans and
 flushed with them: once it is in the file, so is everything that dump wrote.
+``skip_to_end`` (called when the stuck rank stops) passes over what is in the
+file already, so that only the dumps of the hang are counted.
 """
 
 from __future__ import annotations
@@ -38,6 +40,22 @@ class DumpWatch:
     _offset: int = field(default=0, init=False, repr=False)  #: how far the file has been read
     _partial: bytes = field(default=b"", init=False, repr=False)  #: a line not yet ended when last read
     _lines: int = field(default=0, init=False, repr=False)  #: complete lines read, for the decoder's line numbers
+    _skip_partial: bool = field(default=False, init=False, repr=False)  #: _partial began before skip_to_end
+
+    def skip_to_end(self) -> None:
+        """Pass over everything in the file now, a line still being written included: the next ``poll``
+        returns only what is written after this call."""
+        try:
+            with self.path.open("rb") as fh:
+                fh.seek(self._offset)
+                chunk = fh.read()
+        except FileNotFoundError:
+            return
+        self._offset += len(chunk)
+        lines = (self._partial + chunk).split(b"\n")
+        self._lines += len(lines) - 1
+        self._partial = lines[-1]
+        self._skip_partial = bool(self._partial)  # however it began, it began before this call
 
     def poll(self) -> list[tuple[int, DumpInfo]]:
         """Read what was appended since the last poll; return the dump records found in it, as (rank, record)."""
@@ -52,7 +70,9 @@ class DumpWatch:
         found: list[tuple[int, DumpInfo]] = []
         for raw in lines:
             self._lines += 1
-            if raw.strip():
+            if self._skip_partial:  # the end of a line written before skip_to_end
+                self._skip_partial = False
+            elif raw.strip():
                 found += self._line(raw)
         return found
 

@@ -31,7 +31,7 @@ import torch.distributed as dist
 from .. import torch as tt
 from ..otel import configure
 from .launch import emit
-from .rank import COLLECTIVE_TIMEOUT_S, _log_to_file, _watch_stdin
+from .rank import _log_to_file, _watch_stdin
 
 __all__ = ["ALL_REDUCES", "RING_OPS", "SKIPPED", "main"]
 
@@ -44,7 +44,7 @@ SKIPPED = 1
 RING_OPS = 1024
 
 
-def _train(rank: int, steps: int, hang_step: int, stuck: int) -> None:
+def _train(rank: int, steps: int, hang_step: int, stuck: int, group_timeout_s: float) -> None:
     grad = torch.ones(8)
     for i in range(steps):
         t0 = time.monotonic()
@@ -53,8 +53,8 @@ def _train(rank: int, steps: int, hang_step: int, stuck: int) -> None:
                 if i == hang_step and k == SKIPPED and rank == stuck:
                     emit("stalled", rank=rank, step=i, all_reduce=k)
                     # Sleep, not exit: a rank that is alive but stuck (a data loader, a deadlock) is the hard case.
-                    time.sleep(COLLECTIVE_TIMEOUT_S)
-                    raise RuntimeError(f"nobody stopped the job within {COLLECTIVE_TIMEOUT_S:.0f} s of the hang")
+                    time.sleep(group_timeout_s)
+                    raise RuntimeError(f"nobody stopped the job within {group_timeout_s:g} s of the hang")
                 dist.all_reduce(grad)
                 grad /= dist.get_world_size()
             dist.barrier()
@@ -79,7 +79,9 @@ def _run(argv: list[str] | None) -> int:
     parser.add_argument("--hang-step", type=int, required=True, help="the step the stuck rank stops in")
     parser.add_argument("--stuck-rank", type=int, required=True)
     parser.add_argument("--hang-timeout", type=float, required=True, help="instrument(hang_timeout=...), seconds")
-    parser.add_argument("--carriage", default="step", help="instrument(carriage=...): none, step or op")
+    parser.add_argument("--carriage", default="step", help="instrument(carriage=...): none or step")
+    parser.add_argument("--group-timeout", type=float, required=True,
+                        help="the process group's timeout, seconds (hang_demo.GROUP_TIMEOUT_S)")
     args = parser.parse_args(argv)
     rank = int(os.environ["RANK"])
     me = json.loads(args.cast)[rank]
@@ -88,7 +90,7 @@ def _run(argv: list[str] | None) -> int:
     emit("hello", rank=rank, pid=os.getpid())
 
     configure(service_name="demo-hang", clock=me["clock"], host=me["host"], export_path=args.out / "trace.jsonl")
-    dist.init_process_group("gloo", timeout=timedelta(seconds=COLLECTIVE_TIMEOUT_S))
+    dist.init_process_group("gloo", timeout=timedelta(seconds=args.group_timeout))
     if rank == 0:
         emit("joined", world=dist.get_world_size(), backend=str(dist.get_backend()))
     # Every knob given: the user's TEMPOTRACE_TORCH_* variables must not change the demo.
@@ -96,7 +98,7 @@ def _run(argv: list[str] | None) -> int:
                   hang_timeout=args.hang_timeout, sdk_spans=False)
     if rank == 0:
         emit("instrumented", retain="ring", ring_ops=RING_OPS, hang_timeout=args.hang_timeout)
-    _train(rank, args.hang_step + 1, args.hang_step, args.stuck_rank)
+    _train(rank, args.hang_step + 1, args.hang_step, args.stuck_rank, args.group_timeout)
     raise RuntimeError(f"step {args.hang_step} ended: rank {args.stuck_rank} never stopped")
 
 

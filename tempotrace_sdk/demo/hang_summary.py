@@ -3,10 +3,13 @@
 The hang is named by the analysis (the ``HANG:`` block at the top of
 ``tempotrace analyze``'s text report, analysis/text_hang.py); the demo prints
 that block and checks that it names the rank that stopped and the collective
-the other ranks' dumps show them pending in, and says so when it does not.
+the other ranks' dumps show them pending in (``rank 2 ... never entered
+all_reduce #N``, N the one seq they are pending in: with none or several the
+check fails), and says so when it does not.
 Only when the report names no hang does the demo print the report's first
 lines and sum up the dumps' pending ops itself, so that a reader still sees
-what the ranks were doing.
+what the ranks were doing. Values read back from the trace (op, group, dump
+reason) and paths are shown through ``_terminal_text.shown``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
+
+from .._terminal_text import MESSAGE_LIMIT, shown
 
 if TYPE_CHECKING:
     from .hang_demo import HangResult
@@ -55,25 +60,32 @@ def hang_blocks(text: str) -> list[list[str]]:
     return blocks
 
 
-def _collective(result: HangResult) -> str:
-    """What the hang line must name: ``all_reduce #<seq>`` where the dumps show the other ranks pending (just
-    ``all_reduce`` when they show none)."""
-    seqs = {op.seq for op in result.watch.pending if op.op == "all_reduce" and op.seq is not None}
-    return f"all_reduce #{seqs.pop()}" if len(seqs) == 1 else "all_reduce"
+def _pending_seqs(result: HangResult) -> set[int]:
+    """The seqs of the all_reduces the dumps show ranks pending in: the one the stuck rank never entered, when
+    there is exactly one."""
+    return {op.seq for op in result.watch.pending if op.op == "all_reduce" and op.seq is not None}
 
 
-def _names(line: str, rank: int, collective: str) -> bool:
-    # "rank 2" as a word ("ranks 0, 1, 3" never matches it), before the collective ("#13" not "#130")
-    return re.search(rf"\brank {rank}\b.*\b{re.escape(collective)}\b", line) is not None
+def _names(line: str, rank: int, seq: int) -> bool:
+    # The headline's own shape (analysis/text_hang.py): "HANG: rank 2 (host) never entered all_reduce #13 of ...";
+    # "ranks 0, 1, 3" or "rank 2 pending" never match it, nor "#130" for "#13".
+    return re.match(rf"HANG: rank {rank}(?: \([^;]*\))? never entered all_reduce #{seq}\b", line) is not None
 
 
 def hang_checks(result: HangResult, stuck: int) -> dict[str, bool]:
     world = result.config.ranks
-    collective = _collective(result)
+    seqs = _pending_seqs(result)
+    if len(seqs) == 1:
+        seq = next(iter(seqs))
+        named = NAMED_CHECK.format(rank=stuck, collective=f"all_reduce #{seq}")
+        passed = any(_names(block[0], stuck, seq) for block in hang_blocks(result.report_text))
+    else:  # which all_reduce it is cannot be told: naming one proves nothing
+        named = (NAMED_CHECK.format(rank=stuck, collective="all_reduce") + f" (which one is unknown: the dumps "
+                 f"show {'no' if not seqs else len(seqs)} pending all_reduce seq{'s' if len(seqs) != 1 else ''})")
+        passed = False
     return {
         DUMPED_CHECK: result.watch.dumped() >= set(range(world)),
-        NAMED_CHECK.format(rank=stuck, collective=collective): any(
-            _names(block[0], stuck, collective) for block in hang_blocks(result.report_text)),
+        named: passed,
         STOPPED_CHECK: result.stopped,
     }
 
@@ -81,7 +93,7 @@ def hang_checks(result: HangResult, stuck: int) -> dict[str, bool]:
 def _dump_counts(result: HangResult) -> str:
     first = Counter(records[0].reason for records in result.watch.dumps.values())
     return f"{len(result.watch.dumps)}/{result.config.ranks}" + (
-        ": " + ", ".join(f"{reason} {n}" for reason, n in sorted(first.items())) if first else "")
+        ": " + ", ".join(f"{shown(reason)} {n}" for reason, n in sorted(first.items())) if first else "")
 
 
 def _pending_summary(result: HangResult) -> str:
@@ -89,7 +101,8 @@ def _pending_summary(result: HangResult) -> str:
     ranks_in: dict[tuple[str, str | None, int | None], list[int]] = defaultdict(list)
     for op in result.watch.pending:
         ranks_in[(op.op, op.group, op.seq)].append(op.rank)
-    parts = [f"ranks {', '.join(map(str, sorted(set(ranks))))} pending in {op} seq {seq} of group {group}"
+    parts = [f"ranks {', '.join(map(str, sorted(set(ranks))))} pending in {shown(op)} seq {seq} of group "
+             f"{shown(group)}"
              for (op, group, seq), ranks in sorted(ranks_in.items(), key=lambda kv: str(kv[0]))]
     idle = sorted(set(result.watch.dumps) - {op.rank for op in result.watch.pending})
     if idle:
@@ -98,7 +111,8 @@ def _pending_summary(result: HangResult) -> str:
 
 
 def render_hang(result: HangResult, stuck: int) -> str:
-    paths, text = result.paths, result.report_text
+    paths = {name: shown(path, MESSAGE_LIMIT) for name, path in result.paths.items()}
+    text = result.report_text
     blocks = hang_blocks(text)
     lines = ["", f"Hang report (`tempotrace analyze {paths['trace']}`):"]
     for block in blocks:
@@ -107,6 +121,8 @@ def render_hang(result: HangResult, stuck: int) -> str:
         lines += [f"  {line}" for line in report_head(text)]
         lines.append("  the analysis names no hang; the dump records themselves say: " + _pending_summary(result))
     lines.append("")
+    if result.failure is not None:
+        lines.append(f"  the wait for the dumps ended when {shown(result.failure, MESSAGE_LIMIT)}")
     for name, passed in result.checks.items():
         extra = f" ({_dump_counts(result)})" if name == DUMPED_CHECK else ""
         lines.append(f"  [{'ok' if passed else 'FAILED'}] {name}{extra}")
