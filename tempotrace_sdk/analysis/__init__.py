@@ -1,5 +1,6 @@
-"""Causal analysis: order events by physics, Lamport and SVC; catch lying clocks;
-simulate the paper's Table 2; render Perfetto and HTML (spec/analysis.md).
+"""Causal analysis: order events by physics, Lamport and SVC, and torch messages and collectives by the
+trace's own structure (derived); catch lying clocks; simulate the paper's Table 2; render Perfetto and
+HTML (spec/analysis.md).
 
 Library entry points: ``analyze(inputs, topology=None, ...) -> AnalysisReport``
 (files, directories, globs or "-"; ``analyze_file`` for one), ``analyze_spans(spans)``,

@@ -7,10 +7,11 @@ object read takes one position): a span arriving later closes the part
 (it is analysed) and opens the next. So memory holds at most the spans of the
 last ``window`` positions, plus what ``memory.py`` keeps of analysed traces,
 plus per-clock and per-clock-pair counters, plus the hang facts (a few spans
-per rank and group, ``hangfacts.py``), plus the spans kept for rendering
-(``keep``). Whether two spans share a part depends only on their positions:
-a run split by trace id forms exactly the same parts (``--jobs``, ``--engine
-dask``: the report equals one process's).
+per rank and group, ``hangfacts.py``), plus the derived structure of the
+traces whose spans can still arrive (a few arrays, ``derived.py``), plus the
+spans kept for rendering (``keep``). Whether two spans share a part depends
+only on their positions: a run split by trace id forms exactly the same parts
+(``--jobs``, ``--engine dask``: the report equals one process's).
 
 A parent -> child edge whose spans fall in different parts is counted as
 unresolved, not guessed. A hop split that way still finds its sender, within
@@ -26,6 +27,7 @@ from collections.abc import Iterable
 from operator import attrgetter
 
 from .collectives import Collectives
+from .derived import Derived
 from .edges import EdgeJudge
 from .events import SpanRecord
 from .memory import Sender, Senders, TraceMemory, Waiting
@@ -69,7 +71,9 @@ class Analyzer:
         self.report = AnalysisReport(source=source, topology=topology.to_dict() if topology else None)
         self.report.limits = {"window": window_spans, "hop_horizon": self.horizon, "dedup": dedup_spans}
         topology = topology or Topology()
-        self.judge = EdgeJudge(topology, self.report)
+        # the traces' structure, which orders the torch edges physics and recorded evidence leave open
+        self.derived = Derived(self.report.derived, self.horizon)
+        self.judge = EdgeJudge(topology, self.report, self.derived)
         self.ledger = self.judge.ledger
         self.traces = TraceMemory(dedup_spans)
         self.senders = Senders()
@@ -142,6 +146,7 @@ class Analyzer:
         self.collectives.expire(limit - self.horizon)
         self.messages.expire(limit - self.horizon)
         self.steps.expire(limit - self.horizon)  # after the collectives: a step's last ones have reported to it
+        self.derived.expire(limit - self.horizon)  # after the collectives and messages: its links are all in
         self._next_sweep = pos + self._step
 
     def finish(self) -> AnalysisReport:
@@ -154,6 +159,7 @@ class Analyzer:
         self.collectives.expire(None)  # ranks that never joined: incomplete
         self.messages.expire(None)
         self.steps.expire(None)
+        self.derived.expire(None)
         rep = self.report
         rep.faults = self.ledger.attribute()
         rep.elapsed_s = time.monotonic() - self._t0
@@ -180,6 +186,7 @@ class Analyzer:
         rep.jobs.merge_counts(Counter(map(_JOB, by_id.values())))  # the ranks of a step name one job: few keys
         judge = self.judge
         steps = self.steps
+        derived = self.derived
         hang = rep.hang_facts
         hang.saw(by_id.values())
         kept = rep.spans_kept
@@ -192,6 +199,7 @@ class Analyzer:
                 keep -= 1
             if s.torch is not None or s.step is not None:
                 steps.add(s)
+                derived.add(s)
             pid = s.parent_id
             parent = by_id.get(pid) if pid else None
             if parent is not None:

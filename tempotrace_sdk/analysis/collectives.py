@@ -10,10 +10,12 @@ starts a new instance, so which spans form an instance depends only on their
 positions: a run split by trace forms the same instances.
 
 Finishing decides the claim (claims.py) and counts it as one known edge
-(edges.EdgeJudge.collective), adds each member to the straggler table, tells
-the step gatherer who arrived last and who never joined (stepgather.py), gives
-the hang facts an incomplete one's op (hangfacts.py), and keeps a rendering
-record while the budget (``keep`` member rows) lasts.
+(edges.EdgeJudge.collective), links it into its trace's derived structure
+(derived.py: which decides, later, a claim that physics and recorded evidence
+left open), adds each member to the straggler table, tells the step gatherer
+who arrived last and who never joined (stepgather.py), gives the hang facts
+an incomplete one's op (hangfacts.py), and keeps a rendering record while the
+budget (``keep`` member rows) lasts.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from .claims import NOT_COMPLETED, SHAPES, arrival, decide_claim, required
 from .edges import EdgeJudge, outcome_of
 from .events import SpanRecord
 from .groupkey import GroupKey, member_rank, parse_key
-from .order import UNDECIDED
+from .order import UNDECIDED, Decision, Relation
 from .report import AnalysisReport
 from .topology import Topology
 from .torchcounts import TOP
 
 if TYPE_CHECKING:
+    from .derived import Settle
     from .stepgather import StepGatherer
 
 __all__ = ["MAX_LISTED", "Collectives"]
@@ -135,16 +138,18 @@ class Collectives:
         elif shape is not None:
             starts, ends = required(spans, ranks, shape, root)
             claim = decide_claim(spans, ranks, starts, ends, extra)
+        derived = self.judge.derived
+        # Left undecided by physics and by recorded evidence: decided by the trace's structure (derived.py).
+        deferred = claim is not None and derived is not None and claim.decision.relation is Relation.UNDECIDED
         if claim is None:
             c.no_claim += 1
             decision, outcome = UNDECIDED, "undecided"
         else:
-            self.judge.collective(spans, claim)
+            self.judge.collective(spans, claim, deferred)
             decision = claim.decision
             outcome = outcome_of(decision)
-            c.outcomes[outcome] += 1
-            if outcome != "contradiction":
-                c.decided[decision.method.value] += 1
+            if not deferred:
+                self._outcome(decision)
         order, certain = arrival(spans, ranks, extra)
         times = self._times(spans)
         self._stragglers(spans, order, certain, times)
@@ -153,6 +158,7 @@ class Collectives:
                                   times[order[-1]] - times[order[0]] if len(order) > 1 else 0, op, group, seq, missing,
                                   self._all_missing(key, open_)[:SAMPLE_RANKS] if 0 < missing <= MAX_LISTED else [])
         cost = max(len(spans), key.size)
+        record: dict[str, Any] | None = None
         if cost <= self.budget:
             self.budget -= cost
             record = {
@@ -166,6 +172,29 @@ class Collectives:
                 "decision": decision.to_dict(), "outcome": outcome,
             }
             self.report.collectives_kept.append(record)
+        if claim is not None and derived is not None:
+            settle = self._settle([spans[i].clock for i in claim.starts], [spans[j].clock for j in claim.ends],
+                                  record) if deferred else None
+            derived.claim(spans, claim.starts, claim.ends, settle)
+
+    def _outcome(self, d: Decision) -> None:
+        """Count a claim's decision among the collectives' outcomes."""
+        c = self.counts
+        outcome = outcome_of(d)
+        c.outcomes[outcome] += 1
+        if outcome != "contradiction":
+            c.decided[d.method.value] += 1
+
+    def _settle(self, starts: list[str], ends: list[str], record: dict[str, Any] | None) -> Settle:
+        """What counts a deferred claim's derived decision: its required starts' and ends' clocks name the
+        witness of a contradiction (a cycle, spec §2.8); the rendering record takes the decision."""
+        def settle(d: Decision, witness: tuple[int, int] | None) -> None:
+            i, j = witness if witness is not None else (0, 0)
+            self.judge.count_decision(d, starts[i], ends[j], True)
+            self._outcome(d)
+            if record is not None:
+                record["decision"], record["outcome"] = d.to_dict(), outcome_of(d)
+        return settle
 
     def _missing(self, key: GroupKey, open_: _Open, present: list[int]) -> int:
         """Count (and, when few, name) the ranks the key expects that have no span."""

@@ -7,11 +7,17 @@ view, why physics was silent) and, as clock-fault evidence, in the FaultLedger,
 keyed by clock (host, and rank where spans carry one). Event and Decision
 objects are built only when the logical rules must speak or a hop is kept
 for rendering.
+
+A torch message or collective claim these rules leave undecided waits for the
+derived order of its trace (derived.py, §2.8): it is counted now, its decision
+when the trace's structure is checked (``settle_p2p``; a claim's by
+collectives.py through ``count_decision``).
+Every matched message and claim joins that structure, however it was decided.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -22,6 +28,7 @@ from .faults import FaultLedger
 from .memory import Sender
 from .order import (
     CONSISTENT,
+    UNDECIDED,
     Decision,
     Method,
     Relation,
@@ -32,6 +39,9 @@ from .order import (
 )
 from .report import AnalysisReport
 from .topology import Topology
+
+if TYPE_CHECKING:
+    from .derived import Derived, Settle
 
 __all__ = ["EdgeJudge", "end_edge", "outcome_of"]
 
@@ -74,8 +84,9 @@ def unmerged(s: SpanRecord) -> bool:
 class EdgeJudge:
     """Decides and counts known edges into ``report`` and ``ledger``."""
 
-    def __init__(self, topology: Topology, report: AnalysisReport) -> None:
+    def __init__(self, topology: Topology, report: AnalysisReport, derived: Derived | None = None) -> None:
         self.topology = topology
+        self.derived = derived  # the trace structure matched messages and claims join (None: no derived order)
         # No racks and no default extra: every pair's extra is 0, skip the lookup.
         self.flat = not topology.racks and not topology.pairs and not topology.default_cross_rack_ns
         self.report = report
@@ -126,8 +137,9 @@ class EdgeJudge:
                         else Decision(Relation.AFTER, Method.PHYSICS, 1.0, 0.0, -gap))
         return _hop_record(s, host, client, remote, decision, matched) if keep else None
 
-    def collective(self, members: list[SpanRecord], claim: Claim) -> None:
+    def collective(self, members: list[SpanRecord], claim: Claim, deferred: bool = False) -> None:
         """Count a collective's claim as one known edge (spec §1.3); its witnesses are clock-fault evidence.
+        ``deferred``: its decision waits for the derived order (``count_decision`` counts it then).
 
         For the ledger each member clock takes part in the claim's pairs that involve it (a rank of a
         4-rank all-reduce in 6 of its 12 pairs), so a rate stays a share of pairs."""
@@ -150,6 +162,8 @@ class EdgeJudge:
         if d.method is not Method.PHYSICS:
             reason = claim.silence or "overlap"
             c.physics_silent[reason] = c.physics_silent.get(reason, 0) + 1
+        if deferred:
+            return
         if d.relation in CONSISTENT:
             c.decided[method] += 1
         elif d.relation is Relation.UNDECIDED:
@@ -204,25 +218,32 @@ class EdgeJudge:
             return None  # a lone receive without its sender's record: no send event to order
         b = Event(KIND_END, recv.span_id, recv.host, end, t.recv_sketch, recv.otel_end_ns)
         gap = self._edge("p2p", stamp, end, sender, recv, raw_a, recv.otel_end_ns, attributed)
+        # The pair joins the derived structure when both spans are in and any record is the send's own (§2.8).
+        derived = self.derived if attributed and send is not None else None
+        defer = False
         if gap == 0:
-            decision = self._logical(a, b, sender.clock, recv.clock, attributed)
+            decision = decide_logical(a, b)
+            defer = decision.relation is Relation.UNDECIDED and derived is not None  # decided with its trace
+            if not defer:
+                self.count_decision(decision, sender.clock, recv.clock, attributed)
         elif not keep:
-            return None
+            decision = UNDECIDED  # physics decided it; nothing is rendered
         else:
             decision = (Decision(Relation.BEFORE, Method.PHYSICS, 1.0, 0.0, gap) if gap > 0
                         else Decision(Relation.AFTER, Method.PHYSICS, 1.0, 0.0, -gap))
-        if not keep:
-            return None
-        return {
-            "trace_id": recv.trace_id, "send_span": a.span_id, "recv_span": recv.span_id,
-            "send_host": sender.host, "send_rank": split_clock(sender.clock)[1] if attributed else None,
-            "recv_host": recv.host, "recv_rank": recv.rank,
-            "send_ptp_ns": stamp.ptp_ns, "send_uncertainty_ns": stamp.uncertainty_ns,
-            "recv_ptp_ns": end.ptp_ns, "recv_uncertainty_ns": end.uncertainty_ns,
-            "matched": send is not None, "decision": decision.to_dict(), "outcome": outcome_of(decision),
-            "kind": "p2p", "op": t.op, "group": t.group, "src": t.src, "dst": t.dst, "tag": t.tag,
-            "p2p_seq": t.p2p_seq,
-        }
+        record = _p2p_record(recv, a, sender, attributed, stamp, end, decision, send is not None) if keep else None
+        if derived is not None:
+            assert send is not None
+            derived.message(send, recv, self.settle_p2p(sender.clock, recv.clock, record) if defer else None)
+        return record
+
+    def settle_p2p(self, clock_a: str, clock_b: str, record: dict[str, Any] | None = None) -> Settle:
+        """What counts a deferred message's derived decision, and puts it in its rendering record."""
+        def settle(d: Decision, _witness: tuple[int, int] | None) -> None:
+            self.count_decision(d, clock_a, clock_b, True)
+            if record is not None:
+                record["decision"], record["outcome"] = d.to_dict(), outcome_of(d)
+        return settle
 
     # -- counting ------------------------------------------------------------------
     def _edge(self, kind: str, sa: Stamp, sb: Stamp, a: SpanRecord | _Sender, b: SpanRecord,
@@ -265,6 +286,12 @@ class EdgeJudge:
     def _logical(self, a: Event, b: Event, ca: str, cb: str, attributed: bool) -> Decision:
         """Decide an edge physics left open by Lamport / SVC (§2.2-§2.4) and count the outcome."""
         d = decide_logical(a, b)
+        self.count_decision(d, ca, cb, attributed)
+        return d
+
+    def count_decision(self, d: Decision, ca: str, cb: str, attributed: bool) -> None:
+        """Count a decision physics did not make: by method, or wrong (a Lamport contradiction is clock-fault
+        evidence; a derived one, a cycle, blames no clock)."""
         c = self.counts
         rel = d.relation
         if rel in CONSISTENT:
@@ -279,7 +306,6 @@ class EdgeJudge:
                 c.wrong_pair(ca, cb, d.method.value)
                 if d.method is Method.LAMPORT:
                     self.ledger.lamport_violation(ca, cb)
-        return d
 
 
 def _made(send: SpanRecord, span_id: str | None, lts: int | None) -> bool:
@@ -316,4 +342,21 @@ def _hop_record(s: SpanRecord, host: str, client: Sender | None, remote: Stamp, 
         "decision": d.to_dict(),
         "outcome": outcome_of(d),
         "kind": "hop",
+    }
+
+
+def _p2p_record(recv: SpanRecord, a: Event, sender: SpanRecord | _Sender, attributed: bool, send_stamp: Stamp,
+                end: Stamp, d: Decision, matched: bool) -> dict[str, Any]:
+    """A torch message's rendering record (``hops_kept``, "kind": "p2p")."""
+    t = recv.torch
+    assert t is not None
+    return {
+        "trace_id": recv.trace_id, "send_span": a.span_id, "recv_span": recv.span_id,
+        "send_host": sender.host, "send_rank": split_clock(sender.clock)[1] if attributed else None,
+        "recv_host": recv.host, "recv_rank": recv.rank,
+        "send_ptp_ns": send_stamp.ptp_ns, "send_uncertainty_ns": send_stamp.uncertainty_ns,
+        "recv_ptp_ns": end.ptp_ns, "recv_uncertainty_ns": end.uncertainty_ns,
+        "matched": matched, "decision": d.to_dict(), "outcome": outcome_of(d),
+        "kind": "p2p", "op": t.op, "group": t.group, "src": t.src, "dst": t.dst, "tag": t.tag,
+        "p2p_seq": t.p2p_seq,
     }

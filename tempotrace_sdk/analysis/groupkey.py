@@ -11,6 +11,7 @@ the number of runs; ``ranks()`` expands it, for records whose size the caller ha
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -66,7 +67,8 @@ class GroupKey(msgspec.Struct, frozen=True, gc=False):
 
 @functools.lru_cache(maxsize=4096)
 def parse_key(text: str) -> GroupKey:
-    """The key ``text`` names; ValueError saying what is wrong (the value rule checked its shape only)."""
+    """The key ``text`` names; ValueError saying what is wrong (the value rule checked its shape only; a key
+    that names a rank twice is refused like a malformed one: values.torch_op counts its span as a bad value)."""
     members = text.partition("#")[0]
     runs: list[Run] = []
     size = 0
@@ -83,7 +85,25 @@ def parse_key(text: str) -> GroupKey:
         if size > MAX_GROUP:
             raise ValueError(f"more than {MAX_GROUP:,} ranks")
         runs.append((first, last, step))
+    if len(runs) > 1 and _overlap(runs):
+        raise ValueError("runs that name a rank twice")
     return GroupKey(text, tuple(runs), size)
+
+
+def _overlap(runs: list[Run]) -> bool:
+    """Whether two runs name one rank (``0-3,2-5``): a key lists each member once. Runs whose spans of ranks
+    are disjoint (the SDK's greedy runs, spec/torch.md §2) are told apart by sorting; interleaved strided
+    runs (``0-4:2,1-5:2``) by listing their members, at most MAX_GROUP of them (the size was checked)."""
+    spans = sorted((first, last) for first, last, _ in runs)
+    if all(a[1] < b[0] for a, b in itertools.pairwise(spans)):
+        return False
+    members: set[int] = set()
+    for first, last, step in runs:
+        had = len(members)
+        members.update(range(first, last + 1, step))
+        if len(members) - had != (last - first) // step + 1:
+            return True
+    return False
 
 
 def member_rank(s: SpanRecord, key: GroupKey) -> int | None:

@@ -35,6 +35,7 @@ _LABELS = (
     ("physics", "Decided by physics"),
     ("lamport", "Decided by Lamport (inversion ruled out)"),
     ("svc", "Decided by SVC"),
+    ("derived", "Decided by derived order (program order and matched messages, collectives)"),
     ("undecided", "Undecided (no guess)"),
     ("wrong", "WRONG: confident and contradicting the edge"),
     ("naive_inversions", "Naive inversions (raw timestamps)"),

@@ -1,7 +1,7 @@
 """The hang banner that opens the HTML report: which rank hung, in which collective (spec/analysis.md §6.3).
 
 The text report's opening lines (text_hang.py, from the JSON's ``hang``), then per wavefront a table of the
-ranks that did not get past it: each one's state (pending, failed, never entered), the time it entered or
+ranks that did not get past it: each one's state (pending, failed, never entered, unknown), the time it entered or
 its last completed op, and its clock's verdict when the fault ledger named it. Data attributes carry the
 JSON's values (``data-verdict``, ``data-group``, ``data-seq``, ``data-rank``, ``data-state``) for tests and
 scripts. Strings from the input are escaped by ``html.escape``.
@@ -49,7 +49,9 @@ def _table(group: dict[str, Any]) -> str:
         else:
             said, verdict = "no completed op of the group in the input", None
         rows.append(_row(s["rank"], s["host"], "never_entered", said, verdict))
-    more = sum(w[k]["count"] for k in ("pending", "failed", "never_entered")) - len(rows)
+    for rank in w["unknown"]["ranks"]:
+        rows.append(_row(rank, None, "unknown", "the caps left out the spans that say where it is", None))
+    more = sum(w[k]["count"] for k in ("pending", "failed", "never_entered", "unknown")) - len(rows)
     tail = f'<tr><td colspan="4">… and {more:,} more ranks (the JSON lists the first 1,024 of each)</td></tr>' \
         if more > 0 else ""
     return (f'<table class="hang-ranks" data-group="{_e(group["group"])}" data-seq="{w["seq"]}">'

@@ -38,8 +38,8 @@ HTML_MAX_COLLECTIVES = 2000
 MAX_LANES = 16
 
 #: How a hop, p2p message or collective was decided (CONTRACT-collectives §4; contradiction wins).
-COLOURS = {"physics": "#2a9d3a", "lamport": "#2a6fdb", "svc": "#8e44ad", "undecided": "#999999",
-           "contradiction": "#d00000"}
+COLOURS = {"physics": "#2a9d3a", "lamport": "#2a6fdb", "svc": "#8e44ad", "derived": "#0f8b8d",
+           "undecided": "#999999", "contradiction": "#d00000"}
 SPAN_FILL = {"span-stamped": "#cfe3f7", "span-unstamped": "#e4e4e4"}
 INK = "#333333"
 VERDICT_COLOURS = {"row-lying": "#d00000", "row-suspect": "#c06000"}
@@ -49,8 +49,11 @@ LEGEND: dict[str, tuple[str, str, str]] = {
     "physics": ("line", COLOURS["physics"], "decided by physics: the claimed bounds are disjoint"),
     "lamport": ("line", COLOURS["lamport"], "decided by Lamport counters (physics could not)"),
     "svc": ("line", COLOURS["svc"], "decided by the SVC sketch"),
+    "derived": ("line", COLOURS["derived"], "derived from the trace: each rank's program order and the matched "
+                                            "messages and collectives (no counter compared across ranks)"),
     "undecided": ("line", COLOURS["undecided"], "undecided: the stamps do not say, no guess"),
-    "contradiction": ("line", COLOURS["contradiction"], "contradiction: a clock broke its claimed bound"),
+    "contradiction": ("line", COLOURS["contradiction"], "contradiction: a clock broke its claimed bound (or, "
+                                                        "derived, the trace's structure leads round a cycle)"),
     "kind-hop": ("arrow", INK, "HTTP/gRPC hop, send → receive (solid arrow, coloured as above)"),
     "kind-p2p": ("arrow-dashed", INK, "torch point-to-point message, send → receive end (dashed arrow)"),
     "collective": ("band", INK, "collective: band from the first member's start to the last arriver's, "

@@ -82,6 +82,7 @@ def merge_reports(parts: list[Partial], keep: int) -> AnalysisReport:
         rep.hops_kept.extend(r.hops_kept[: max(0, keep - len(rep.hops_kept))])
         rep.collectives.merge(r.collectives)
         rep.p2p.merge(r.p2p)
+        rep.derived.merge(r.derived)
         rep.jobs.merge(r.jobs)
         rep.torch_job.merge(r.torch_job)
         rep.hang_facts.merge(r.hang_facts)

@@ -14,6 +14,10 @@ The procedure is spec/analysis.md §2, rule by rule, in this order:
    a direction Lamport did not rule out;
 4. otherwise UNDECIDED. Never a guess.
 
+A fifth method, DERIVED (§2.8), is not a rule on two events: it reads a whole trace's structure (program
+order on each process and its matched messages and collectives) and is applied by derived.py to the
+torch edges these rules leave undecided; ``decide`` never answers it.
+
 ``decide`` is the scalar form used on traces (``physics_gap`` then
 ``decide_logical``); ``decide_arrays`` is the same procedure over numpy arrays,
 used by the simulator (a test checks they agree).
@@ -58,6 +62,9 @@ class Method(str, enum.Enum):
     PHYSICS = "physics"
     LAMPORT = "lamport"
     SVC = "svc"
+    #: the trace's own structure: program order on each process plus matched messages and collectives
+    #: (derived.py, spec §2.8); never a recorded Lamport value across processes
+    DERIVED = "derived"
     UNDECIDED = "undecided"
 
 
@@ -71,7 +78,8 @@ class Decision(msgspec.Struct, frozen=True, gc=False):
 
     ``confidence`` is the probability the answer is right given that every
     clock keeps its claimed bound and Lamport counters are honest: 1.0 for
-    physics and Lamport, 1 − fp for SVC. ``gap_ns`` is, for physics, the room
+    physics and Lamport, 1 − fp for SVC; 1.0 for derived, given that the
+    trace's numbering and each process's counter are (derived.py). ``gap_ns`` is, for physics, the room
     between the two intervals (positive when disjoint) after the extra error.
     """
 

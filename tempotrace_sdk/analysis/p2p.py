@@ -14,7 +14,7 @@ than its number names, spec/torch.md §2) still takes its place, so its send
 is not reported lost, but its message is counted *ambiguous* and ordered
 by nothing: neither its number nor its carried record is trusted. A send no
 receive matched, and a receive still ``pending`` (open when a dump was taken),
-go to the hang report (hangfacts.py).
+an ambiguous one included, go to the hang report (hangfacts.py).
 """
 
 from __future__ import annotations
@@ -110,6 +110,8 @@ class Messages:
         send, recv = open_.send, open_.recv
         if recv is not None and recv.torch is not None and recv.torch.ambiguous:
             c.ambiguous += 1
+            if recv.torch.completion == PENDING:  # still listed (marked ambiguous): a receive that waits
+                self.report.hang_facts.message(PENDING_RECV, recv)
             return
         if send is not None and recv is not None:
             c.matched += 1

@@ -16,13 +16,13 @@ from .events import SpanRecord, split_clock
 from .faults import HostFault
 from .hangfacts import HangFacts
 from .jobs import JobSpans
-from .torchcounts import CollectiveCounts, P2PCounts
+from .torchcounts import CollectiveCounts, DerivedCounts, P2PCounts
 from .torchjob import TorchJob
 
 __all__ = ["SCHEMA", "AnalysisReport", "EdgeCounts"]
 
-SCHEMA = "tempotrace.analysis/5"
-METHODS = ("physics", "lamport", "svc")
+SCHEMA = "tempotrace.analysis/6"
+METHODS = ("physics", "lamport", "svc", "derived")
 #: Bad lines and refused spans kept in the report with their path:line (the count covers them all).
 SAMPLES = 20
 
@@ -37,7 +37,8 @@ class EdgeCounts:
 
     ``decided`` counts decisions that agree with the edge, by method (plus
     "undecided"); ``wrong`` counts confident decisions that contradict it, by
-    method; every physics or Lamport contradiction is also clock-fault evidence.
+    method; every physics or Lamport contradiction is also clock-fault evidence
+    (a derived one is a cycle in the trace's structure: no clock's fault).
     ``wrong_pairs`` tallies the wrong decisions per (clock, clock, method), the
     pair sorted; ``unattributed`` counts wrong decisions on hops whose sender span
     was not in the input (no clock pair to tally or blame). Together they add up
@@ -112,6 +113,8 @@ class AnalysisReport:
     elapsed_s: float = 0.0
     collectives: CollectiveCounts = field(default_factory=CollectiveCounts)
     p2p: P2PCounts = field(default_factory=P2PCounts)
+    #: the structure the derived order read (derived.py)
+    derived: DerivedCounts = field(default_factory=DerivedCounts)
     #: spans per job (jobs.py) and the torch job's steps, failures and incomplete collectives (torchjob.py)
     jobs: JobSpans = field(default_factory=JobSpans)
     torch_job: TorchJob = field(default_factory=TorchJob)
@@ -190,6 +193,7 @@ class AnalysisReport:
             "physics": e.decided["physics"],
             "lamport": e.decided["lamport"],
             "svc": e.decided["svc"],
+            "derived": e.decided["derived"],
             "undecided": e.decided["undecided"],
             "wrong": sum(e.wrong.values()),
             "naive_inversions": e.naive_inversions,
@@ -210,10 +214,11 @@ class AnalysisReport:
     def hang(self) -> dict[str, Any] | None:
         """The hang report (spec/analysis.md §1.4): per process group the wavefront, the dumps seen, the
         point-to-point sends no receive matched; None when there is nothing to say. Decided from the facts
-        and the attributed faults, so call it on a finished (or merged) report."""
+        and the attributed faults, so call it on a finished (or merged) report; decided once and shared by
+        the outputs until the facts change (do not change what it returns)."""
         from .hang import hang_report
 
-        return hang_report(self.hang_facts, self.topology, self.faults)
+        return hang_report(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -244,6 +249,7 @@ class AnalysisReport:
             "collective_counts": self.collectives.to_dict(),
             "stragglers": self.collectives.straggler_rows(),
             "p2p": self.p2p.to_dict(),
+            "derived": self.derived.to_dict(),
             "jobs": {"count": len(self.jobs.job_ids()), "by_job": self.jobs.to_list(),
                      "beyond_limit_spans": self.jobs.other},
             "torch": self.torch_job.to_dict(),

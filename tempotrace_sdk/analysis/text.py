@@ -34,7 +34,8 @@ def physics_note(report: AnalysisReport) -> str | None:
         return None
     reasons = sorted(e.physics_silent.items(), key=lambda kv: -kv[1])
     why = "; ".join(f"{n:,} edges: {_SILENCE_WORDS.get(k, k)}" for k, n in reasons)
-    return (f"physics decided no edge: {why}. Ordering fell back to Lamport/SVC; physical time needs "
+    return (f"physics decided no edge: {why}. Ordering fell back to Lamport/SVC and the derived order; physical "
+            "time needs "
             "clocks with a usable bound (PTP-class: `tempotrace clock` shows what this host has)")
 
 
@@ -138,6 +139,8 @@ def report_text(report: AnalysisReport) -> str:
         f"    physics     {pct(e.decided['physics'])}",
         f"    lamport     {pct(e.decided['lamport'])}   (rules out the inversion)",
         f"    svc         {pct(e.decided['svc'])}",
+        f"    derived     {pct(e.decided['derived'])}   (from the trace: program order, matched messages and "
+        "collectives)",
         f"    undecided   {pct(e.decided['undecided'])}   (no guess)",
         f"  WRONG (confident, contradicts the edge) {pct(sum(e.wrong.values()))}"
         + "   " + ", ".join(f"{k} {v}" for k, v in e.wrong.items() if v),
@@ -154,6 +157,16 @@ def report_text(report: AnalysisReport) -> str:
                      "§4.1)")
     if report.unresolved_parents:
         lines.append(f"  parents not in the input: {report.unresolved_parents:,} (their edges are not counted)")
+    d = report.derived
+    if d.cycles:
+        lines.append(f"  WARNING: the trace's structure leads round a cycle in {d.cycles:,} trace runs: a message "
+                     "numbering or a Lamport counter is broken; the edges on it are WRONG (derived), no clock blamed")
+    if d.beyond_limit or d.repeated:
+        lines.append(f"  derived order left {d.beyond_limit + d.repeated:,} edges undecided ("
+                     + ", ".join(part for part in (
+                         f"{d.beyond_limit:,} in trace runs too large to hold" if d.beyond_limit else "",
+                         f"{d.repeated:,} in runs with two step spans of one rank" if d.repeated else "") if part)
+                     + ")")
     if e.unattributed:
         lines.append(f"  unattributed: {e.unattributed:,} wrong decisions on hops whose sender span is not in the "
                      "input (no clock blamed)")

@@ -2,9 +2,10 @@
 §1.4, §6).
 
 Written from the JSON's ``hang`` (hang.py), so text and JSON say the same. Per group with a wavefront one
-line that says it plainly (``HANG:``, ``FAILED:`` or ``SPANS MISSING:``), then per suspect its last
-completed op, the ranks' last events in reading order with how each was ordered, the groups a rank left no
-span in, the point-to-point spans listed, and the dumps seen. Every time carries its bound, and the fault
+line that says it plainly (``HANG:``, ``FAILED:``, ``SPANS STOP:`` or ``SPANS MISSING:``), then per suspect
+its last got-past op, the ranks' last events in reading order with how each was ordered, the groups a rank
+left no span in, the pending spans a rank got past (stale), the point-to-point spans listed, and the dumps
+seen. Every time carries its bound, and the fault
 ledger's verdict where it named the clock that read it. Strings from the input (host, op, group, reason)
 are shown through ``_terminal_text.shown``.
 """
@@ -25,11 +26,12 @@ TEXT_NAMED = 8
 TEXT_DETAIL = 8
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_PREFIX = {"hang": "HANG", "failed": "FAILED", "spans_missing": "SPANS MISSING"}
+_PREFIX = {"hang": "HANG", "failed": "FAILED", "spans_stop": "SPANS STOP", "spans_missing": "SPANS MISSING"}
 #: Why physics could not order two last events (order.SILENCE_REASONS), in words.
 _SILENT = {"no_reading": "a side has no TempoTrace reading", "policy_degrade": "a span's policy verdict was degrade",
            "unknown_quality": "a clock said UNKNOWN", "saturated_bound": "a bound is saturated",
-           "overlap": "the bounds overlap"}
+           "overlap": "the bounds overlap", "lying_clock": "a side's clock is LYING (clock faults, below)",
+           "suspect_clock": "a side's clock is SUSPECT (clock faults, below)"}
 
 
 def rank_list(ranks: list[int], count: int) -> str:
@@ -69,7 +71,11 @@ def time_text(t: dict[str, Any], rank: int | None, host: str | None) -> str:
 
 def _rank(row: dict[str, Any]) -> str:
     host = row.get("host")
-    return f"rank {row['rank']}" + (f" ({shown(host)})" if host else "")
+    return f"rank {'?' if row['rank'] is None else row['rank']}" + (f" ({shown(host)})" if host else "")
+
+
+def _they(count: int, one: str, many: str) -> str:
+    return one if count == 1 else many
 
 
 def _what(w: dict[str, Any], group: dict[str, Any], jobs: bool) -> str:
@@ -80,37 +86,71 @@ def _what(w: dict[str, Any], group: dict[str, Any], jobs: bool) -> str:
 
 
 def headline(group: dict[str, Any], jobs: bool) -> str:
-    """The line that says a wavefront plainly: HANG, FAILED or SPANS MISSING, the collective, who is where."""
+    """The line that says a wavefront plainly: HANG, FAILED, SPANS STOP or SPANS MISSING, the collective, who
+    is where."""
     w = group["wavefront"]
     what = _what(w, group, jobs)
-    ne, pe, fa, co = w["never_entered"], w["pending"], w["failed"], w["completed"]
+    parts = _behind(w, what)
     if w["verdict"] == "spans_missing":
-        return (f"SPANS MISSING: {rank_list([r['rank'] for r in ne['ranks']], ne['count'])} never entered {what}, "
-                f"yet {rank_list(co['ranks'], co['count'])} completed it: it completes only once every rank joined, "
-                "so these spans are missing from the input (not a hang)")
-    parts = []
+        return "SPANS MISSING: " + "; ".join(parts) + _proof_text(w)
+    co, qu = w["completed"], w["queued"]
+    if qu["count"]:
+        parts.append(f"{rank_list(qu['ranks'], qu['count'])} queued it (the call returned; no completion seen)")
+    if co["count"]:
+        parts.append(f"{rank_list(co['ranks'], co['count'])} completed it")
+    line = f"{_PREFIX[w['verdict']]}: " + "; ".join(parts)
+    if w["verdict"] == "spans_stop":
+        n = w["never_entered"]["count"] + w["unknown"]["count"]
+        line += (": no rank waits in it, so " + _they(n, "its later spans are", "their later spans are") +
+                 " missing from the input, or " + _they(n, "it", "they") + " stopped outside the group's "
+                 "collectives (no hang in it)")
+    return line
+
+
+def _behind(w: dict[str, Any], what: str) -> list[str]:
+    """Who did not get past the wavefront: never entered, unknown, pending (since when), failed."""
+    parts: list[str] = []
+    ne = w["never_entered"]
     if ne["count"]:
         named = ne["ranks"]
-        if len(named) == 1:
+        if len(named) == 1 and ne["count"] == 1:
             who = _rank(named[0])
             absent = named[0]["spans"] == "none"
         else:
             who, absent = rank_list([r["rank"] for r in named], ne["count"]), False
         parts.append(f"{who} never entered {what}"
                      + (f" (no spans from rank {named[0]['rank']} in the input)" if absent else ""))
-    for rows, said in ((pe, "pending"), (fa, "failed")):
+    for rows, said in ((w["unknown"], "unknown"), (w["pending"], "pending"), (w["failed"], "failed")):
         if rows["count"]:
-            ranks = rank_list([m["rank"] for m in rows["members"]], rows["count"])
-            it = "in it" if parts else f"in {what}"
-            line = f"{ranks} {said} {it}"
+            ranks = rank_list(rows["ranks"] if said == "unknown" else [m["rank"] for m in rows["members"]],
+                              rows["count"])
+            it = "it" if parts else what
+            line = f"{ranks} {said} in {it}"
+            if said == "unknown":
+                line = f"{ranks}: unknown whether {_they(rows['count'], 'it', 'they')} entered {it} (a cap left out " \
+                    "the spans that would say)"
             if said == "pending" and w["since"] is not None:
                 line += " since " + time_text(w["since"], w["since"]["rank"], w["since"]["host"])
             if said == "failed":
                 line += " (status ERROR)"
             parts.append(line)
-    if co["count"]:
-        parts.append(f"{rank_list(co['ranks'], co['count'])} completed it")
-    return f"{_PREFIX[w['verdict']]}: " + "; ".join(parts)
+    return parts
+
+
+def _proof_text(w: dict[str, Any]) -> str:
+    """Why the ranks behind got past the wavefront after all: a completed "all" op at or above it."""
+    p = w["proof"]
+    co = w["completed"]
+    stale = w["pending"]["count"] + w["failed"]["count"]
+    if w["claim"] == "all" and co["count"]:
+        said = f", yet {rank_list(co['ranks'], co['count'])} completed it: it completes only once every rank joined"
+    else:
+        said = (f", yet {_rank(p)} completed {shown(p['op'])} #{p['seq']}, which completes only once every rank "
+                f"joined it: every rank got past #{w['seq']}")
+    if stale:
+        return said + (", so the pending or failed spans are stale (written before the op completed) and the "
+                       "later spans are missing from the input (not a hang)")
+    return said + ", so these spans are missing from the input (not a hang)"
 
 
 def _suspect_lines(w: dict[str, Any], group: dict[str, Any]) -> list[str]:
@@ -133,6 +173,10 @@ def _suspect_lines(w: dict[str, Any], group: dict[str, Any]) -> list[str]:
             said += (f"; its ring overwrote {row['overwritten']:,} ops unexported: its history before them is "
                      "incomplete" + (" (its last completed op is unknown)" if last is None else ""))
         out.append(f"  {_rank(row) if row['spans'] != 'none' else 'rank ' + str(row['rank'])}: {said}")
+    ne = w["never_entered"]
+    if ne["count"] > len(out):
+        out.append(f"  ... ({ne['count']:,} ranks never entered it; --json: hang.groups[].wavefront.never_entered "
+                   "lists the first 1,024)")
     return out
 
 
@@ -166,9 +210,29 @@ def _missing_ranks_line(group: dict[str, Any]) -> str | None:
     none = group["no_spans_in_input"]
     if not none or group["wavefront"] is not None:
         return None
-    return (f"MISSING RANKS: group {shown(group['group'])} expects {rank_list(none, len(none))}: no spans from "
-            f"{'it' if len(none) == 1 else 'them'} in the input; the group's other ranks completed every collective "
+    line = (f"MISSING RANKS: group {shown(group['group'])} expects {rank_list(none, len(none))}: no spans from "
+            f"{'it' if len(none) == 1 else 'them'} in the input; the group's other ranks got past every collective "
             "the input holds")
+    if group["left_out_spans"]:
+        line += f" (the caps left out {group['left_out_spans']:,} of the group's spans: some may be theirs)"
+    return line
+
+
+def _stale_line(group: dict[str, Any], jobs: bool) -> str | None:
+    st = group["stale_pending"]
+    if not st["count"]:
+        return None
+    m = st["members"]
+    same = len({(x["op"], x["seq"]) for x in m}) == 1 and st["count"] == len(m)
+    first = f"{shown(m[0]['op'])} #{m[0]['seq']}"
+    where = first if same else f"collectives (first: {first})"
+    job = f" in job {shown(group['job_id'] or '(none)')}" if jobs else ""
+    n = st["count"]
+    return (f"STALE PENDING: {rank_list([x['rank'] for x in m], n)} pending in {where} of group "
+            f"{shown(group['group'])}{job}, yet {_they(n, 'it', 'each')} got past a collective at or above it "
+            f"(#{m[0]['got_past']}): a dump taken before {_they(n, 'it', 'they')} went on, or seq numbers that "
+            "restarted (uninstrument() then instrument()): a hang there cannot be told from seq numbers "
+            "(spec/analysis.md §1.4)")
 
 
 def _p2p_lines(p2p: dict[str, Any]) -> list[str]:
@@ -181,7 +245,8 @@ def _p2p_lines(p2p: dict[str, Any]) -> list[str]:
                        f"receive in the input (send completion: {shown(m['completion'])})")
         else:
             src = "any source" if m["src"] is None else f"rank {m['src']}"
-            out.append(f"P2P: {_rank(m)} {shown(m['op'])} from {src} {where} pending since {started}")
+            out.append(f"P2P: {_rank(m)} {shown(m['op'])} from {src} {where} pending since {started}"
+                       + (" (ambiguous: torch may have given it another message)" if m["ambiguous"] else ""))
     listed = p2p["unmatched_sends"] + p2p["pending_recvs"]
     if listed > len(p2p["listed"][:TEXT_DETAIL]):
         out.append(f"  ... ({p2p['unmatched_sends']:,} unmatched sends, {p2p['pending_recvs']:,} pending receives; "
@@ -195,7 +260,8 @@ def _dump_lines(dumps: dict[str, Any]) -> list[str]:
     rows = []
     for d in dumps["listed"][:TEXT_DETAIL]:
         asked = f" asked by rank {d['requested_by']}" if d["requested_by"] is not None else ""
-        rows.append(f"rank {d['rank']} {shown(d['reason'])}{asked} ({d['ops']:,} ops, {d['pending']:,} pending)")
+        who = f"rank {d['rank']}" if d["rank"] is not None else f"rank ? ({shown(d['host'])})"
+        rows.append(f"{who} {shown(d['reason'])}{asked} ({d['ops']:,} ops, {d['pending']:,} pending)")
     more = " ..." if dumps["total"] > len(rows) else ""
     out = [f"  dumps seen: {dumps['total']:,}: " + ", ".join(rows) + more]
     over = dumps["overwritten"]
@@ -215,15 +281,27 @@ def jobs_named(hang: dict[str, Any]) -> bool:
 
 
 def other_lines(hang: dict[str, Any]) -> list[str]:
-    """The lines after the wavefronts': ranks missing from a group, point-to-point spans, the dumps seen."""
+    """The lines after the wavefronts': ranks missing from a group, stale pending spans, point-to-point spans,
+    the dumps seen."""
+    jobs = jobs_named(hang)
     out = [line for g in hang["groups"] if g["wavefront"] is None for line in [_missing_ranks_line(g)] if line]
+    out += [line for g in hang["groups"] for line in [_stale_line(g, jobs)] if line]
     out += _p2p_lines(hang["p2p"])
-    if not any(g["wavefront"] is not None for g in hang["groups"]) and hang["dumps"]["total"]:
-        out.append("no hang found: every rank with spans completed every collective the input holds")
-    out += _dump_lines(hang["dumps"])
+    dumps = hang["dumps"]
+    if not any(g["wavefront"] is not None for g in hang["groups"]) and dumps["total"]:
+        stale = any(g["stale_pending"]["count"] for g in hang["groups"])
+        if not dumps["pending"] and not stale:
+            out.append("no hang found: every rank with spans completed every collective the input holds")
+        elif not stale and not hang["p2p"]["pending_recvs"]:
+            n = dumps["pending"]
+            out.append(f"PENDING SPANS MISSING: the dumps say they wrote {n:,} pending {_they(n, 'op', 'ops')}, yet "
+                       "the input holds no collective a rank did not get past: "
+                       f"{_they(n, 'its span is', 'their spans are')} missing from the input")
+    out += _dump_lines(dumps)
     if hang["dropped"]:
         out.append("  the hang report is partial: its caps left out " + ", ".join(
-            f"{n:,} {k}" for k, n in hang["dropped"].items()) + " (spec/analysis.md §1.4)")
+            f"{n:,} {'dump records' if k == 'overwritten' else 'spans'} ({k})" for k, n in hang["dropped"].items())
+            + " (spec/analysis.md §1.4)")
     return out
 
 

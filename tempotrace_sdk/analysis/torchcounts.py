@@ -14,7 +14,7 @@ from typing import Any
 
 from .events import split_clock
 
-__all__ = ["TOP", "CollectiveCounts", "P2PCounts", "StragglerRow"]
+__all__ = ["TOP", "CollectiveCounts", "DerivedCounts", "P2PCounts", "StragglerRow"]
 
 #: Rows of the per-clock and per-rank tables, and incomplete collectives, listed in the JSON.
 TOP = 20
@@ -62,8 +62,8 @@ class CollectiveCounts:
     ends_not_completed: int = 0
     by_op: Counter[str] = field(default_factory=Counter)
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
-    decided: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("physics", "lamport", "svc", "undecided"),
-                                                                          0))
+    decided: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("physics", "lamport", "svc", "derived", "undecided"), 0))
     stragglers: dict[str, StragglerRow] = field(default_factory=dict)  # clock key -> row
     missing_by_rank: Counter[int] = field(default_factory=Counter)
     #: the first TOP incomplete collectives: (input position of the first member, summary)
@@ -135,3 +135,23 @@ class P2PCounts:
                 "unmatched_recvs": self.unmatched_recvs, "carried": self.carried,
                 "record_mismatch": self.record_mismatch, "conflicts": self.conflicts,
                 "not_completed": self.not_completed, "ambiguous": self.ambiguous}
+
+
+@dataclass
+class DerivedCounts:
+    """The structure the derived order reads (derived.py, spec/analysis.md §2.8): trace runs checked, messages
+    and claims linked, runs holding a cycle, and the edges left undecided for want of a trustworthy structure."""
+
+    runs: int = 0  #: runs with an edge to derive, checked
+    links: int = 0  #: matched messages and collective claims in the structure
+    cycles: int = 0  #: runs whose structure leads around a cycle (a numbering or counter fault)
+    beyond_limit: int = 0  #: edges of runs past derived_graph.MAX_NODES: undecided
+    repeated: int = 0  #: edges of runs with two step spans of one clock (two processes under one key): undecided
+
+    def merge(self, other: DerivedCounts) -> None:
+        for name in ("runs", "links", "cycles", "beyond_limit", "repeated"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def to_dict(self) -> dict[str, int]:
+        return {"runs": self.runs, "links": self.links, "cycles": self.cycles, "beyond_limit": self.beyond_limit,
+                "repeated": self.repeated}

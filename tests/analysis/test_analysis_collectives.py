@@ -91,12 +91,12 @@ NTP = {"u": 65535}  # an NTP-class clock: its bound saturates, physics cannot us
 
 
 def _lamport_case(tmp_path: Path, *, merged: bool, end_lts_1: int = 50, missing_on_1: list[int] | None = None,
-                  sketches: bool = False) -> dict[str, Any]:
+                  sketches: bool = False, start_lts_1: int = 20) -> dict[str, Any]:
     """Two NTP-class ranks; rank 0 starts with lts 10, rank 1 with 20; each end merged the other's record
     (op mode) when ``merged``."""
     sid = {0: 0xA1, 1: 0xB1}
     spans = []
-    for r, (lts, end_lts) in enumerate(((10, 60), (20, end_lts_1))):
+    for r, (lts, end_lts) in enumerate(((10, 60), (start_lts_1, end_lts_1))):
         kw: dict[str, Any] = {}
         if merged:
             kw = {"send_lts": lts + 1, "recv_lts": end_lts - 1, "missing": missing_on_1 if r == 1 else None}
@@ -109,10 +109,12 @@ def _lamport_case(tmp_path: Path, *, merged: bool, end_lts_1: int = 50, missing_
 
 def test_lamport_orders_a_collective_only_where_a_merge_was_recorded(tmp_path: Path) -> None:
     """§2.7: without recv.lts an end's counter says nothing about the other rank (rank 1 ends at lts 5, below
-    rank 0's start at 10: two independent counters) -> undecided, no wrong decision, no fault; with merges
-    recorded, consistent counters rule the inversion out, and a counter that went backwards is WRONG."""
-    unmerged = _lamport_case(tmp_path, merged=False, end_lts_1=5)
-    assert unmerged["collectives"][0]["outcome"] == "undecided" and unmerged["edges"]["wrong_total"] == 0
+    rank 0's start at 10: two independent counters) -> not Lamport (the claim is the structure's own: derived,
+    §2.8), no wrong decision, no fault; with merges recorded, consistent counters rule the inversion out, and a
+    counter that went backwards is WRONG."""
+    unmerged = _lamport_case(tmp_path, merged=False, start_lts_1=2, end_lts_1=5)
+    assert unmerged["collectives"][0]["decision"] == {"relation": "before", "method": "derived", "confidence": 1.0}
+    assert unmerged["edges"]["wrong_total"] == 0 and unmerged["edges"]["decided"]["lamport"] == 0
     assert not unmerged["faults"]
     ok = _lamport_case(tmp_path, merged=True)
     assert ok["collectives"][0]["decision"] == {"relation": "not_after", "method": "lamport", "confidence": 1.0}
@@ -124,9 +126,10 @@ def test_lamport_orders_a_collective_only_where_a_merge_was_recorded(tmp_path: P
 
 
 def test_a_record_the_end_did_not_merge_gives_no_lamport_evidence(tmp_path: Path) -> None:
-    """Rank 0 in rank 1's recv.missing: rank 1's end says nothing about rank 0's start."""
-    d = _lamport_case(tmp_path, merged=True, end_lts_1=5, missing_on_1=[0])
-    assert d["collectives"][0]["outcome"] == "undecided" and d["edges"]["wrong_total"] == 0
+    """Rank 0 in rank 1's recv.missing: rank 1's end says nothing about rank 0's start (its counter, 5, below
+    rank 0's 10): no Lamport decision, no wrong one; the claim is the structure's own (derived, §2.8)."""
+    d = _lamport_case(tmp_path, merged=True, start_lts_1=2, end_lts_1=5, missing_on_1=[0])
+    assert d["collectives"][0]["decision"]["method"] == "derived" and d["edges"]["wrong_total"] == 0
 
 
 def test_recorded_sketches_order_by_svc(tmp_path: Path) -> None:

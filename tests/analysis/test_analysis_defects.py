@@ -71,7 +71,7 @@ def test_a_degrade_verdict_keeps_a_span_out_of_physics(tmp_path: Path) -> None:
     assert flagged["edges"]["wrong"]["physics"] == 2
     d = analyze_file(_write(tmp_path, *_hop("degrade"), name="d.jsonl")).to_dict()
     assert d["edges"]["wrong_total"] == 0 and d["faults"] == []
-    assert d["edges"]["decided"] == {"physics": 0, "lamport": 2, "svc": 0, "undecided": 0}
+    assert d["edges"]["decided"] == {"physics": 0, "lamport": 2, "svc": 0, "derived": 0, "undecided": 0}
     assert d["edges"]["physics_silent"] == {"policy_degrade": 2}
     assert d["degraded_spans"] == 1
 

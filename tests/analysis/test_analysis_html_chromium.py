@@ -28,8 +28,8 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed
 SIZES = ((1280, 800), (1920, 1080))
 TICK = re.compile(r"^\+?-?[\d,]+(\.\d)? (ns|µs|ms|s)$")
 #: Legend entries whose swatch colour is the colour drawn (the others explain a shape: arrow, band).
-LITERAL = {"physics", "lamport", "svc", "undecided", "contradiction", "span-stamped", "span-unstamped", "whisker",
-           "whisker-saturated", "last-arriver", "row-lying", "row-suspect"}
+LITERAL = {"physics", "lamport", "svc", "derived", "undecided", "contradiction", "span-stamped", "span-unstamped",
+           "whisker", "whisker-saturated", "last-arriver", "row-lying", "row-suspect"}
 
 # What is drawn, read from the live DOM: boxes in CSS px relative to the timeline svg's left edge.
 PROBE = """(() => {

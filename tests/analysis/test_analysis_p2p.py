@@ -74,12 +74,14 @@ def test_lone_sends_and_receives_that_never_completed_are_counted_not_ordered(tm
 
 def test_without_a_recorded_merge_the_counters_say_nothing(tmp_path: Path) -> None:
     """An NTP-class receive (physics silent) whose counters would say "receive before send" (end lts 31 is
-    above the send's 10, so flip it: 5) gives no Lamport evidence without recv.lts."""
+    above the send's 10, so flip it: 5) gives no Lamport evidence without recv.lts: the pair is ordered by the
+    trace's structure (derived, §2.8), never by the two counters."""
     spans = _message(record_ptp=None, u=65535)
     spans[1]["attributes"] = [kv for kv in spans[1]["attributes"] if kv["key"] != "tempotrace.end.lts"]
     spans[1]["attributes"].append({"key": "tempotrace.end.lts", "value": {"intValue": "5"}})
     rep = _run(tmp_path, spans)
-    assert rep.hops_kept[0]["decision"]["method"] == "undecided" and sum(rep.edges.wrong.values()) == 0
+    assert rep.hops_kept[0]["decision"] == {"relation": "before", "method": "derived", "confidence": 1.0}
+    assert sum(rep.edges.wrong.values()) == 0 and rep.edges.decided["lamport"] == 0
 
 
 def test_a_recorded_merge_lets_lamport_decide(tmp_path: Path) -> None:

@@ -90,7 +90,7 @@ def synthetic_report() -> AnalysisReport:
                      220, op="recv", group="0-1")
         spans += [recv, send]
         hops.append(_hop(send, recv, base + 4 * MS + 10 * US, base + 4 * MS + 90 * US,
-                         "physics" if it != 1 else "svc", "consistent", "p2p"))
+                         ("physics", "svc", "derived")[it], "consistent", "p2p"))
         # HTTP: ps (its ptp clock) calls web; web renders in an unstamped span.
         call = _span(f"{it}00000000000000c1", "call web", "ps", None, "sim:ptp", base + 5 * MS, base + 7 * MS, 230)
         serve = _span(f"{it}00000000000000c2", "serve", "web", None, "sim:ptp", base + 5 * MS + 200 * US,
@@ -109,7 +109,7 @@ def synthetic_report() -> AnalysisReport:
     rep.spans_kept, rep.hops_kept, rep.collectives_kept = spans, hops, colls
     rep.limits = {"window": 100_000, "hop_horizon": 100_000, "dedup": 0}
     rep.edges.total = 40
-    rep.edges.decided.update(physics=20, lamport=10, svc=5, undecided=3)
+    rep.edges.decided.update(physics=19, lamport=10, svc=5, derived=1, undecided=3)
     rep.edges.wrong["physics"] = 2
     rep.faults = [
         HostFault("node3", "lying", "physics", 2, 12, ("node0\x000",), 5 * MS, 5 * MS, 65535, rank=3),
