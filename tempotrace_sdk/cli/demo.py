@@ -227,9 +227,10 @@ def add_demo_command(subparsers: Any) -> None:
     parser.add_argument("--seed", type=int, default=1, help="seed for the simulated clocks' noise (default 1)")
     parser.add_argument(
         "--carriage",
-        choices=("none", "step", "op"),
+        choices=("none", "step", "step+p2p", "op"),
         help="how the ranks carry tt-ext records (tempotrace_sdk.torch.instrument; default step: one exchange per "
-        "step and a side message per send; op: an exchange after every collective too; none: spans only)",
+        "step, nothing added to a send; step+p2p: and a side message per send; op: an exchange after every "
+        "collective too; none: spans only)",
     )
     parser.add_argument(
         "--http", action="store_true", help="run the HTTP imitation of a training step instead of torchrun"

@@ -164,7 +164,7 @@ def _run(argv: list[str] | None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for the spans, results and logs")
     parser.add_argument("--cast", required=True, help="JSON list, one {clock, host} per rank")
     parser.add_argument("--steps", type=int, required=True)
-    parser.add_argument("--carriage", default="step", help="instrument(carriage=...): none, step or op")
+    parser.add_argument("--carriage", default="step", help="instrument(carriage=...): none, step, step+p2p or op")
     args = parser.parse_args(argv)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     me = json.loads(args.cast)[rank]
@@ -181,7 +181,7 @@ def _run(argv: list[str] | None) -> int:
     if rank == 0:
         emit("clock_check", **_check_result(check))
 
-    tt.instrument(carriage=args.carriage)  # "step": a side message per send, one exchange per step
+    tt.instrument(carriage=args.carriage)  # "step": one exchange per step, nothing added to a p2p op
     job = Rank(rank, world)
     if rank == 0:
         emit("built", parameters=sum(p.numel() for p in job.ddp.parameters()))

@@ -65,6 +65,7 @@ def render_summary(result: DemoResult) -> str:
         f"    physics (disjoint bounds)  {_pct(decided['physics'], total)}",
         f"    Lamport                    {_pct(decided['lamport'], total)}",
         f"    SVC sketch                 {_pct(decided['svc'], total)}",
+        f"    derived (matched pairs)    {_pct(decided.get('derived', 0), total)}",
         f"    undecided (said so)        {_pct(decided['undecided'], total)}",
         f"    wrong                      {_pct(edges['wrong_total'], total)}"
         + ("   <- not silent: each is evidence against the lying clock below"

@@ -72,6 +72,7 @@ def _how(decision: dict[str, Any]) -> str:
         "svc": f"the SVC sketch (false-positive rate {decision.get('fp', 0.0):.1e})",
         "lamport": "Lamport counters (merged from the records the ranks carried)",
         "physics": "physics (its bounds are disjoint)",
+        "derived": "the order derived from the trace itself (program order on each rank and the matched pairs)",
     }.get(str(decision["method"]), str(decision["method"]))
 
 
