@@ -28,6 +28,10 @@ Per profile and size, in a fresh interpreter run as `tempotrace analyze` runs
 ``--dask N`` also analyses the N-span trace (demo profile) with ``--engine
 dask`` on a local cluster of two workers and checks the report equals the
 single-process one.
+
+``--parquet N`` also converts the N-span trace (demo profile) to a span table
+(spec/parquet.md): its bytes against the JSON's, convert's spans/s, and the
+analysis of the table against the analysis of the JSON (spans/s, equal report?).
 """
 
 from __future__ import annotations
@@ -249,19 +253,51 @@ def dask_identity(size: int, workers: int = 2) -> dict[str, Any]:
             "one_process_s": t1 - t0, "dask_s": t2 - t1, "edges": one["edges"]["total"]}
 
 
+def parquet_check(size: int) -> dict[str, Any]:
+    """The size-span demo-profile trace as a span table: size ratio, convert's speed, the analysis of each."""
+    from tempotrace_sdk.analysis import analyze
+    from tempotrace_sdk.analysis.engine import gc_paused
+    from tempotrace_sdk.analysis.parquet_convert import convert
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path, table = os.path.join(tmp, "t.jsonl"), os.path.join(tmp, "t.parquet")
+        n = generate(path, size, profile="demo")
+        with gc_paused():
+            t0 = time.perf_counter()
+            convert([path], table)
+            t1 = time.perf_counter()
+            reports, seconds = [], []
+            for source in (path, table):
+                t = time.perf_counter()
+                reports.append(analyze(source, keep=0).to_dict())
+                seconds.append(time.perf_counter() - t)
+        ratio = os.path.getsize(table) / os.path.getsize(path)
+    for r in reports:
+        for key in ("elapsed_s", "source", "inputs"):
+            r.pop(key)
+    return {"spans": n, "bytes_ratio": ratio, "convert_spans_per_s": n / (t1 - t0),
+            "json_spans_per_s": n / seconds[0], "parquet_spans_per_s": n / seconds[1],
+            "identical": reports[0] == reports[1]}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="10000,100000", help="comma-separated span counts")
     p.add_argument("--profiles", default=",".join(PROFILES), help="demo, light or both")
     p.add_argument("--repeat", type=int, default=3, help="alternating runs per size below 10^6")
     p.add_argument("--dask", type=int, default=0, metavar="SPANS", help="also check --engine dask on SPANS spans")
+    p.add_argument("--parquet", type=int, default=0, metavar="SPANS",
+                   help="also convert SPANS spans to a span table and analyse both")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     rows = bench([int(s) for s in args.sizes.split(",")], args.profiles.split(","), args.repeat)
     dask = dask_identity(args.dask) if args.dask else None
+    table = parquet_check(args.parquet) if args.parquet else None
     if args.json:
-        print(json.dumps({"title": "analyze vs json.loads", "goal_ratio": GOAL, "rows": rows, "dask": dask},
-                         indent=2))
+        doc: dict[str, Any] = {"title": "analyze vs json.loads", "goal_ratio": GOAL, "rows": rows, "dask": dask}
+        if table is not None:
+            doc["parquet"] = table
+        print(json.dumps(doc, indent=2))
         return 0
     print(f"analyze end to end vs json.loads of the same lines, one core (goal <= {GOAL:.1f}x; CPU time, "
           "alternating runs, median)")
@@ -283,6 +319,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  --engine dask, {dask['workers']} local workers, {dask['spans']:,} spans: report {verdict} to one "
               f"process's ({dask['edges']:,} edges; {dask['one_process_s']:.1f} s one process, "
               f"{dask['dask_s']:.1f} s dask incl. cluster start)")
+    if table is not None:
+        verdict = "identical" if table["identical"] else "DIFFERENT"
+        print(f"  span table (Parquet), {table['spans']:,} spans: {table['bytes_ratio']:.3f}x the JSON's bytes; "
+              f"convert {table['convert_spans_per_s']:,.0f} spans/s; analyze {table['json_spans_per_s']:,.0f} "
+              f"spans/s from JSON, {table['parquet_spans_per_s']:,.0f} from Parquet; report {verdict}")
     return 0
 
 

@@ -4,8 +4,11 @@
 - ``expand`` turns the command line's inputs into a list of ``Source``: a
   directory gives every ``*.jsonl`` / ``*.json`` file under it (hidden names
   skipped; one whose first line is not an OTLP trace line is not a trace file,
-  reader.py skips it whole and names it), a pattern with ``*?[`` that names no file is a glob, ``-`` is stdin
-  (alone). The same file named twice is read once.
+  reader.py skips it whole and names it) and every span table (``*.parquet``, and the
+  parts an exporter did not finish, ``*.parquet.tmp``: spec/parquet.md §4), a pattern with ``*?[`` that
+  names no file is a glob, ``-`` is stdin (alone). The same file named twice is read once. A file named
+  ``*.parquet`` or starting with Parquet's magic is a span table; the parts of one writer are one stream,
+  in order.
 - Only regular files, FIFOs and stdin are read. A device (``/dev/zero``), a
   socket or anything else is refused before it is opened; a FIFO is opened
   without waiting for a writer (with none, it reads as empty).
@@ -31,6 +34,7 @@ from typing import TypeVar
 import msgspec
 
 from ..errors import TempoTraceError
+from .parquet_layout import PART_SUFFIX, UNFINISHED_SUFFIX, part_of
 
 __all__ = [
     "DEFAULT_MAX_LINE", "STDIN", "Source", "TraceFileError", "TraceIOError", "expand", "interleave", "open_source",
@@ -43,8 +47,10 @@ DEFAULT_MAX_LINE = 64 << 20
 BLOCK = 1 << 20
 #: What all the blocks of files read side by side may hold at once.
 BLOCKS_BUDGET = 64 << 20
-#: File names a directory contributes.
+#: File names a directory contributes: OTLP JSON lines, span tables (spec/parquet.md).
 SUFFIXES = (".jsonl", ".json")
+FOUND_SUFFIXES = (*SUFFIXES, PART_SUFFIX, UNFINISHED_SUFFIX)
+PARQUET_MAGIC = b"PAR1"
 STDIN = "-"
 
 
@@ -73,11 +79,15 @@ class TraceIOError(TraceFileError):
 
 class Source(msgspec.Struct, frozen=True, gc=False):
     """One input: a path (``-`` for stdin), its size when known (a regular file), and whether a directory
-    gave it (such a file that does not start with a trace line is not a trace file: skipped whole)."""
+    gave it (such a file that does not start with a trace line is not a trace file: skipped whole);
+    ``parquet``: a span table (parquet_read.py); ``stream``: the writer whose parts it is one of (its parts
+    are read as one stream, in order), "" for a file of its own."""
 
     path: str
     size: int | None = None
     found: bool = False
+    parquet: bool = False
+    stream: str = ""
 
     @property
     def name(self) -> str:
@@ -107,12 +117,21 @@ def expand(args: list[str]) -> list[Source]:
         for path in _paths(arg):
             try:
                 st = os.stat(path)
+            except FileNotFoundError:
+                if path.endswith(UNFINISHED_SUFFIX):  # a part its writer finished since (renamed): not lost
+                    continue
+                raise TraceFileError(path, 0, "cannot open: No such file or directory") from None
             except OSError as err:
                 raise TraceFileError(path, 0, f"cannot open: {err.strerror or err}") from err
             if (st.st_dev, st.st_ino) in seen:
                 continue
             seen.add((st.st_dev, st.st_ino))
             if stat.S_ISREG(st.st_mode):
+                if _is_parquet(path):
+                    part = part_of(os.path.basename(path))
+                    stream = "" if part is None else os.path.join(os.path.dirname(path), part[0])
+                    out.append(Source(path, st.st_size, found, parquet=True, stream=stream))
+                    continue
                 out.append(Source(path, st.st_size, found))
             elif stat.S_ISFIFO(st.st_mode):
                 out.append(Source(path, None, found))
@@ -122,17 +141,36 @@ def expand(args: list[str]) -> list[Source]:
     return out
 
 
+def _is_parquet(path: str) -> bool:
+    """A span table: named so, or a regular file that starts with Parquet's magic."""
+    if path.endswith((PART_SUFFIX, UNFINISHED_SUFFIX)):
+        return True
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == PARQUET_MAGIC
+    except OSError:
+        return False  # opened (and its error reported) when it is read
+
+
+def _order(path: str) -> tuple[str, str, int]:
+    """Sort key of a directory's files: by name, a writer's parts by their sequence number."""
+    folder, name = os.path.split(path)
+    part = part_of(name)
+    return (folder, name, 0) if part is None else (folder, f"part-{part[0]}", part[1])
+
+
 def _paths(arg: str) -> list[str]:
     """One argument's paths: itself, a directory's trace files, or a glob's matches (sorted)."""
     if os.path.isdir(arg):
         found = sorted(
-            os.path.join(root, name)
-            for root, dirs, names in os.walk(arg)
-            for name in names
-            if not name.startswith(".") and name.endswith(SUFFIXES)
+            (os.path.join(root, name)
+             for root, dirs, names in os.walk(arg)
+             for name in names
+             if not name.startswith(".") and name.endswith(FOUND_SUFFIXES)),
+            key=_order,
         )
         if not found:
-            raise TraceFileError(arg, 0, f"a directory with no {' / '.join('*' + s for s in SUFFIXES)} files")
+            raise TraceFileError(arg, 0, f"a directory with no {' / '.join('*' + s for s in FOUND_SUFFIXES)} files")
         return found
     if os.path.lexists(arg) or not glob.has_magic(arg):
         return [arg]

@@ -9,6 +9,11 @@ a warning; ``strict=True`` raises ``TraceFileError`` at the first instead.
 Exporter loss records (lines whose resource says how many spans an exporter
 dropped) are noted in the report, never read as spans.
 
+Span tables (Parquet, spec/parquet.md) are read in the same stream: each row group
+is one item (parquet_read.Piece) whose rows become the records the JSON they came
+from would give (parquet_records.py), its bad-line notes counted where they fell,
+so the report of a converted trace is the report of the original.
+
 Positions: each span object read takes the next position (kept, refused or
 owned by another partition), so every partition of a split run numbers spans
 alike (analyzer.py).
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Union
 
 from .events import SpanRecord
 from .inputs import (
@@ -34,6 +40,12 @@ from .inputs import (
 from .otlp import BadLine, decode_line, parse
 from .progress import Progress
 from .report import AnalysisReport
+
+if TYPE_CHECKING:
+    from .parquet_read import Piece
+
+#: An item of the input stream: (source, line number, the line | its length when too long | a span table piece).
+Item = tuple[Source, int, Union[memoryview, int, "Piece"]]
 
 __all__ = ["TraceFileError", "TraceIOError", "TraceReader", "check_found", "iter_spans"]
 
@@ -64,6 +76,8 @@ class TraceReader:
         self.positions = 0  #: span objects read (the next position)
         self.kept = 0  #: records handed on
         self.bytes_read = 0
+        #: the span table columns read (None: every column); the analysis reads parquet_records.COLUMNS_READ
+        self.columns: tuple[str, ...] | None = None
 
     def __iter__(self) -> Iterator[SpanRecord]:
         for batch in self.batches():
@@ -73,7 +87,10 @@ class TraceReader:
         """The records line by line (a list per line: cheaper to hand on than one record at a time)."""
         rep, strict, shard = self.report, self.strict, self.shard
         progress = self.progress
-        for source, number, item in self._lines():
+        for source, number, item in self.items():
+            if not isinstance(item, (int, memoryview)):
+                yield from self._piece(item)
+                continue
             self.lines += 1
             self.bytes_read += (item if isinstance(item, int) else len(item)) + 1
             if progress is not None:
@@ -105,30 +122,84 @@ class TraceReader:
                 yield result.records
 
     def _bad(self, source: Source, number: int, reason: str) -> None:
-        if self.strict:
-            raise TraceFileError(source.name, number, reason)
-        if self.count_lines:
-            self.report.note_bad(source.name, number, reason, False, (self.lines, -1))
+        self.bad(source.name, number, reason)
 
-    def _lines(self) -> Iterator[tuple[Source, int, memoryview | int]]:
+    def bad(self, path: str, number: int, reason: str) -> None:
+        """A line that cannot be read: raised (strict), else counted once (by partition 0 of a split run)."""
+        if self.strict:
+            raise TraceFileError(path, number, reason)
+        if self.count_lines:
+            self.report.note_bad(path, number, reason, False, (self.lines, -1))
+
+    def _piece(self, piece: Piece) -> Iterator[list[SpanRecord]]:
+        """The records of one span table piece, its notes counted where they fell among its rows (a bad line
+        noted before row p of the file is counted after rows ..p-1, as it was read)."""
+        rep = self.report
+        head = piece.head
+        if head is not None:
+            self.trace_lines += head.trace_lines
+            for writer, dropped in head.loss.items():
+                rep.note_loss(writer, dropped)
+            rep.not_traces.extend(head.not_traces)
+            rest = head.bad_lines - len(head.bad_first)  # counted, never sampled (the file keeps its first SAMPLES)
+            if rest > 0 and self.count_lines and not self.strict:
+                rep.bad_lines += rest
+        self.bytes_read += piece.nbytes
+        at, end = piece.first, piece.first + piece.rows
+        for note in piece.notes:
+            upto = max(at, min(note.pos, end))
+            yield from self._rows(piece, at, upto)
+            at = upto
+            self.lines += 1
+            self.bad(note.path, note.line, note.reason)
+        yield from self._rows(piece, at, end)
+        if piece.lost is not None:
+            self.lines += 1
+            self.bad(piece.source.name, 0, piece.lost)
+        if self.progress is not None:
+            self.progress.update(self.positions, self.bytes_read)
+
+    def _rows(self, piece: Piece, lo: int, hi: int) -> Iterator[list[SpanRecord]]:
+        """Rows lo..hi-1 of the piece's file, read as one line: a position per row, refusals counted."""
+        if hi <= lo or piece.table is None:
+            return
+        group = piece.rows_view()
+        self.lines += 1
+        result = group.records(lo - piece.first, hi - piece.first, self.positions, self.shard)
+        self.positions += hi - lo
+        rep = self.report
+        for index, path, line, reason in result.bad or ():
+            if self.strict:
+                raise TraceFileError(path, line, f"malformed span: {reason}")
+            rep.note_bad(path, line, reason, True, (self.lines, index))
+        for writer, dropped in result.loss or ():
+            rep.note_loss(writer, dropped)
+        if result.records:
+            self.kept += len(result.records)
+            yield result.records
+
+    def items(self) -> Iterator[Item]:
         """(source, line number, line) in the input order: several sources are interleaved by progress
-        (inputs.interleave), not read one after the other."""
+        (inputs.interleave), not read one after the other; a span table gives its row groups as items."""
         fds: list[int] = []
         try:
             block = block_for(len(self.sources))
-            streams = []
-            for source in self.sources:
+            streams: list[tuple[int, Iterator[Item]]] = []
+            for group in _streams(self.sources):
+                source = group[0]
+                if source.parquet:
+                    streams.append(_parquet_stream(group, self.columns))
+                    continue
                 fd = open_source(source)
                 fds.append(fd)
                 lines = enumerate(read_lines(fd, source.name, self.max_line, block), 1)
-                streams.append((source.size or 0, _trace_file(source, lines, self.report) if source.found else lines))
+                found = _trace_file(source, lines, self.report) if source.found else lines
+                streams.append((source.size or 0, _tagged(source, found)))
             if len(streams) == 1:
-                source = self.sources[0]
-                for number, item in streams[0][1]:
-                    yield source, number, item
+                yield from streams[0][1]
                 return
-            for i, (number, item) in interleave(streams, _length):
-                yield self.sources[i], number, item
+            for _, item in interleave(streams, _length):
+                yield item
         finally:
             for fd in fds:
                 if fd != 0 or self.sources[0].path != STDIN:
@@ -187,10 +258,42 @@ def _trace_file(source: Source, lines: Iterator[tuple[int, memoryview | int]],
     yield from lines
 
 
-def _length(item: tuple[int, memoryview | int]) -> int:
-    """An enumerated line's length in the input, newline included (inputs.interleave's measure)."""
-    line = item[1]
-    return (line if isinstance(line, int) else len(line)) + 1
+def _length(item: Item) -> int:
+    """An item's length in its input (inputs.interleave's measure): a line's bytes, newline included; a span
+    table piece's rows (a stream of span tables is as long as its rows)."""
+    line = item[2]
+    if isinstance(line, int):
+        return line + 1
+    if isinstance(line, memoryview):
+        return len(line) + 1
+    return max(1, line.rows)
+
+
+def _tagged(source: Source, lines: Iterator[tuple[int, memoryview | int]]) -> Iterator[Item]:
+    for number, line in lines:
+        yield source, number, line
+
+
+def _streams(sources: list[Source]) -> list[list[Source]]:
+    """The input streams: each file alone, except a writer's parts (one ``stream``), read in order."""
+    out: list[list[Source]] = []
+    for source in sources:
+        if source.stream and out and out[-1][0].stream == source.stream:
+            out[-1].append(source)
+        else:
+            out.append([source])
+    return out
+
+
+def _parquet_stream(sources: list[Source], columns: tuple[str, ...] | None) -> tuple[int, Iterator[Item]]:
+    """(rows, items) of span table sources read one after the other; pyarrow is imported for them only."""
+    try:
+        from .parquet_read import ParquetStream
+    except ImportError as err:
+        raise TraceFileError(sources[0].name, 0, f"a span table (Parquet): reading it needs pyarrow "
+                                                 f"(pip install 'tempotrace-sdk[analysis]'; {err})") from err
+    stream = ParquetStream(sources, columns)
+    return stream.rows, ((piece.source, 0, piece) for piece in stream.pieces())
 
 
 def iter_spans(path: str, *, strict: bool = True, max_line: int = DEFAULT_MAX_LINE) -> Iterator[SpanRecord]:

@@ -32,6 +32,7 @@ import msgspec
 
 from .. import semconv as S
 from ..errors import StampsError
+from ..stamptext import SpanStamps
 from ..stamptext import decode as decode_stamps
 from ..wire.layout import TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSource
 from .clockdomain import Domain, domain_of
@@ -360,15 +361,20 @@ def torch_op(slots: list[Any]) -> TorchOp | None:
 _QUALITY_NUMBER = {name: i for i, name in enumerate(QUALITIES)}
 
 
-def _from_stamps(text: str, span_id: str, parent_id: str, otel_start_ns: int, otel_end_ns: int, unc: int | None,
-                 qual: str | None, degraded: bool) -> tuple[Stamp, Stamp | None, Stamp | None, int | None, Sends, int]:
+def _from_stamps(text: str | SpanStamps, span_id: str, parent_id: str, otel_start_ns: int, otel_end_ns: int,
+                 unc: int | None, qual: str | None,
+                 degraded: bool) -> tuple[Stamp, Stamp | None, Stamp | None, int | None, Sends, int]:
     """start, end, remote, recv lts, sends and sketch from a ``tempotrace.stamps`` text (semantic-conventions
-    §1.4). The sketch is the written one (a span that received a header); else the span's own id and its
-    parent's: the rest of its causal past is the trace's parent links, which the analysis follows itself."""
-    try:
-        st = decode_stamps(text, otel_start_ns, otel_end_ns, unc, None if qual is None else _QUALITY_NUMBER[qual])
-    except StampsError as err:
-        raise AttributeRuleError(S.STAMPS, err.rule + f" (token {err.token!r})", text) from None
+    §1.4), or from its values already decoded and checked (a span table's columns: parquet_records.py). The
+    sketch is the written one (a span that received a header); else the span's own id and its parent's: the
+    rest of its causal past is the trace's parent links, which the analysis follows itself."""
+    if isinstance(text, SpanStamps):
+        st = text
+    else:
+        try:
+            st = decode_stamps(text, otel_start_ns, otel_end_ns, unc, None if qual is None else _QUALITY_NUMBER[qual])
+        except StampsError as err:
+            raise AttributeRuleError(S.STAMPS, err.rule + f" (token {err.token!r})", text) from None
     s = st.start
     start = Stamp(s.ptp_ns, s.uncertainty_ns, QUALITIES[s.clk_quality], s.lts, degraded)
     e = st.end

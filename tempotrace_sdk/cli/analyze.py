@@ -21,10 +21,12 @@ from ._common import EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_OK, EXIT_RUNTIME, 
 
 __all__ = ["add_analyze_command", "run_analyze"]
 
-EPILOG = f"""inputs: files, directories (every *.jsonl / *.json file under them), glob patterns
+EPILOG = f"""inputs: files, directories (every *.jsonl / *.json / *.parquet file under them), glob patterns
 (quoted: 'export/spans-*.jsonl'), or '-' for stdin. Several inputs are read side by side
 as one trace. The format is OTLP JSON lines as TempoTrace's exporter and the OpenTelemetry
-Collector's file exporter write them (ids hex or base64, 64-bit integers as strings or numbers).
+Collector's file exporter write them (ids hex or base64, 64-bit integers as strings or numbers),
+or span tables: Parquet that 'tempotrace convert' or TEMPOTRACE_EXPORT_FORMAT=parquet wrote
+(spec/parquet.md; needs pyarrow), a directory of an exporter's parts included.
 
 A line that cannot be read (a writer killed mid-line leaves one) is skipped and counted with
 its path:line, as is a span whose tempotrace.* values break a rule; --strict stops at the
@@ -57,8 +59,9 @@ def add_analyze_command(subparsers: argparse._SubParsersAction) -> argparse.Argu
     p: argparse.ArgumentParser = subparsers.add_parser(
         "analyze",
         help="order a trace's events with uncertainty, Lamport and SVC; find lying clocks",
-        description="Read OTLP JSON lines, decide every known causal edge (parent -> child, send -> receive) by "
-        "physics / Lamport / SVC, count naive inversions, and attribute clock faults to clocks (host and rank).",
+        description="Read OTLP JSON lines (or span tables), decide every known causal edge (parent -> child, "
+        "send -> receive) by physics / Lamport / SVC, count naive inversions, and attribute clock faults to clocks "
+        "(host and rank).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

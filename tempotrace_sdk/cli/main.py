@@ -11,6 +11,7 @@ from ._common import EXIT_CODES_HELP, EXIT_RUNTIME, EXIT_USAGE, fail, shown_log_
 from .analyze import add_analyze_command
 from .clock import add_clock_command
 from .codec import add_decode_command, add_encode_command
+from .convert import add_convert_command
 from .demo import add_demo_command
 from .simulate import add_simulate_command
 
@@ -22,6 +23,7 @@ EPILOG = f"""examples:
   tempotrace decode <71-char tt-ext value> # inspect a header
   tempotrace demo                          # 5 processes (4 honest ranks + a liar), skewed clocks, analysed
   tempotrace analyze trace.jsonl --html out.html
+  tempotrace convert trace.jsonl --parquet trace.parquet   # a span table for SQL engines (and analyze)
 
 {EXIT_CODES_HELP}"""
 
@@ -39,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_decode_command(subparsers)
     add_encode_command(subparsers)
     add_analyze_command(subparsers)
+    add_convert_command(subparsers)
     add_simulate_command(subparsers)
     add_demo_command(subparsers)
     return parser

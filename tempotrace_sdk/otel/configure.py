@@ -9,6 +9,7 @@ TEMPOTRACE_HOST                 host name on spans (default: the real host name)
 TEMPOTRACE_POLICY               path of a confidence policy TOML file
 TEMPOTRACE_EXPORT_PATH          OTLP JSON-lines file, shared safely by processes
 TEMPOTRACE_EXPORT_DIR           a directory: one ``spans-<pid>.jsonl`` per process
+TEMPOTRACE_EXPORT_FORMAT        ``jsonl`` (default) or ``parquet``: Parquet parts in ``<path>.parquet.d``
 TEMPOTRACE_EXPORT_SYNC          ``1``: export each span as it ends (no batching)
 TEMPOTRACE_EXPORT_BLOCK_MS      longest wait for room in a full export queue (2000)
 TEMPOTRACE_TRACESTATE_FALLBACK  ``1``: also carry the header in tracestate ``tt=``

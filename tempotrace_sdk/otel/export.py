@@ -9,7 +9,9 @@ With a directory instead of a file, every process writes its own
 share a file: the default file is named after the job the launcher names,
 and a file another job wrote is not appended to (jobfile.py). What is
 guaranteed about loss, torn lines, rotation, fork and SIGTERM:
-spec/reliability.md.
+spec/reliability.md. ``TEMPOTRACE_EXPORT_FORMAT=parquet`` makes the file exporter
+write Parquet parts instead, one per batch, in ``<the path without extension>.parquet.d``
+(parquet_export.py, spec/parquet.md §4).
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ from .loss import LossLedger
 __all__ = [
     "DEFAULT_EXPORT_PATH",
     "EXPORT_DIR_ENV",
+    "EXPORT_FORMAT_ENV",
     "EXPORT_PATH_ENV",
     "AppendStream",
     "JsonLinesSpanExporter",
     "SyncSpanProcessor",
+    "export_format",
     "export_processor",
     "file_exporter",
     "select_exporter",
@@ -43,6 +47,7 @@ __all__ = [
 
 EXPORT_PATH_ENV = "TEMPOTRACE_EXPORT_PATH"
 EXPORT_DIR_ENV = "TEMPOTRACE_EXPORT_DIR"
+EXPORT_FORMAT_ENV = "TEMPOTRACE_EXPORT_FORMAT"
 #: The OTEL_TRACES_EXPORTER names understood.
 _EXPORTER_NAMES = ("otlp", "console", "otlp_json_file", "none")
 #: Used when neither a path, a directory nor a collector is configured, outside a named job (within one:
@@ -57,6 +62,17 @@ def _job() -> str | None:
     return job_id_from_env()
 
 
+def export_format() -> str:
+    """TEMPOTRACE_EXPORT_FORMAT: ``jsonl`` (unset or empty too) or ``parquet``; anything else is a ValueError."""
+    from .parquet_export import FORMATS  # imports no pyarrow
+
+    raw = os.environ.get(EXPORT_FORMAT_ENV, "")
+    value = raw.strip().lower() or "jsonl"
+    if value not in FORMATS:
+        raise ValueError(f"{EXPORT_FORMAT_ENV}={raw!r}: must be one of {', '.join(FORMATS)}")
+    return value
+
+
 def file_exporter(
     path: str | os.PathLike[str] | None = None, directory: str | os.PathLike[str] | None = None
 ) -> tuple[SpanExporter, str]:
@@ -67,8 +83,11 @@ def file_exporter(
     spans is not appended to: this job writes ``<name>-<job>.jsonl`` beside
     it (jobfile.py). A path that cannot be opened (read-only, missing
     permission) does not raise: the exporter warns, counts it in
-    ``errors()`` and keeps trying.
+    ``errors()`` and keeps trying. With ``TEMPOTRACE_EXPORT_FORMAT=parquet``: Parquet parts in the
+    path's ``.parquet.d`` directory (parquet_export.py).
     """
+    if export_format() == "parquet":
+        return _parquet_exporter(path, directory)
     job = _job()
     if directory is not None:
         base = os.fspath(directory)
@@ -81,6 +100,26 @@ def file_exporter(
         fixed = os.fspath(path) if path is not None else default_path(job)
         stream = AppendStream(lambda _pid: for_job(fixed, job))
     return JsonLinesSpanExporter(stream), stream.path
+
+
+def _parquet_exporter(
+    path: str | os.PathLike[str] | None, directory: str | os.PathLike[str] | None
+) -> tuple[SpanExporter, str]:
+    """file_exporter's Parquet form: the JSON file it would write, as a directory of parts."""
+    try:
+        import pyarrow  # noqa: F401  (the parts are written by it: say so now, not at the first batch)
+    except ImportError as err:
+        raise ImportError(f"{EXPORT_FORMAT_ENV}=parquet needs pyarrow: pip install 'tempotrace-sdk[analysis]'") from err
+    from .parquet_export import ParquetSpanExporter, PartDirectory, parts_directory
+
+    job = _job()
+    if directory is not None:
+        base = os.fspath(directory)
+        sink = PartDirectory(lambda pid: parts_directory(for_job(os.path.join(base, f"spans-{pid}.jsonl"), job)))
+    else:
+        fixed = os.fspath(path) if path is not None else default_path(job)
+        sink = PartDirectory(lambda _pid: parts_directory(for_job(fixed, job)))
+    return ParquetSpanExporter(sink), sink.path
 
 
 class SyncSpanProcessor(SpanProcessor):
@@ -173,6 +212,7 @@ def select_exporter(
     ``none``, ``otlp_json_file``); else OTLP when OTEL_EXPORTER_OTLP_ENDPOINT
     or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; else the default file.
     """
+    export_format()  # a wrong TEMPOTRACE_EXPORT_FORMAT is an error whichever exporter is chosen
     path = path if path is not None else (os.environ.get(EXPORT_PATH_ENV) or None)
     directory = directory if directory is not None else (os.environ.get(EXPORT_DIR_ENV) or None)
     if path is not None or directory is not None:

@@ -25,6 +25,7 @@ import json
 import logging
 from collections import deque
 from collections.abc import Sequence
+from typing import Any, Protocol
 
 from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -32,11 +33,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from . import lifecycle, otlp_json
-from .appender import AppendStream
 from .lifecycle import FlushLock
 from .loss import LossLedger, drop_record_line
 
-__all__ = ["MAX_PENDING_BYTES", "JsonLinesSpanExporter", "encode_batch", "encode_batch_upstream"]
+__all__ = ["MAX_PENDING_BYTES", "JsonLinesSpanExporter", "RecordSink", "encode_batch", "encode_batch_upstream"]
 
 _log = logging.getLogger(__name__)
 
@@ -71,6 +71,25 @@ def encode_batch_upstream(spans: Sequence[ReadableSpan]) -> bytes | None:
     return json.dumps(request.to_dict(), separators=(",", ":")).encode("utf-8") + b"\n"
 
 
+class RecordSink(Protocol):
+    """Where an exporter's records go: ``AppendStream`` (lines in a file), ``parquet_export.PartDirectory``
+    (one file per record). ``append`` raises OSError when the record did not arrive whole."""
+
+    open_failures: int
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def open_error(self) -> OSError | None: ...
+
+    def append(self, record: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+    def after_fork_in_child(self) -> None: ...
+
+
 def _describe(err: OSError) -> str:
     return f"[Errno {err.errno}] {err.strerror}" if err.strerror else f"{type(err).__name__}: {err}"
 
@@ -82,7 +101,7 @@ class JsonLinesSpanExporter(SpanExporter):
     counts_own_loss = True
 
     def __init__(
-        self, stream: AppendStream, *, ledger: LossLedger | None = None, resource: Resource | None = None
+        self, stream: RecordSink, *, ledger: LossLedger | None = None, resource: Resource | None = None
     ) -> None:
         self.stream = stream
         self.ledger = ledger or LossLedger()
@@ -121,7 +140,7 @@ class JsonLinesSpanExporter(SpanExporter):
         if self._shutdown:  # shut down on purpose (configure() replaced it): not a loss to report
             return SpanExportResult.FAILURE
         try:
-            line = encode_batch(spans)
+            line = self.encode(spans)
         except Exception as err:  # a value the encoder cannot represent: lose this batch, not the process
             self.ledger.drop(len(spans), "encode_failed", f"cannot encode a batch: {type(err).__name__}: {err}")
             return SpanExportResult.FAILURE
@@ -143,6 +162,15 @@ class JsonLinesSpanExporter(SpanExporter):
         finally:
             self._release()
         return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    def encode(self, spans: Sequence[ReadableSpan]) -> bytes | None:
+        """One record (here an OTLP JSON line) for a batch; None when there is nothing to write. The encoding
+        is all a subclass changes (otel/parquet_export.py): keeping, retrying and counting stay here."""
+        return encode_batch(spans)
+
+    def encode_drop_record(self, resource_attributes: dict[str, Any], count: int) -> bytes:
+        """The record that says ``count`` spans were dropped so far (loss.drop_record_line)."""
+        return drop_record_line(resource_attributes, count, self.ledger.writer_id)
 
     def _release(self) -> None:
         """Release the lock; first, if shutdown gave up waiting for it, finish what shutdown could not."""
@@ -197,7 +225,7 @@ class JsonLinesSpanExporter(SpanExporter):
             return
         attributes = dict(self.resource.attributes) if self.resource is not None else {}
         try:
-            self.stream.append(drop_record_line(attributes, count, self.ledger.writer_id))
+            self.stream.append(self.encode_drop_record(attributes, count))
         except (OSError, ValueError):
             return  # the failure that caused the drops is already counted; the next flush tries again
         self.ledger.recorded(count)
