@@ -31,7 +31,7 @@ import torch.distributed as dist
 from .. import torch as tt
 from ..otel import configure
 from .launch import emit
-from .rank import _log_to_file, _watch_stdin
+from .rank import _log_to_file, _watch_stdin, reporting_failure
 
 __all__ = ["ALL_REDUCES", "RING_OPS", "SKIPPED", "main"]
 
@@ -64,12 +64,7 @@ def _train(rank: int, steps: int, hang_step: int, stuck: int, group_timeout_s: f
 
 def main(argv: list[str] | None = None) -> int:
     """Run this rank; a failure is reported to the coordinator (``failed``) before it propagates."""
-    try:
-        return _run(argv)
-    except BaseException as err:
-        if not isinstance(err, SystemExit):
-            emit("failed", rank=int(os.environ.get("RANK", -1)), error=f"{type(err).__name__}: {err}")
-        raise
+    return reporting_failure(_run, argv)
 
 
 def _run(argv: list[str] | None) -> int:

@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -149,14 +150,20 @@ def _check_result(check: Any) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run this rank; a failure is reported to the coordinator (``failed``) before it propagates."""
+def reporting_failure(run: Callable[[list[str] | None], int], argv: list[str] | None) -> int:
+    """``run(argv)``; a failure is reported to the coordinator (``failed``) before it propagates (every demo
+    rank's main: this one and hang_rank.py)."""
     try:
-        return _run(argv)
+        return run(argv)
     except BaseException as err:
         if not isinstance(err, SystemExit):
             emit("failed", rank=int(os.environ.get("RANK", -1)), error=f"{type(err).__name__}: {err}")
         raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run this rank; a failure is reported to the coordinator (``failed``) before it propagates."""
+    return reporting_failure(_run, argv)
 
 
 def _run(argv: list[str] | None) -> int:

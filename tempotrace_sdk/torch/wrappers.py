@@ -163,12 +163,14 @@ def peer_of(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: di
     return -1 if root is None else root
 
 
-def op_facts(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: dict[str, Any]) -> tuple[int, int]:
-    """(bytes, root) as a record keeps them, -1 for absent: what ``attributes`` writes as TORCH_BYTES / TORCH_ROOT."""
+def op_facts(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: dict[str, Any],
+             data: Any) -> tuple[int, int]:
+    """(bytes, root) of an op whose ``data`` argument was read already, -1 for absent: the one rule for
+    TORCH_BYTES / TORCH_ROOT, whether a record keeps them or ``attributes`` writes them (§9.3)."""
     root = _root(spec, reader, info, args, kwargs) if spec.root else None
     nbytes = -1
     if spec.data is not None and not (spec.root_data_only and root != info.rank):
-        found = tensor_bytes(reader.get(args, kwargs, spec.data), spec.data_list)
+        found = tensor_bytes(data, spec.data_list)
         if found is not None:
             nbytes = found
     elif spec.root_data_only:
@@ -176,18 +178,18 @@ def op_facts(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: d
     return nbytes, (root if spec.kind is Kind.COLLECTIVE and root is not None else -1)
 
 
+def _data(spec: OpSpec, reader: Reader, args: Any, kwargs: dict[str, Any]) -> Any:
+    return reader.get(args, kwargs, spec.data) if spec.data is not None else None
+
+
 def attributes(spec: OpSpec, reader: Reader, info: GroupInfo, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """The attributes every op span has: the group, the op, its root and bytes (semantic-conventions §9.2)."""
     attrs = dict(info.attributes)
     attrs[TORCH_OP] = spec.name
-    root = _root(spec, reader, info, args, kwargs) if spec.root else None
-    if spec.data is not None and not (spec.root_data_only and root != info.rank):
-        nbytes = tensor_bytes(reader.get(args, kwargs, spec.data), spec.data_list)
-        if nbytes is not None:
-            attrs[TORCH_BYTES] = nbytes
-    elif spec.root_data_only:
-        attrs[TORCH_BYTES] = 0
-    if spec.kind is Kind.COLLECTIVE and root is not None:
+    nbytes, root = op_facts(spec, reader, info, args, kwargs, _data(spec, reader, args, kwargs))
+    if nbytes >= 0:
+        attrs[TORCH_BYTES] = nbytes
+    if root >= 0:
         attrs[TORCH_ROOT] = root
     return attrs
 
@@ -237,7 +239,7 @@ def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info:
 def _record(spec: OpSpec, reader: Reader, info: GroupInfo, seq: int, args: Any, kwargs: dict[str, Any]) -> int:
     """The op's start recorded (recorder.py): its number, or -1 (its span is then made the SDK's way)."""
     try:
-        nbytes, root = op_facts(spec, reader, info, args, kwargs)
+        nbytes, root = op_facts(spec, reader, info, args, kwargs, _data(spec, reader, args, kwargs))
         return recorder.begin(SPEC_INDEX[spec.name], info, seq, nbytes, root)
     except Exception:
         _log.debug("tempotrace.torch: %s not recorded; its span is made now", spec.name, exc_info=True)
@@ -249,20 +251,13 @@ def _record_host_op(spec: OpSpec, reader: Reader, info: GroupInfo, seq: int, arg
     """``_record`` for an op of a host group: -1 when its data is on a device after all (a CUDA tensor on gloo:
     timed and ended as a device op) or the record could not be made."""
     try:
-        data = reader.get(args, kwargs, spec.data) if spec.data is not None else None
+        data = _data(spec, reader, args, kwargs)
         first = data[0] if isinstance(data, (list, tuple)) and data else data
         device = getattr(first, "device", None)
         if device is not None and device.type != "cpu":
             return -1
-        root = _root(spec, reader, info, args, kwargs) if spec.root else None
-        nbytes = -1
-        if data is not None and not (spec.root_data_only and root != info.rank):
-            found = tensor_bytes(data, spec.data_list)
-            if found is not None:
-                nbytes = found
-        elif spec.root_data_only:
-            nbytes = 0
-        return recorder.begin(SPEC_INDEX[spec.name], info, seq, nbytes, root if root is not None else -1)
+        nbytes, root = op_facts(spec, reader, info, args, kwargs, data)
+        return recorder.begin(SPEC_INDEX[spec.name], info, seq, nbytes, root)
     except Exception:
         _log.debug("tempotrace.torch: %s not recorded; its span is made now", spec.name, exc_info=True)
         return -1
