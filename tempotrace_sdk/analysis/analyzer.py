@@ -51,6 +51,14 @@ MIN_REMEMBER = 4096
 _JOB = attrgetter("job")
 
 
+def _completes(span: SpanRecord, held: SpanRecord) -> bool:
+    """``span`` is the end of the op ``held`` shows pending (a dump's span of an op still open, spec/torch.md
+    §8.2): the same span id, so it takes its place (§5.2)."""
+    op, held_op = span.torch, held.torch
+    return (op is not None and held_op is not None and held_op.completion == "pending"
+            and op.completion != "pending")
+
+
 class Analyzer:
     """Feed spans with ``add_all``; call ``finish`` for the report."""
 
@@ -173,7 +181,12 @@ class Analyzer:
         by_id: dict[str, SpanRecord] = {}
         for s in spans:
             sid = s.span_id
-            if sid in by_id or (earlier is not None and sid in earlier):  # delivered more than once
+            held = by_id.get(sid)
+            if held is not None:  # delivered more than once, or an op a dump showed pending that then ended
+                rep.duplicate_spans += 1
+                if _completes(s, held):
+                    by_id[sid] = s
+            elif earlier is not None and sid in earlier:
                 rep.duplicate_spans += 1
             else:
                 by_id[sid] = s

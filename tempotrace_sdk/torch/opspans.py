@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
-from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from ..clocks.domain import checked_once
 from ..clocks.leapseconds import tai_to_utc_ns
@@ -39,9 +41,9 @@ from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH
 from ..torchops import SPECS, Kind
 from . import spans as torch_spans
 from .counts import count
-from .recorder import COMPLETIONS, OpRecord, recorder
+from .recorder import COMPLETIONS, ERROR, OpRecord, recorder
 
-__all__ = ["deliver", "make_span", "release", "span_id_of"]
+__all__ = ["deliver", "error_span", "make_span", "release", "span_id_of"]
 
 _log = logging.getLogger(__name__)
 
@@ -102,9 +104,10 @@ def op_attributes(record: OpRecord) -> dict[str, Any]:
     return attrs
 
 
-def make_span(state: TempoTraceState, record: OpRecord, resource: Any, scope: Any, dump_utc: int = 0) -> ReadableSpan:
+def make_span(state: TempoTraceState, record: OpRecord, resource: Any, scope: Any, dump_utc: int = 0,
+              error: BaseException | None = None) -> ReadableSpan:
     """The span of ``record``; an open op (a dump) is ``pending``, its stamps without an end, its end time the
-    dump's."""
+    dump's. ``error``: the op raised it (its status and exception event, as the SDK's ``record_exception``)."""
     span_id = span_id_of(record.number)
     parent = record.parent
     if parent is not None:
@@ -126,8 +129,44 @@ def make_span(state: TempoTraceState, record: OpRecord, resource: Any, scope: An
                                   SpanRecord(lts, ptp, unc, quality, source, span_id), None, 0, 0, ())
     attrs = op_attributes(record)
     attrs.update(stamps)
+    if error is None:
+        return ReadableSpan("torch." + SPECS[record.op].name, context, parent, resource, attrs,
+                            kind=SpanKind.INTERNAL, start_time=start_utc, end_time=end_utc, instrumentation_scope=scope)
     return ReadableSpan("torch." + SPECS[record.op].name, context, parent, resource, attrs, kind=SpanKind.INTERNAL,
-                        start_time=start_utc, end_time=end_utc, instrumentation_scope=scope)
+                        start_time=start_utc, end_time=end_utc, instrumentation_scope=scope,
+                        events=(_exception_event(error),),
+                        status=Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+
+
+def _exception_event(err: BaseException) -> Event:
+    """The event the SDK's ``Span.record_exception`` adds, with the same attributes."""
+    module, qualname = type(err).__module__, type(err).__qualname__
+    return Event("exception", {
+        "exception.type": f"{module}.{qualname}" if module and module != "builtins" else qualname,
+        "exception.message": str(err),
+        "exception.stacktrace": "".join(traceback.format_exception(err)),
+        "exception.escaped": "False",
+    }, time.time_ns())
+
+
+def error_span(number: int, err: BaseException) -> None:
+    """Op ``number`` raised ``err``: its end and its span now, in either retention mode, under the op's own
+    span id (a dump that showed it pending shows the same op). Never raises."""
+    try:
+        if not recorder.end(number, ERROR):
+            return
+        with recorder.lock:
+            record = recorder.take_one(number)
+            if record is None or not sampled(record):
+                return
+            state = get_state()
+            resource, scope, processors = destination()
+            with checked_once(state.domain):
+                span = make_span(state, record, resource, scope, error=err)
+            deliver([span], processors)
+    except Exception:
+        count("trace_failed")
+        _log.debug("tempotrace.torch: the span of a failed op was not made", exc_info=True)
 
 
 def destination() -> tuple[Any, Any, Sequence[SpanProcessor]]:

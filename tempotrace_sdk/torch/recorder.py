@@ -60,7 +60,7 @@ _END = struct.Struct("<qqqq")
 RECORD_BYTES = _START.size + _END.size
 
 #: A slot's state (one octet a slot; see Recorder).
-EMPTY, OPEN, ENDED, WRITING, ENDING = 0, 1, 2, 3, 4
+EMPTY, OPEN, ENDED, WRITING, ENDING, DUMPED = 0, 1, 2, 3, 4, 5
 
 
 class OpRecord(NamedTuple):
@@ -79,18 +79,21 @@ class OpRecord(NamedTuple):
 
 
 #: What a record's completion code means (index 0: still open).
-COMPLETIONS = ("pending", "return")
+COMPLETIONS = ("pending", "return", "error")
+#: The completion code of an op that raised.
+ERROR = 2
 
 
 class Recorder:
     """The process's op records: a ring of ``size`` slots (a power of two), ops numbered from 0.
 
-    A slot's state octet says who may touch it: WRITING (``begin`` is filling it), OPEN, ENDING (``end`` is
-    filling the end), ENDED, EMPTY (exported, forgotten or never used). Each change out of OPEN or ENDED, and
-    into WRITING, is made under ``_slot_lock`` (uncontended on the hot path: one acquire per ``begin`` and per
-    ``end``), so a dump and an ending op never both take one op, and a scan that meets a slot being written
-    stops there: op numbers are only ever taken by ``begin``, so a slot that does not yet hold its number
-    is one still being written.
+    A slot's state octet says who may touch it: WRITING (``begin`` is filling it), OPEN, DUMPED (open, and a
+    dump has exported it ``pending``: its end is still recorded, and exported under the same span id),
+    ENDING (``end`` is filling the end), ENDED, EMPTY (exported or never used). Each change out of OPEN,
+    DUMPED or ENDED, and into WRITING, is made under ``_slot_lock`` (uncontended on the hot path: one acquire
+    per ``begin`` and per ``end``), so a dump and an ending op never both take one op, and a scan that meets a
+    slot being written stops there: op numbers are only ever taken by ``begin``, so a slot that does not yet
+    hold its number is one still being written.
     """
 
     def __init__(self, size: int = DEFAULT_RING_OPS) -> None:
@@ -153,7 +156,7 @@ class Recorder:
         with self._slot_lock:
             number = next(self.numbers)
             slot = number & self.mask
-            if states[slot] != EMPTY:
+            if states[slot] not in (EMPTY, DUMPED):  # a dumped op was exported, pending
                 self._overwrite()
             states[slot] = WRITING
         _START.pack_into(self.buffer, slot * RECORD_BYTES, number,
@@ -165,13 +168,14 @@ class Recorder:
         return number
 
     def end(self, number: int, completion: int = 1) -> bool:
-        """Record the end of op ``number`` now (False: the ring moved on or a dump took it open, or the clock
-        failed: then the record is dropped, counted ``torch_clock``, rather than left open for ever)."""
+        """Record the end of op ``number`` now, ``completion`` a COMPLETIONS code (False: the ring moved on, or
+        the clock failed: then the record is dropped, counted ``torch_clock``, rather than left open for ever).
+        An op a dump exported pending ends like any other: its span follows, under the same span id."""
         slot = number & self.mask
         states, base = self.state, slot * RECORD_BYTES
         with self._slot_lock:
-            if states[slot] != OPEN or _NUMBER.unpack_from(self.buffer, base)[0] != number:
-                return False  # overwritten while it ran (a ring smaller than the ops in flight), or dumped
+            if states[slot] not in (OPEN, DUMPED) or _NUMBER.unpack_from(self.buffer, base)[0] != number:
+                return False  # overwritten while it ran (a ring smaller than the ops in flight)
             states[slot] = ENDING
         state = get_state()
         try:
@@ -187,14 +191,6 @@ class Recorder:
         states[slot] = ENDED
         self.ended += 1
         return True
-
-    def forget(self, number: int) -> None:
-        """Op ``number`` gets its span another way (it raised): its record is not exported."""
-        slot = number & self.mask
-        with self._slot_lock:
-            if self.state[slot] == OPEN and _NUMBER.unpack_from(self.buffer, slot * RECORD_BYTES)[0] == number:
-                self.state[slot] = EMPTY
-                self.parents[slot] = None
 
     def _overwrite(self) -> None:
         # Only an op never exported leaves its state set: export and dumps clear it.
@@ -265,18 +261,37 @@ class Recorder:
         return taken
 
     def take_all(self) -> list[OpRecord]:
-        """Every op in the ring not yet exported, open ones included, oldest first, marked exported (a dump).
-        An op being written or ended right now is left to its ``end`` (and the next take)."""
+        """Every op in the ring not yet exported, open ones included, oldest first (a dump). Ended ones are
+        marked exported; open ones DUMPED: their end is exported when it comes (and no later dump repeats
+        them). An op being written or ended right now is left to its ``end`` (and the next take)."""
         taken: list[OpRecord] = []
         last = self.issued
         states, mask = self.state, self.mask
         for number in range(max(0, last - self.size), last):
             slot = number & mask
-            if states[slot] in (OPEN, ENDED):
-                record = self._take(slot, number, (OPEN, ENDED))
-                if record is not None:
-                    taken.append(record)
+            s = states[slot]
+            if s == ENDED:
+                record = self._take(slot, number, (ENDED,))
+            elif s == OPEN:
+                record = self._dump_open(slot, number)
+            else:
+                continue
+            if record is not None:
+                taken.append(record)
         return taken
+
+    def _dump_open(self, slot: int, number: int) -> OpRecord | None:
+        with self._slot_lock:
+            if self.state[slot] != OPEN or _NUMBER.unpack_from(self.buffer, slot * RECORD_BYTES)[0] != number:
+                return None
+            record = self.unpack(slot, False)
+            self.state[slot] = DUMPED
+        return record
+
+    def take_one(self, number: int) -> OpRecord | None:
+        """Op ``number``'s record if it has ended and was not yet exported, marked exported (a failed op's
+        span, made at once)."""
+        return self._take(number & self.mask, number, (ENDED,))
 
     def open_numbers(self) -> list[int]:
         """The op numbers of every op still open (the hang watchdog's question; a C scan of the states)."""

@@ -24,17 +24,15 @@ from typing import Any
 
 import torch.distributed.distributed_c10d as c10d
 from opentelemetry import trace
-from opentelemetry.trace import NonRecordingSpan, Span
+from opentelemetry.trace import Span
 
-from ..clocks.base import Timestamp
 from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
-from ..torchops import SPEC_INDEX, SPECS, Kind, OpSpec, Reader, tensor_bytes
-from ..wire.layout import ClockQuality, TsSource
+from ..torchops import SPEC_INDEX, Kind, OpSpec, Reader, tensor_bytes
 from ..wire.torchrecord import RecordKind, absent_record
 from .carriage.records import Exchange, make_record
 from .counts import count
 from .groups import GroupInfo
-from .opspans import op_attributes, release
+from .opspans import error_span, release
 from .pending import PendingOp, registry
 from .recorder import RELEASE_AT, recorder
 from .spans import end_span, start_span
@@ -274,7 +272,7 @@ def _call_recorded(original: Callable[..., Any], number: int, spec: OpSpec, args
             setattr(err, OP_ERROR_ATTR, spec.name)
         except Exception:
             pass
-        _failed_record(number, err)
+        error_span(number, err)  # its span now, with the error
         raise
     finally:
         inside.reset(token)
@@ -285,25 +283,6 @@ def _call_recorded(original: Callable[..., Any], number: int, spec: OpSpec, args
         count("trace_failed")
         _log.debug("tempotrace.torch: tracing %s failed after the op", spec.name, exc_info=True)
     return result
-
-
-def _failed_record(number: int, err: BaseException) -> None:
-    """An op that raised: its span now, an SDK span with the error, started at the reading its record took."""
-    try:
-        record = recorder.unpack(number & recorder.mask)
-        recorder.forget(number)
-        if record.number != number:
-            return
-        attrs = op_attributes(record)
-        attrs[TORCH_COMPLETION] = "error"
-        ptp, unc, source, quality, lts = record.start
-        ts = Timestamp(ptp, TsSource(source), ClockQuality(quality), unc)
-        parent = trace.set_span_in_context(NonRecordingSpan(record.parent)) if record.parent is not None else None
-        sp = start_span("torch." + SPECS[record.op].name, attrs, parent, at=(ts, lts))
-        end_span(sp, None, error=err)
-    except Exception:
-        count("trace_failed")
-        _log.debug("tempotrace.torch: the span of a failed op was not made", exc_info=True)
 
 
 def _exchange(info: GroupInfo, record: bytes, seq: int, asynchronous: bool) -> Exchange | None:

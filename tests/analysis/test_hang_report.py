@@ -628,3 +628,29 @@ def test_html_and_perfetto_mark_the_wavefront(tmp_path: Path) -> None:
     assert suspect["args"]["rank"] == 2 and suspect["ph"] == "i"
     (banner,) = [e for e in events if e.get("s") == "g"]
     assert banner["name"].startswith("HANG: rank 2 (node2) never entered all_reduce #57")
+
+
+def test_an_op_dumped_pending_that_then_ends_is_completed(tmp_path: Path) -> None:
+    """§5.2, spec/torch.md §8.2: an op slower than hang_timeout is dumped pending and its span is exported again
+    when it ends, under the same span id; the ended span takes the pending one's place, so the slow collective
+    is complete, not a hang, and nothing else double-counts it."""
+    path = hang_dumps(tmp_path / "dumps.jsonl")
+    later = [op_span(r, _at(57) + r * 10 * US, _at(57) + 9 * MS, group=GROUP, seq=57, trace=0xA000 + 57)
+             for r in range(4)]  # rank 2 entered at last; every rank's #57 ended
+    for r, sp in enumerate(later):
+        write(path, [sp], 1, {"tempotrace.rank": r, **JOB}, mode="a")
+    report = analyze(path)
+    d = report.to_dict()
+    assert d["duplicate_spans"] == 3  # the pending copies, replaced
+    c = d["collective_counts"]
+    assert (c["total"], c["incomplete"], c["ends_not_completed"]) == (8, 0, 0)
+    assert all(g["wavefront"] is None for g in d["hang"]["groups"]), d["hang"]["groups"]
+    assert not report.to_text().startswith("HANG")
+    # delivered the other way round, the pending copy is the duplicate and the op still complete
+    reverse = tmp_path / "reverse.jsonl"
+    for r, sp in enumerate(later):
+        write(str(reverse), [sp], 1, {"tempotrace.rank": r, **JOB}, mode="a")
+    with open(path, encoding="utf-8") as fh, open(reverse, "a", encoding="utf-8") as out:
+        out.write(fh.read())
+    d2 = analyze(str(reverse)).to_dict()
+    assert d2["collective_counts"]["incomplete"] == 0 and d2["duplicate_spans"] == 7

@@ -105,7 +105,34 @@ def test_an_open_op_is_dumped_pending_with_no_end(group: None, ring: InMemorySpa
     assert stamps.end is None  # no end stamp: the op never ended
     assert (pending.end_time or 0) >= (pending.start_time or 0)
     assert _attrs(record)["tempotrace.torch.dump.pending"] == 1
-    assert not recorder.end(number)  # it ends later: not exported a second time
+    assert tt.dump("request") == 0  # still open: a second dump does not repeat it
+    assert recorder.end(number)  # it ends at last (an op slower than hang_timeout): its end is not lost
+    assert tt.dump("request") == 1
+    ended = ring.get_finished_spans()[-2]
+    assert ended.context.span_id == pending.context.span_id  # the same op: the analysis keeps the ended one
+    assert _attrs(ended)["tempotrace.torch.completion"] == "return"
+    assert decode(str(_attrs(ended)["tempotrace.stamps"]), ended.start_time or 0, ended.end_time or 0,
+                  int(_attrs(ended)["tempotrace.uncertainty_ns"]), None).end is not None
+
+
+def test_an_op_dumped_pending_that_raises_keeps_its_span_id(group: None, ring: InMemorySpanExporter) -> None:
+    """The error span of an op a dump showed pending is that op's span: one id, so one op in the analysis."""
+    from opentelemetry.trace import StatusCode
+
+    from tempotrace_sdk.torch.opspans import error_span
+
+    number = recorder.begin(0, group_info(None), 8, 32, -1)
+    assert tt.dump("request") == 1
+    pending = ring.get_finished_spans()[0]
+    error_span(number, RuntimeError("gloo: connection reset by peer"))
+    failed = ring.get_finished_spans()[-1]
+    assert failed.context.span_id == pending.context.span_id and failed.name == "torch.all_reduce"
+    assert _attrs(failed)["tempotrace.torch.completion"] == "error"
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.status.description == "RuntimeError: gloo: connection reset by peer"
+    (event,) = failed.events
+    assert event.name == "exception" and (event.attributes or {})["exception.type"] == "RuntimeError"
+    assert tt.dump("request") == 0  # exported once, as it failed
 
 
 def test_export_every_exports_every_nth_step_in_full(group: None, ring: InMemorySpanExporter) -> None:
