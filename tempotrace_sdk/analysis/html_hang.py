@@ -4,7 +4,8 @@ The text report's opening lines (text_hang.py, from the JSON's ``hang``), then p
 ranks that did not get past it: each one's state (pending, failed, never entered, unknown), the time it entered or
 its last completed op, and its clock's verdict when the fault ledger named it. Data attributes carry the
 JSON's values (``data-verdict``, ``data-group``, ``data-seq``, ``data-rank``, ``data-state``) for tests and
-scripts. Strings from the input are escaped by ``html.escape``.
+scripts. Strings from the input are escaped by ``html.escape``; the ones a person reads are shown as the text
+report shows them (``_terminal_text.shown``), so a bidirectional override in a host name cannot reorder a row.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from .._terminal_text import shown
 from .text_hang import headline, jobs_named, other_lines, time_text
 
 __all__ = ["hang_section"]
@@ -28,7 +30,7 @@ def _when(t: dict[str, Any]) -> str:
 
 def _row(rank: int, host: str | None, state: str, said: str, verdict: str | None) -> str:
     flag = f' <span class="flag {verdict}">{verdict.upper()} clock</span>' if verdict else ""
-    return (f'<tr data-rank="{rank}" data-state="{state}"><td>rank {rank}</td><td>{_e(host or "")}</td>'
+    return (f'<tr data-rank="{rank}" data-state="{state}"><td>rank {rank}</td><td>{_e(shown(host or ""))}</td>'
             f"<td>{state.replace('_', ' ')}</td><td>{_e(said)}{flag}</td></tr>")
 
 

@@ -654,3 +654,16 @@ def test_an_op_dumped_pending_that_then_ends_is_completed(tmp_path: Path) -> Non
         out.write(fh.read())
     d2 = analyze(str(reverse)).to_dict()
     assert d2["collective_counts"]["incomplete"] == 0 and d2["duplicate_spans"] == 7
+
+
+def test_the_html_banner_shows_a_hostile_host_name_escaped(tmp_path: Path) -> None:
+    """A host name holding an escape sequence and a bidirectional override is shown in the banner's table as
+    the text report shows it, not raw (spec/reliability.md §7)."""
+    hostile = "node\u202e2\x1b[2J"
+    path = tmp_path / "dumps.jsonl"
+    text = Path(hang_dumps(path)).read_text(encoding="utf-8")
+    path.write_text(text.replace('"node2"', json.dumps(hostile)), encoding="utf-8")
+    section = render_html(analyze(str(path)))
+    section = section[section.index('<section id="hang"'):section.index("</section>")]
+    assert "\u202e" not in section and "\x1b" not in section
+    assert "<td>node\\u202e2\\x1b[2J</td>" in section
