@@ -1,12 +1,23 @@
-"""`tempotrace analyze` end to end against `json.loads` of the same lines (issue 11's goal: <= 1.0x).
+"""`tempotrace analyze` end to end against `json.loads` of the same lines (issue 24's goal: <= 0.6x).
 
-    python benchmarks/bench_analysis.py [--sizes 10000,100000,1000000] [--profiles demo,light]
+    python benchmarks/bench_analysis.py [--sizes 10000,100000,1000000]
+                                        [--profiles torch-demo,http-demo,demo,light]
                                         [--dask 1000000] [--repeat 3] [--json]
+
+Real exports first: ``torch-demo`` and ``http-demo`` are the span files
+``tempotrace demo`` and ``tempotrace demo --http`` write (run once here, in
+this process's environment; ``torch-demo`` is left out where torch is not
+installed), replicated with fresh trace ids (each copy's ids begin with its
+copy number) to each size, rounded up to whole copies. Collectives, point-to-
+point pairs, the ``tempotrace.stamps`` text and the SDK's resources are what
+they cost in a user's trace. (A replicated torch step's ids no longer derive
+from its job, so its step spans count as parents lost, not virtual ones:
+the same work.)
 
 Traces are OTLP JSON lines in the shape the OTLP JSON file exporter writes
 (batches of 512 spans a line), each trace a coordinator step calling every
 rank (CLIENT -> SERVER hop with remote.* / send.* fields) whose server span
-has a compute child; honest PTP-class clocks (±220 ns). Two span profiles:
+has a compute child; honest PTP-class clocks (±220 ns). Two generated profiles:
 
 - ``demo``: the demo's attribute set (tempotrace.* plus tempotrace.rank,
   tempotrace.clock.profile, demo.iteration / demo.round, the SDK's resource
@@ -41,6 +52,8 @@ import itertools
 import json
 import os
 import random
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,8 +68,11 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
 from tempotrace_sdk.wire import Sketch
 
 BATCH = 512
-GOAL = 1.0  # issue 11: end to end on one core <= 1.0x json.loads of the same lines
-PROFILES = ("demo", "light")
+GOAL = 0.6  # issue 24: end to end on one core <= 0.6x json.loads of the same lines (issue 11's was 1.0x)
+GOAL_SPANS_PER_S = 100_000  # issue 24, from OTLP JSON on the real exports
+REAL = ("torch-demo", "http-demo")
+PROFILES = (*REAL, "demo", "light")
+_TRACE_ID = re.compile(rb'"traceId":"[0-9a-fA-F]{8}')
 
 
 def _kv(key: str, value: Any) -> dict[str, Any]:
@@ -213,13 +229,56 @@ def _child(mode: str, path: str, repeat: int = 1) -> dict[str, Any]:
     return result
 
 
+def demo_export(profile: str, tmp: str) -> str | None:
+    """The span file of the demo ``profile`` names, run once here; None where it cannot run (no torch)."""
+    out = os.path.join(tmp, profile)
+    args = ["--http"] if profile == "http-demo" else []
+    if profile == "torch-demo" and shutil.which("torchrun", path=os.path.dirname(sys.executable)) is None:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return None
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-m", "tempotrace_sdk", "demo", *args, "--out", out],
+                          capture_output=True, text=True, env=env, timeout=600)
+    trace = os.path.join(out, "trace.jsonl")
+    if not os.path.exists(trace):
+        print(f"  {profile}: the demo wrote no trace (exit {done.returncode}): {done.stderr[-500:]}", file=sys.stderr)
+        return None
+    return trace
+
+
+def replicate(base: str, path: str, size: int) -> int:
+    """``base`` copied into ``path`` until it holds at least ``size`` spans, each copy's trace ids fresh (links'
+    too: a link stays within its copy)."""
+    with open(base, "rb") as fh:
+        lines = [line for line in fh if line.strip()]
+    per_copy = sum(len(ss.get("spans", [])) for line in lines for rs in json.loads(line).get("resourceSpans", [])
+                   for ss in rs.get("scopeSpans", []))
+    copies = max(1, -(-size // per_copy))
+    with open(path, "wb") as out:
+        for k in range(copies):
+            prefix = b'"traceId":"' + f"{k:08x}".encode()
+            for line in lines:
+                out.write(_TRACE_ID.sub(prefix, line))
+    return copies * per_copy
+
+
 def bench(sizes: list[int], profiles: list[str], repeat: int) -> list[dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        bases = {p: demo_export(p, tmp) for p in profiles if p in REAL}
         for profile in profiles:
             for size in sizes:
                 path = os.path.join(tmp, f"{profile}-{size}.jsonl")
-                n = generate(path, size, profile=profile)
+                if profile in REAL:
+                    base = bases[profile]
+                    if base is None:
+                        break
+                    n = replicate(base, path, size)
+                else:
+                    n = generate(path, size, profile=profile)
                 peak = _child("peak", path)
                 ratio = _child("ratio", path, repeat if size < 1_000_000 else 1)
                 rows.append({
@@ -283,7 +342,7 @@ def parquet_check(size: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="10000,100000", help="comma-separated span counts")
-    p.add_argument("--profiles", default=",".join(PROFILES), help="demo, light or both")
+    p.add_argument("--profiles", default=",".join(PROFILES), help="any of " + ", ".join(PROFILES))
     p.add_argument("--repeat", type=int, default=3, help="alternating runs per size below 10^6")
     p.add_argument("--dask", type=int, default=0, metavar="SPANS", help="also check --engine dask on SPANS spans")
     p.add_argument("--parquet", type=int, default=0, metavar="SPANS",
@@ -294,18 +353,20 @@ def main(argv: list[str] | None = None) -> int:
     dask = dask_identity(args.dask) if args.dask else None
     table = parquet_check(args.parquet) if args.parquet else None
     if args.json:
-        doc: dict[str, Any] = {"title": "analyze vs json.loads", "goal_ratio": GOAL, "rows": rows, "dask": dask}
+        doc: dict[str, Any] = {"title": "analyze vs json.loads", "goal_ratio": GOAL,
+                               "goal_spans_per_s": GOAL_SPANS_PER_S, "rows": rows, "dask": dask}
         if table is not None:
             doc["parquet"] = table
         print(json.dumps(doc, indent=2))
         return 0
-    print(f"analyze end to end vs json.loads of the same lines, one core (goal <= {GOAL:.1f}x; CPU time, "
-          "alternating runs, median)")
-    print(f"  {'profile':<7} {'spans':>9} {'B/span':>6} {'edges':>9} {'ours/json':>9} {'ok':>3} {'spans/s':>9} "
+    print(f"analyze end to end vs json.loads of the same lines, one core (goal <= {GOAL:.1f}x and, on the real "
+          f"exports, >= {GOAL_SPANS_PER_S:,} spans/s; CPU time, alternating runs, median)")
+    print(f"  {'profile':<10} {'spans':>9} {'B/span':>6} {'edges':>9} {'ours/json':>9} {'ok':>3} {'spans/s':>9} "
           f"{'json spans/s':>12} {'peak RSS MB':>11}")
     for r in rows:
-        ok = "yes" if r["ratio_vs_json_loads"] <= GOAL else "NO"
-        print(f"  {r['profile']:<7} {r['spans']:>9,} {r['bytes_per_span']:>6} {r['edges']:>9,} "
+        ok = "yes" if r["ratio_vs_json_loads"] <= GOAL and (
+            r["profile"] not in REAL or r["spans_per_s"] >= GOAL_SPANS_PER_S) else "NO"
+        print(f"  {r['profile']:<10} {r['spans']:>9,} {r['bytes_per_span']:>6} {r['edges']:>9,} "
               f"{r['ratio_vs_json_loads']:>9.2f} {ok:>3} {r['spans_per_s']:>9,.0f} "
               f"{r['json_loads_spans_per_s']:>12,.0f} {r['peak_rss_mb']:>11}")
     for profile in args.profiles.split(","):

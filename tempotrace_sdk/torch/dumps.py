@@ -44,8 +44,9 @@ from ..semconv import (
     TORCH_DUMP_REQUESTED_BY,
 )
 from .counts import count
-from .opspans import _StartOf, deliver, destination, make_spans
+from .opspans import _StartOf, deliver, destination, make_spans, pending_spans
 from .recorder import DEFAULT_HANG_TIMEOUT_S, recorder
+from .spans import open_ops
 
 __all__ = ["DEFAULT_HANG_TIMEOUT_S", "DUMP_KEY", "DUMP_TIMEOUT_S", "POLL_S", "Watchdog", "dump", "watchdog"]
 
@@ -139,6 +140,17 @@ def dump(reason: str = "request", *, requested_by: int | None = None, timeout_s:
             spans = make_spans(state, records[i:i + CHUNK], resource, scope, dump_utc)
             deliver(spans, processors)
             written += len(spans)
+        # ops that are no records (async, device, point-to-point, carried: SDK spans) open now, oldest first
+        opened = [sp for sp, _ in list(open_ops.values())]
+        for i in range(0, len(opened), CHUNK):
+            _flush(processors, deadline)
+            if time.monotonic() >= deadline:
+                count("dump_flush_timeout")
+                break
+            spans = pending_spans(state, opened[i:i + CHUNK], dump_utc)
+            deliver(spans, processors)
+            written += len(spans)
+            pending += len(spans)
         attrs: dict[str, Any] = {
             TORCH_DUMP_REASON: reason,
             TORCH_DUMP_OPS: written,
@@ -203,7 +215,7 @@ class Watchdog:
         self.owner_pid = -1
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
-        #: op number -> monotonic time the watchdog first saw it open
+        #: op number (a record's) or -1 - span id (an SDK span's) -> monotonic time the op was first seen open
         self._seen: dict[int, float] = {}
         #: open ops a hang dump already covered: one dump per hang, not one per poll
         self._dumped_for: set[int] = set()
@@ -254,9 +266,11 @@ class Watchdog:
     def poll(self, now: float | None = None) -> None:
         """One look at this rank's open ops: one open for ``hang_timeout`` dumps it, and every rank is asked to."""
         now = time.monotonic() if now is None else now
-        numbers = recorder.open_numbers()
         seen = self._seen
-        still = {n: seen.get(n, now) for n in numbers}
+        still = {n: seen.get(n, now) for n in recorder.open_numbers()}
+        for span_id, (_, started) in list(open_ops.items()):  # the SDK spans' ops: keyed apart from numbers
+            key = -span_id - 1
+            still[key] = seen.get(key, started)
         self._seen = still
         self._dumped_for &= still.keys()
         stuck = [n for n, t in still.items() if now - t >= self.hang_timeout and n not in self._dumped_for]
@@ -340,7 +354,7 @@ def _at_exit(reason: str) -> None:
     a forked child that never instrumented itself."""
     if watchdog.owner_pid != os.getpid():
         return
-    if recorder.retain == "ring" or recorder.open_numbers():
+    if recorder.retain == "ring" or recorder.open_numbers() or open_ops:
         watchdog.stop()
         dump(reason, timeout_s=EXIT_DUMP_TIMEOUT_S)
 

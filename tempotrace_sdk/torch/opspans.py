@@ -36,14 +36,14 @@ from ..otel.context import TempoTraceState, get_state
 from ..otel.processor import TempoTraceSpanProcessor
 from ..otel.processor import _attributes as stamp_attributes
 from ..otel.records import SpanRecord
-from ..otel.sdk_internals import processors_of, provider_processor
+from ..otel.sdk_internals import processors_of, provider_processor, span_lock
 from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
 from ..torchops import SPECS, Kind
 from . import spans as torch_spans
 from .counts import count
 from .recorder import COMPLETIONS, ERROR, OpRecord, recorder
 
-__all__ = ["deliver", "error_span", "make_span", "release", "span_id_of"]
+__all__ = ["deliver", "error_span", "make_span", "pending_spans", "release", "span_id_of"]
 
 _log = logging.getLogger(__name__)
 
@@ -136,6 +136,42 @@ def make_span(state: TempoTraceState, record: OpRecord, resource: Any, scope: An
                         start_time=start_utc, end_time=end_utc, instrumentation_scope=scope,
                         events=(_exception_event(error),),
                         status=Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+
+
+def _pending_of_open(state: TempoTraceState, sp: Any, dump_utc: int) -> ReadableSpan | None:
+    """What a dump shows of an op whose SDK span is still open: the span so far, ``pending``, its stamps without
+    an end (as make_span writes an open record). Its own end follows under the same span id."""
+    context = sp.get_span_context()
+    record = state.live.get(context.span_id)
+    if record is None or not sp.is_recording():
+        return None  # ended meanwhile, or never stamped: nothing a dump can add
+    lock = span_lock(sp)
+    if lock is not None:
+        with lock:  # the op's thread may be setting its attributes right now
+            attrs = dict(sp.attributes or {})
+    else:
+        attrs = dict(sp.attributes or {})
+    attrs[TORCH_COMPLETION] = "pending"
+    start_utc = sp.start_time or dump_utc
+    attrs.update(stamp_attributes(state, sp, record, None, 0, 0, ()))
+    return ReadableSpan(sp.name, context, sp.parent, sp.resource, attrs, kind=sp.kind, start_time=start_utc,
+                        end_time=max(dump_utc, start_utc), instrumentation_scope=sp.instrumentation_scope)
+
+
+def pending_spans(state: TempoTraceState, open_spans: Sequence[Any], dump_utc: int) -> list[ReadableSpan]:
+    """``_pending_of_open`` of each of ``open_spans``; one that cannot be made is counted and left out."""
+    out = []
+    with checked_once(state.domain):
+        for sp in open_spans:
+            try:
+                made = _pending_of_open(state, sp, dump_utc)
+            except Exception:
+                count("trace_failed")
+                _log.debug("tempotrace.torch: an open op's span not dumped", exc_info=True)
+                continue
+            if made is not None:
+                out.append(made)
+    return out
 
 
 def _exception_event(err: BaseException) -> Event:

@@ -6,6 +6,9 @@ very clock reading whose UTC form became the span's start time;
 ``stamp_end``: the end stamp written before ``end()``), exactly as
 ``@traced`` / ``span()`` do for spans that end where they started.
 
+The SDK spans of traced ops still open are kept too (``open_ops``): the hang
+watchdog and a dump see an op that is not a record (spec/torch.md §8.3).
+
 A span started in a callback (DDP's reducer, autograd's engine) runs on a
 thread that may not have our context: ``callback_context()`` gives it the
 open step's span as parent (spec/torch.md §4.3). The open steps are
@@ -17,6 +20,7 @@ imports steps.py.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from opentelemetry import context as context_api
@@ -25,12 +29,23 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ..clocks.base import Timestamp
 from ..clocks.leapseconds import tai_to_utc_ns
+from ..otel import lifecycle
 from ..otel.context import TempoTraceState, get_state
 from ..otel.processor import pending_start, stamp_end
 from .counts import count
 
-__all__ = ["callback_context", "current_step", "end_span", "now", "open_steps", "start_or_invalid", "start_span",
-           "tracer"]
+__all__ = [
+    "callback_context",
+    "current_step",
+    "end_span",
+    "now",
+    "open_ops",
+    "open_steps",
+    "start_or_invalid",
+    "start_span",
+    "tracer",
+    "track",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -63,6 +78,37 @@ def now(state: TempoTraceState | None = None) -> Timestamp | None:
 #: Open steps, innermost last: process-wide (a DDP hook runs on autograd's threads, not in our context).
 #: ``step()`` pushes and pops them.
 open_steps: list[tuple[int, Span]] = []
+
+
+#: Op spans kept open at once, at most: a span nobody ends (a work never waited) is dropped from view first.
+OPEN_OPS_MAX = 65536
+
+
+#: The SDK spans of traced ops still open (async, device, point-to-point and carried ops: spec/torch.md §1.2):
+#: span id -> (span, monotonic time it started), oldest first. ``end_span`` takes a span out.
+open_ops: dict[int, tuple[Span, float]] = {}
+
+
+class _OpenOpsAfterFork:
+    def after_fork_in_child(self) -> None:
+        open_ops.clear()  # the parent's ops, not the child's
+
+
+#: Held here: the after-fork registry keeps its objects weakly.
+_open_ops_after_fork = _OpenOpsAfterFork()
+lifecycle.renew_after_fork(_open_ops_after_fork)
+
+
+def track(sp: Span) -> None:
+    """Keep op span ``sp`` in ``open_ops`` until it ends. Never raises."""
+    try:
+        if sp.is_recording():
+            if len(open_ops) >= OPEN_OPS_MAX:
+                open_ops.pop(next(iter(open_ops)), None)
+                count("open_ops_dropped")
+            open_ops[sp.get_span_context().span_id] = (sp, time.monotonic())
+    except Exception:
+        _log.debug("tempotrace.torch: an open op not tracked", exc_info=True)
 
 
 def current_step() -> tuple[int, Span] | None:
@@ -114,6 +160,8 @@ def end_span(
     default ticked now) and end the span. Never raises."""
     state = get_state()
     try:
+        if open_ops:
+            open_ops.pop(sp.get_span_context().span_id, None)
         if ts is None:
             ts = now(state)
         if sp.is_recording():

@@ -35,7 +35,7 @@ from .groups import GroupInfo
 from .opspans import error_span, release
 from .pending import PendingOp, registry
 from .recorder import RELEASE_AT, recorder
-from .spans import end_span, start_span
+from .spans import end_span, start_span, track
 
 __all__ = ["ORIGINAL_ATTR", "Begun", "Settings", "begin", "call", "collective", "inside", "on_device",
            "raised_by_op", "settings", "unwrap"]
@@ -85,6 +85,7 @@ def begin(name: str, info: GroupInfo, attributes: Callable[[], dict[str, Any]], 
     timer's arguments: reader, spec, args, kwargs), its GPU start mark. Never raises."""
     try:
         sp = start_span("torch." + name, attributes())
+        track(sp)  # seen by the hang watchdog and a dump until it ends
     except Exception:
         count("untraced")
         _log.debug("tempotrace.torch: %s runs untraced: its span could not start", name, exc_info=True)

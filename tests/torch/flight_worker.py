@@ -3,7 +3,9 @@
 ``retain="ring"`` with a short ``hang_timeout``: five steps of three all_reduces and a barrier; in step
 ``TT_BAD_STEP`` the rank ``TT_BAD_RANK`` does what ``TT_SCENARIO`` says before the step's second all_reduce:
 ``hang`` (sleeps: the others wait in the all_reduce until their watchdogs dump everyone), ``kill`` (SIGKILLs
-itself), ``raise`` (raises out of step(): an exception dump, then exits 3) or ``none``; ``TT_SIDE`` "sdk" traces
+itself), ``raise`` (raises out of step(): an exception dump, then exits 3), ``recv`` (rank 0 waits in a receive
+from it that it never sends, the other ranks sleep outside any op: only an op with an SDK span is open) or
+``none``; ``TT_SIDE`` "sdk" traces
 the same job with ``sdk_spans=True`` and ``retain="export"`` (the differential test). Spans go to
 ``$TT_TEST_OUT/spans-<rank>.jsonl``.
 """
@@ -46,12 +48,17 @@ try:
             dist.all_reduce(t)
             if number == BAD_STEP and RANK == BAD_RANK:
                 print(f"bad {SCENARIO} {time.time_ns()}", flush=True)
-                if SCENARIO == "hang":
+                if SCENARIO in ("hang", "recv"):
                     time.sleep(600)
                 elif SCENARIO == "kill":
                     os.kill(os.getpid(), signal.SIGKILL)
                 elif SCENARIO == "raise":
                     raise RuntimeError("tt-test: this rank gives up")
+            if number == BAD_STEP and SCENARIO == "recv":
+                if RANK == 0:
+                    dist.recv(torch.zeros(4), src=BAD_RANK, tag=5)
+                else:
+                    time.sleep(600)
             dist.all_reduce(t)
             dist.all_reduce(t)
             dist.barrier()

@@ -271,6 +271,28 @@ def test_a_rank_that_stops_is_named_by_every_ranks_dump(tmp_path: Path, scenario
     assert report["hang"] is not None, report.get("hang")
 
 
+def test_a_receive_that_hangs_is_seen_by_the_watchdog(tmp_path: Path) -> None:
+    """An op with an SDK span (a point-to-point receive: no record) that stays open past hang_timeout dumps its
+    rank -- the only one in an op -- and every rank; the dump shows it pending, the analysis lists it."""
+    procs = _start(tmp_path, "recv", 1)
+    try:
+        found = _wait_for_dumps(tmp_path, list(range(WORLD)), HANG_TIMEOUT_S + 40)
+        assert all(found.values()), {r: log(tmp_path, r)[-2000:] for r in range(WORLD)}
+    finally:
+        _stop(procs)
+    assert found[0][0]["torch.dump.reason"] == "hang"
+    assert {found[r][0]["torch.dump.reason"] for r in (1, 2)} == {"peer"}
+    assert found[0][0]["torch.dump.pending"] == 1
+    (recv,) = [s for s in _spans(tmp_path, 0) if s.name == "torch.recv"]
+    assert recv["torch.completion"] == "pending" and recv["torch.src"] == 1 and recv["torch.tag"] == 5
+    assert "tempotrace.end.ptp_ns" not in recv.attrs
+    assert _ns(found[0][0]) - _ns(recv) <= (HANG_TIMEOUT_S + 2) * 1e9
+    text, report = _analyze(tmp_path)
+    assert text.startswith("P2P: rank 0 (") and "recv from rank 1 [group 0-2] tag 5 #0 pending since" in text, text
+    (listed,) = report["hang"]["p2p"]["listed"]
+    assert (listed["kind"], listed["src"], listed["dst"], listed["rank"]) == ("pending_recv", 1, 0, 0)
+
+
 def test_an_exception_leaving_a_step_dumps_and_the_job_fails_as_the_plain_one(tmp_path: Path) -> None:
     procs = _start(tmp_path, "raise", 2, TT_PG_TIMEOUT="8")
     try:
