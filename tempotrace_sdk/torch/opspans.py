@@ -193,7 +193,7 @@ def error_span(number: int, err: BaseException) -> None:
             return
         with recorder.lock:
             record = recorder.take_one(number)
-            if record is None or not sampled(record):
+            if record is None or not sampled(record, _sampler()):
                 return
             state = get_state()
             resource, scope, processors = destination()
@@ -227,9 +227,26 @@ def deliver(spans: Sequence[ReadableSpan], processors: Sequence[SpanProcessor]) 
             _log.debug("tempotrace.torch: a processor refused op spans", exc_info=True)
 
 
-def sampled(record: OpRecord) -> bool:
+def sampled(record: OpRecord, sampler: Any) -> bool:
+    """Would the SDK path have recorded this op? Its parent's flag; a root op (no span around it) is asked of
+    the provider's sampler, with the trace id its span gets, as ``start_span`` would have asked it."""
     parent = record.parent
-    return parent is None or parent.trace_flags.sampled
+    if parent is not None:
+        return bool(parent.trace_flags.sampled)
+    if sampler is None:
+        return True
+    try:
+        result = sampler.should_sample(None, _trace_id_of(record.number), "torch." + SPECS[record.op].name,
+                                       SpanKind.INTERNAL)
+        return bool(result.decision.is_sampled())
+    except Exception:  # a sampler that raises: the SDK would have failed the span; record it, counted
+        count("sampler_failed")
+        _log.debug("tempotrace.torch: the sampler failed on a root op", exc_info=True)
+        return True
+
+
+def _sampler() -> Any:
+    return getattr(torch_spans.tracer(), "sampler", None)  # an SDK Tracer's (public); None for another
 
 
 def make_spans(state: TempoTraceState, records: Sequence[OpRecord], resource: Any, scope: Any,
@@ -237,9 +254,10 @@ def make_spans(state: TempoTraceState, records: Sequence[OpRecord], resource: An
     """The spans of the sampled ``records``; one that cannot be made is counted (``trace_failed``) and left out,
     the others are made all the same."""
     spans = []
+    sampler = _sampler()
     with checked_once(state.domain):  # every reading was taken before this check
         for r in records:
-            if not sampled(r):
+            if not sampled(r, sampler):
                 continue
             try:
                 spans.append(make_span(state, r, resource, scope, dump_utc))

@@ -227,3 +227,31 @@ def test_a_worker_stopped_by_sigterm_inside_a_step_loses_no_op_that_had_ended(tm
     names = [sp["name"] for line in path.read_text().splitlines() for rs in json.loads(line).get("resourceSpans", [])
              for ss in rs["scopeSpans"] for sp in ss["spans"]]
     assert names == ["torch.all_reduce"]  # the step never ended: its span is not there
+
+
+@pytest.mark.parametrize("sdk_spans", [False, True])
+def test_root_ops_are_sampled_as_the_sdk_path_samples_them(group: None, monkeypatch: pytest.MonkeyPatch,
+                                                           sdk_spans: bool) -> None:
+    """A root op (no span around it) is asked of the provider's sampler with its trace id, as start_span asks:
+    a ratio sampler keeps the same share of root ops either way, and exactly the ops whose ids it accepts."""
+    from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
+
+    ratio = TraceIdRatioBased(0.5)
+    exp = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ratio)
+    provider.add_span_processor(TempoTraceSpanProcessor())
+    provider.add_span_processor(SimpleSpanProcessor(exp))
+    monkeypatch.setattr(torch_spans, "tracer", lambda: provider.get_tracer("test"))
+    tt.instrument(carriage="none", gpu=False, sdk_spans=sdk_spans, hang_timeout=0)
+    try:
+        t = torch.ones(2)
+        for _ in range(64):
+            dist.all_reduce(t)
+        assert provider.force_flush()
+    finally:
+        tt.uninstrument()
+        provider.shutdown()
+    ops = [s for s in exp.get_finished_spans() if s.name == "torch.all_reduce"]
+    assert 8 < len(ops) < 56  # 64 ops at 1/2: not all, not none
+    bound = ratio.get_bound_for_rate(0.5)
+    assert all(s.context.trace_id & TraceIdRatioBased.TRACE_ID_LIMIT < bound for s in ops)
