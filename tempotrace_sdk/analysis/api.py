@@ -16,7 +16,7 @@ from .analyzer import DEFAULT_DEDUP, DEFAULT_KEEP, DEFAULT_WINDOW, Analyzer
 from .clockdomain import domain_of
 from .engine import Options, Outcome, run
 from .events import SpanRecord
-from .inputs import DEFAULT_MAX_LINE, TraceFileError, expand
+from .inputs import DEFAULT_MAX_LINE, expand
 from .merge import merge_reports
 from .otlp import error_text
 from .progress import Progress
@@ -68,10 +68,6 @@ def analyze(
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}")
     if engine == "dask":
-        tables = [s for s in sources if s.parquet]
-        if tables:  # the read tasks cut OTLP JSON files into byte ranges: a span table has none
-            raise TraceFileError(tables[0].name, 0, "--engine dask reads OTLP JSON lines; read span tables (Parquet) "
-                                                    "with the local engine (--jobs N)")
         from .dask_engine import analyze_dask
 
         outcomes = analyze_dask(sources, topo, options, scheduler=scheduler, workers=max(jobs, 2), progress=progress)

@@ -13,7 +13,13 @@ Map, shuffle, reduce:
    records: the same trace parts, hops and duplicates as one process;
 3. the client merges the partitions' results (merge.py).
 
-So the report equals the single-process one. The workers open the input
+So the report equals the single-process one. Where an input is a span table
+(Parquet: row groups, no lines to cut), each partition's task reads every
+input itself, keeping its partition's traces (``engine.run`` with a shard, as
+``--jobs`` does): the same records in the same order, so the same report.
+A span table is read by columns and its rows are sorted into partitions
+before any record is made, so each task pays for its own spans only (JSON
+lines in such a run are decoded by every task). The workers open the input
 files by path: they must see the same files (a shared file system); stdin and
 FIFOs cannot be split. A partition task holds its partition's records in
 pickled form (a few hundred bytes a span): choose enough partitions (``--jobs``
@@ -31,7 +37,7 @@ from typing import Any
 import msgspec
 
 from .analyzer import Analyzer
-from .engine import Options, Outcome, describe, gc_paused
+from .engine import Options, Outcome, describe, gc_paused, run
 from .events import SpanRecord
 from .inputs import Source, TraceFileError, interleave, open_source, read_lines
 from .otlp import BadLine, decode_line
@@ -222,6 +228,15 @@ def _records_of_line(number: int, j: int, blobs: list[bytes], decoded: dict[int,
     return out
 
 
+def _read_partition(opened: list[Source], sources: list[Source], topology: Topology | None, options: Options,
+                    k: int, parts: int) -> Outcome:
+    """Partition k's analysis of inputs it reads itself (span tables among them): ``run`` with a shard."""
+    with gc_paused():
+        outcome = run(opened, topology, options, (k, parts))
+    outcome.partial[0].source = describe(sources)  # the names as given, not the workers' absolute paths
+    return outcome
+
+
 def plan_chunks(sources: list[Source], chunk_bytes: int) -> list[Chunk]:
     """Every file cut into chunks of ``chunk_bytes`` (a line belongs to the chunk it starts in)."""
     plan = []
@@ -246,7 +261,11 @@ def analyze_dask(sources: list[Source], topology: Topology | None, options: Opti
                  progress: Progress | None = None) -> list[Outcome]:
     """The partitions' outcomes, analysed on the Dask cluster at ``scheduler`` (or a local one)."""
     distributed: Any = importlib.import_module("distributed")  # the optional [dask] extra; untyped
-    plan = plan_chunks(sources, chunk_bytes)
+    direct = any(s.parquet for s in sources)  # each partition reads the inputs itself (module doc)
+    plan = [] if direct else plan_chunks(sources, chunk_bytes)
+    for s in sources if direct else ():
+        if s.size is None:
+            raise TraceFileError(s.name, 0, "--engine dask reads files the workers open: not stdin or a FIFO")
     # Workers may run elsewhere, in another directory: they get absolute paths (names stay as given).
     opened = [msgspec.structs.replace(s, path=os.path.abspath(s.path)) for s in sources]
     cluster: Any = None
@@ -256,14 +275,12 @@ def analyze_dask(sources: list[Source], topology: Topology | None, options: Opti
     client = distributed.Client(cluster if cluster is not None else scheduler)
     try:
         parts = partitions or max(2, 2 * len(client.scheduler_info().get("workers", {})))
-        reads = [client.submit(read_chunk, opened[c.source], c, parts, options.max_line, pure=False) for c in plan]
-        metas = [client.submit(_meta, r, pure=False) for r in reads]
-        outcomes = [
-            client.submit(analyse_partition, k, parts, sources, plan, metas,
-                          [client.submit(_part, r, k, pure=False) for r in reads], topology, options, pure=False)
-            for k in range(parts)
-        ]
-        results: list[Outcome] = client.gather(outcomes)
+        if direct:
+            results: list[Outcome] = client.gather([client.submit(_read_partition, opened, sources, topology,
+                                                                  options, k, parts, pure=False)
+                                                    for k in range(parts)])
+        else:
+            results = _map_shuffle_reduce(client, opened, sources, plan, parts, topology, options)
     finally:
         client.close()
         if cluster is not None:
@@ -272,3 +289,16 @@ def analyze_dask(sources: list[Source], topology: Topology | None, options: Opti
         progress.close()
     return results
 
+
+def _map_shuffle_reduce(client: Any, opened: list[Source], sources: list[Source], plan: list[Chunk], parts: int,
+                        topology: Topology | None, options: Options) -> list[Outcome]:
+    """The read tasks, then one analyse task per partition (module doc)."""
+    reads = [client.submit(read_chunk, opened[c.source], c, parts, options.max_line, pure=False) for c in plan]
+    metas = [client.submit(_meta, r, pure=False) for r in reads]
+    outcomes = [
+        client.submit(analyse_partition, k, parts, sources, plan, metas,
+                      [client.submit(_part, r, k, pure=False) for r in reads], topology, options, pure=False)
+        for k in range(parts)
+    ]
+    results: list[Outcome] = client.gather(outcomes)
+    return results

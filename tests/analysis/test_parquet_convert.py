@@ -122,12 +122,19 @@ def test_a_parquet_file_that_is_no_span_table(tmp_path: Path, capsys: pytest.Cap
                                                                "span table"]
 
 
-def test_engine_dask_says_to_use_the_local_engine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    trace = tmp_path / "t.jsonl"
-    trace.write_text(line([span(1, 1)]) + "\n")
-    out = converted([str(trace)], str(tmp_path / "t.parquet"))
-    assert cli(["analyze", out, "--engine", "dask", "--quiet"]) == 2
-    assert "--engine dask reads OTLP JSON lines" in capsys.readouterr().err
+def test_engine_dask_reads_span_tables_and_gives_the_same_report(demo_trace: Path, tmp_path: Path) -> None:
+    """§5.3: with a span table among the inputs, each Dask partition reads the inputs itself: the report is
+    the one-process report of the same files (and of the JSON they came from)."""
+    pytest.importorskip("distributed")
+    out = converted([str(demo_trace)], str(tmp_path / "t.parquet"))
+    mixed = [out, str(demo_trace)]  # a table and a JSON file side by side: every span twice, as duplicates
+    for inputs in ([out], mixed):
+        one = analyze(inputs).to_dict()
+        spread = analyze(inputs, engine="dask", jobs=2).to_dict()
+        for d in (one, spread):
+            d.pop("elapsed_s")
+        assert spread == one
+    assert analyze([out], engine="dask", jobs=2).to_dict()["edges"] == report_of(str(demo_trace))["edges"]
 
 
 def test_analyze_json_output_of_a_span_table(demo_trace: Path, tmp_path: Path,
