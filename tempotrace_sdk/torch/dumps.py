@@ -37,6 +37,7 @@ from ..otel.context import get_state
 from ..otel.processor import _attributes as stamp_attributes
 from ..otel.records import SpanRecord
 from ..semconv import (
+    TORCH_COMPLETION,
     TORCH_DUMP_OPS,
     TORCH_DUMP_OVERWRITTEN,
     TORCH_DUMP_PENDING,
@@ -130,8 +131,7 @@ def dump(reason: str = "request", *, requested_by: int | None = None, timeout_s:
         finally:
             recorder.lock.release()
         _state.last_at = time.monotonic()
-        pending = sum(1 for r in records if r.end is None)
-        written = 0
+        pending = written = 0
         for i in range(0, len(records), CHUNK):  # made a chunk at a time: memory bounded by the chunk
             _flush(processors, deadline)  # room first: the queue may hold the application's spans
             if time.monotonic() >= deadline:
@@ -140,6 +140,7 @@ def dump(reason: str = "request", *, requested_by: int | None = None, timeout_s:
             spans = make_spans(state, records[i:i + CHUNK], resource, scope, dump_utc)
             deliver(spans, processors)
             written += len(spans)
+            pending += sum(1 for sp in spans if (sp.attributes or {}).get(TORCH_COMPLETION) == "pending")
         # ops that are no records (async, device, point-to-point, carried: SDK spans) open now, oldest first
         opened = [sp for sp, _ in list(open_ops.values())]
         for i in range(0, len(opened), CHUNK):
@@ -219,6 +220,9 @@ class Watchdog:
         self._seen: dict[int, float] = {}
         #: open ops a hang dump already covered: one dump per hang, not one per poll
         self._dumped_for: set[int] = set()
+        #: monotonic time of this rank's last hang dump: the next one waits hang_timeout (spans that end late, as
+        #: a GPU op's at the step's exit, cannot make one a poll)
+        self._last_hang = -float("inf")
         self._served = 0  #: the highest request number this rank has seen
         self._ask = threading.Event()  #: set by a hang dump: the store thread asks every rank
         self._store: Any = None
@@ -274,9 +278,10 @@ class Watchdog:
         self._seen = still
         self._dumped_for &= still.keys()
         stuck = [n for n, t in still.items() if now - t >= self.hang_timeout and n not in self._dumped_for]
-        if not stuck:
+        if not stuck or now - self._last_hang < self.hang_timeout:
             return
         self._dumped_for.update(still)
+        self._last_hang = now
         _log.warning("tempotrace.torch: an op open for %.0f s (hang_timeout): dumping the flight recorder and asking "
                      "every rank to dump", self.hang_timeout)
         self._ask.set()  # the store thread asks; this one dumps now, whatever the store does
@@ -342,6 +347,7 @@ class Watchdog:
         self._ask = threading.Event()
         self._seen = {}
         self._dumped_for = set()
+        self._last_hang = -float("inf")
         self._store, self._store_failed = None, False
 
 

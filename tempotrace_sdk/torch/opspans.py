@@ -65,6 +65,9 @@ _nonce = _Nonce()
 lifecycle.renew_after_fork(_nonce)
 
 
+#: How long a dump waits for an open op span's lock (its attributes being set) before it leaves the span out.
+SPAN_LOCK_WAIT_S = 0.05
+
 #: An odd constant (2^64 / golden ratio): number -> number * _WEYL is a bijection of 64-bit integers.
 _WEYL = 0x9E3779B97F4A7C15
 
@@ -145,10 +148,16 @@ def _pending_of_open(state: TempoTraceState, sp: Any, dump_utc: int) -> Readable
     record = state.live.get(context.span_id)
     if record is None or not sp.is_recording():
         return None  # ended meanwhile, or never stamped: nothing a dump can add
-    lock = span_lock(sp)
+    lock: Any = span_lock(sp)  # the SDK span's threading.Lock
     if lock is not None:
-        with lock:  # the op's thread may be setting its attributes right now
+        # the op's thread may be setting its attributes right now -- or be the thread this dump interrupted
+        if not lock.acquire(timeout=SPAN_LOCK_WAIT_S):
+            count("dump_span_busy")
+            return None
+        try:
             attrs = dict(sp.attributes or {})
+        finally:
+            lock.release()
     else:
         attrs = dict(sp.attributes or {})
     attrs[TORCH_COMPLETION] = "pending"
@@ -189,9 +198,9 @@ def error_span(number: int, err: BaseException) -> None:
     """Op ``number`` raised ``err``: its end and its span now, in either retention mode, under the op's own
     span id (a dump that showed it pending shows the same op). Never raises."""
     try:
-        if not recorder.end(number, ERROR):
-            return
-        with recorder.lock:
+        with recorder.lock:  # no release or dump takes the record between its end and its error span
+            if not recorder.end(number, ERROR):
+                return
             record = recorder.take_one(number)
             if record is None or not sampled(record, _sampler()):
                 return
@@ -237,7 +246,7 @@ def sampled(record: OpRecord, sampler: Any) -> bool:
         return True
     try:
         result = sampler.should_sample(None, _trace_id_of(record.number), "torch." + SPECS[record.op].name,
-                                       SpanKind.INTERNAL)
+                                       SpanKind.INTERNAL, op_attributes(record))
         return bool(result.decision.is_sampled())
     except Exception:  # a sampler that raises: the SDK would have failed the span; record it, counted
         count("sampler_failed")

@@ -38,7 +38,7 @@ from .carriage.couriers import SIDE_DEADLINE_S, RecvCourier, SendCourier
 from .carriage.records import Exchange
 from .carriage.side import SideRecv
 from .counts import count
-from .spans import end_span, now
+from .spans import end_span, now, open_ops
 
 __all__ = ["PendingOp", "registry"]
 
@@ -137,6 +137,7 @@ class Registry:
             op.completion = how
             for w in op.works:
                 self._by_work.pop(id(w), None)
+        open_ops.pop(op.span.get_span_context().span_id, None)  # its data completed: no hang, whatever follows
         op.done_ts = now()
         hook = op.on_done
         if hook is not None:

@@ -294,12 +294,14 @@ class Recorder:
         return self._take(number & self.mask, number, (ENDED,))
 
     def open_numbers(self) -> list[int]:
-        """The op numbers of every op still open (the hang watchdog's question; a C scan of the states)."""
+        """The op numbers of every op still open, dumped pending or not (the hang watchdog's question; C scans
+        of the states)."""
         state, buffer, out = self.state, self.buffer, []
-        slot = state.find(OPEN)
-        while slot >= 0:
-            out.append(_NUMBER.unpack_from(buffer, slot * RECORD_BYTES)[0])
-            slot = state.find(OPEN, slot + 1)
+        for wanted in (OPEN, DUMPED):
+            slot = state.find(wanted)
+            while slot >= 0:
+                out.append(_NUMBER.unpack_from(buffer, slot * RECORD_BYTES)[0])
+                slot = state.find(wanted, slot + 1)
         return out
 
     def holding(self) -> bool:

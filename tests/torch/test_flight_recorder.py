@@ -390,3 +390,31 @@ def test_a_clock_that_fails_at_the_end_leaves_no_op_open(group: None, ring: InMe
 def test_a_dump_signal_that_means_something_else_is_refused(group: None, signum: int) -> None:
     with pytest.raises(TempoTraceError, match="dump_signal"):
         tt.instrument(carriage="none", dump_signal=signum)
+
+
+def test_hang_dumps_come_at_most_once_per_hang_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review finding: op spans that end late (a GPU op's, harvested at the step's exit; a work never waited)
+    pass hang_timeout one after another; each must not make its own dump, one per poll, each asking every
+    rank. A new hang dumps once hang_timeout has passed since the last."""
+    from tempotrace_sdk.torch import dumps
+    from tempotrace_sdk.torch.spans import open_ops
+
+    dog = dumps.Watchdog()
+    dog.hang_timeout = 10.0
+    reasons: list[str] = []
+    monkeypatch.setattr(dumps, "dump", lambda reason, **_: reasons.append(reason) or 0)
+    monkeypatch.setattr(dumps.recorder, "open_numbers", list)  # only the op spans below are open
+    saved = dict(open_ops)
+    open_ops.clear()
+    try:
+        for k in range(5):
+            open_ops[k + 1] = (None, float(k))  # type: ignore[assignment]  # started a second apart
+        for now in (11.0, 12.0, 13.0, 14.0, 15.0):
+            dog.poll(now)
+        assert reasons == ["hang"]
+        open_ops[99] = (None, 16.0)  # type: ignore[assignment]
+        dog.poll(27.0)  # a new op stuck, hang_timeout after the last dump
+        assert reasons == ["hang", "hang"]
+    finally:
+        open_ops.clear()
+        open_ops.update(saved)
