@@ -276,9 +276,17 @@ def analyze_dask(sources: list[Source], topology: Topology | None, options: Opti
     try:
         parts = partitions or max(2, 2 * len(client.scheduler_info().get("workers", {})))
         if direct:
-            results: list[Outcome] = client.gather([client.submit(_read_partition, opened, sources, topology,
-                                                                  options, k, parts, pure=False)
-                                                    for k in range(parts)])
+            tasks = [client.submit(_read_partition, opened, sources, topology, options, k, parts, pure=False)
+                     for k in range(parts)]
+            results: list[Outcome] = []
+            errors: list[TraceFileError] = []
+            for task in tasks:
+                try:
+                    results.append(task.result())
+                except TraceFileError as err:
+                    errors.append(err)
+            if errors:  # each task stops at the first bad line it meets (strict): the earliest is the input's
+                raise min(errors, key=lambda e: (e.path, e.line))
         else:
             results = _map_shuffle_reduce(client, opened, sources, plan, parts, topology, options)
     finally:

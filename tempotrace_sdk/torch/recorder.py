@@ -102,6 +102,8 @@ class Recorder:
         #: Every op number below this has been taken by a ``begin`` (it may lag a concurrent one).
         self.issued = 0
         self.overwritten = 0  #: ops overwritten (or dropped by a resize) before they were ever exported
+        #: ops a dump exported pending, overwritten while still open: their ends are lost (a ring too small)
+        self.dumped_overwritten = 0
         self.resize(size)
         self.retain = "export"
         #: retain="ring": every N-th step's ops are exported in full as well (0: none).
@@ -156,7 +158,11 @@ class Recorder:
         with self._slot_lock:
             number = next(self.numbers)
             slot = number & self.mask
-            if states[slot] not in (EMPTY, DUMPED):  # a dumped op was exported, pending
+            held = states[slot]
+            if held == DUMPED:  # exported pending: its end, when it comes, is lost (counted apart)
+                self.dumped_overwritten += 1
+                count("ring_overwrote_dumped")
+            elif held != EMPTY:
                 self._overwrite()
             states[slot] = WRITING
         _START.pack_into(self.buffer, slot * RECORD_BYTES, number,
@@ -315,6 +321,7 @@ class Recorder:
         self.state = bytearray(self.size)
         self.resize(self.size)
         self.overwritten = 0
+        self.dumped_overwritten = 0
         self.lock = threading.Lock()
         self._group_lock = threading.Lock()
         self._slot_lock = threading.Lock()

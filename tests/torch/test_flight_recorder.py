@@ -418,3 +418,16 @@ def test_hang_dumps_come_at_most_once_per_hang_timeout(monkeypatch: pytest.Monke
     finally:
         open_ops.clear()
         open_ops.update(saved)
+
+
+def test_a_dumped_op_overwritten_while_open_is_counted_apart(group: None, ring: InMemorySpanExporter) -> None:
+    """Review finding: an op exported pending whose slot a later op takes loses its end; that is counted, and it
+    is not an op overwritten before it was ever exported."""
+    number = recorder.begin(0, group_info(None), 9, 32, -1)
+    assert tt.dump("request") == 1
+    before, dumped = recorder.overwritten, recorder.dumped_overwritten
+    with tt.step():
+        for _ in range(recorder.size):
+            dist.all_reduce(torch.ones(2))
+    assert recorder.dumped_overwritten - dumped == 1 and recorder.overwritten == before
+    assert not recorder.end(number)  # its slot is another op's now
