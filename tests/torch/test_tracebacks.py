@@ -173,14 +173,19 @@ def rank0_traceback(text: str) -> str:
 def test_a_failed_ddp_all_reduce_reads_as_it_does_untraced(tmp_path: Path) -> None:
     """Issue 21 item 7: plain (torch's allreduce_hook registered directly) and traced (``tt.comm_hook()``)
     print the same traceback, frame for frame, and exit with the same codes."""
-    runs = {}
-    for mode in ("plain", "traced"):
-        out = tmp_path / mode
-        out.mkdir()
-        codes = run_ranks(WORKER, WORLD, out, JOB_TIMEOUT_S, lambda rank, mode=mode: {  # type: ignore[misc]
-            "TT_MODE": mode, "TEMPOTRACE_CLOCK": f"sim:ptp,seed={rank}", "TORCHELASTIC_RUN_ID": "job-tb"},
-            check=False)  # torchrun's run id: the first step needs no collective to agree on a job id
-        runs[mode] = (codes, rank0_traceback(log(out, 0)))
+    runs: dict[str, tuple[list[int], str]] = {}
+    for attempt in range(3):
+        for mode in ("plain", "traced"):
+            out = tmp_path / f"{mode}-{attempt}"
+            out.mkdir()
+            codes = run_ranks(WORKER, WORLD, out, JOB_TIMEOUT_S, lambda rank, mode=mode: {  # type: ignore[misc]
+                "TT_MODE": mode, "TEMPOTRACE_CLOCK": f"sim:ptp,seed={rank}", "TORCHELASTIC_RUN_ID": "job-tb"},
+                check=False)  # torchrun's run id: the first step needs no collective to agree on a job id
+            runs[mode] = (codes, rank0_traceback(log(out, 0)))
+        # Untraced, gloo itself now and then aborts rank 0 (SIGABRT, -6) rather than raising when its peer
+        # dies (seen once in CI on a loaded 2-core machine): the reference is then not the reference. Again.
+        if runs["plain"][0] == [1, 7]:
+            break
     (plain_codes, plain), (traced_codes, ours) = runs["plain"], runs["traced"]
     assert "Connection closed by peer" in plain and "tt-test: backward returned" not in plain
     assert traced_codes == plain_codes == [1, 7]
