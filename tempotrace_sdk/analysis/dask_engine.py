@@ -37,7 +37,7 @@ from typing import Any
 import msgspec
 
 from .analyzer import Analyzer
-from .engine import Options, Outcome, describe, gc_paused, run
+from .engine import Options, Outcome, describe, gc_paused, outcomes_of, run
 from .events import SpanRecord
 from .inputs import Source, TraceFileError, interleave, open_source, read_lines
 from .otlp import BadLine, decode_line
@@ -237,13 +237,18 @@ def _read_partition(opened: list[Source], sources: list[Source], topology: Topol
     return outcome
 
 
-def plan_chunks(sources: list[Source], chunk_bytes: int) -> list[Chunk]:
-    """Every file cut into chunks of ``chunk_bytes`` (a line belongs to the chunk it starts in)."""
-    plan = []
-    for i, source in enumerate(sources):
+def _workers_can_open(sources: list[Source]) -> None:
+    for source in sources:
         if source.size is None:
             raise TraceFileError(source.name, 0, "--engine dask reads files the workers open: not stdin or a FIFO")
-        starts = range(0, max(source.size, 1), chunk_bytes)
+
+
+def plan_chunks(sources: list[Source], chunk_bytes: int) -> list[Chunk]:
+    """Every file cut into chunks of ``chunk_bytes`` (a line belongs to the chunk it starts in)."""
+    _workers_can_open(sources)
+    plan = []
+    for i, source in enumerate(sources):
+        starts = range(0, max(source.size or 0, 1), chunk_bytes)  # a size: checked above
         plan += [Chunk(i, n, start, start + chunk_bytes) for n, start in enumerate(starts)]
     return plan
 
@@ -262,10 +267,9 @@ def analyze_dask(sources: list[Source], topology: Topology | None, options: Opti
     """The partitions' outcomes, analysed on the Dask cluster at ``scheduler`` (or a local one)."""
     distributed: Any = importlib.import_module("distributed")  # the optional [dask] extra; untyped
     direct = any(s.parquet for s in sources)  # each partition reads the inputs itself (module doc)
+    if direct:
+        _workers_can_open(sources)
     plan = [] if direct else plan_chunks(sources, chunk_bytes)
-    for s in sources if direct else ():
-        if s.size is None:
-            raise TraceFileError(s.name, 0, "--engine dask reads files the workers open: not stdin or a FIFO")
     # Workers may run elsewhere, in another directory: they get absolute paths (names stay as given).
     opened = [msgspec.structs.replace(s, path=os.path.abspath(s.path)) for s in sources]
     cluster: Any = None
@@ -276,17 +280,8 @@ def analyze_dask(sources: list[Source], topology: Topology | None, options: Opti
     try:
         parts = partitions or max(2, 2 * len(client.scheduler_info().get("workers", {})))
         if direct:
-            tasks = [client.submit(_read_partition, opened, sources, topology, options, k, parts, pure=False)
-                     for k in range(parts)]
-            results: list[Outcome] = []
-            errors: list[TraceFileError] = []
-            for task in tasks:
-                try:
-                    results.append(task.result())
-                except TraceFileError as err:
-                    errors.append(err)
-            if errors:  # each task stops at the first bad line it meets (strict): the earliest is the input's
-                raise min(errors, key=lambda e: (e.path, e.line))
+            results = outcomes_of([client.submit(_read_partition, opened, sources, topology, options, k, parts,
+                                                 pure=False) for k in range(parts)])
         else:
             results = _map_shuffle_reduce(client, opened, sources, plan, parts, topology, options)
     finally:

@@ -8,19 +8,20 @@ workers (parallel.py, dask.py) unchanged, so each partition runs exactly this.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import msgspec
 
 from .analyzer import DEFAULT_DEDUP, DEFAULT_KEEP, DEFAULT_WINDOW, Analyzer
-from .inputs import DEFAULT_MAX_LINE, Source
+from .inputs import DEFAULT_MAX_LINE, Source, TraceFileError
 from .merge import Partial
 from .progress import Progress
 from .reader import TraceReader
 from .topology import Topology
 
-__all__ = ["Options", "Outcome", "gc_paused", "run"]
+__all__ = ["Options", "Outcome", "gc_paused", "outcomes_of", "run"]
 
 
 class Options(msgspec.Struct, frozen=True):
@@ -78,3 +79,19 @@ def run(sources: list[Source], topology: Topology | None, options: Options, shar
     analyzer.add_batches(reader.batches())
     report = analyzer.finish()
     return Outcome((report, analyzer.ledger), reader.trace_lines, reader.positions)
+
+
+def outcomes_of(futures: Iterable[Any]) -> list[Outcome]:
+    """The outcomes of partitions run elsewhere (futures of ``run``), in order; where any raised
+    TraceFileError, the input's first: each partition stops at the first bad line it meets (strict), so the
+    earliest of theirs is the one a single process would have raised."""
+    outcomes: list[Outcome] = []
+    errors: list[TraceFileError] = []
+    for fut in futures:
+        try:
+            outcomes.append(fut.result())
+        except TraceFileError as err:
+            errors.append(err)
+    if errors:
+        raise min(errors, key=lambda e: (e.path, e.line))
+    return outcomes

@@ -14,8 +14,8 @@ from __future__ import annotations
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
-from .engine import Options, Outcome, gc_paused, run
-from .inputs import Source, TraceFileError
+from .engine import Options, Outcome, gc_paused, outcomes_of, run
+from .inputs import Source
 from .topology import Topology
 
 __all__ = ["analyze_parallel"]
@@ -30,15 +30,4 @@ def analyze_parallel(sources: list[Source], topology: Topology | None, options: 
     """The partitions' outcomes, in partition order (raises the input's first TraceFileError)."""
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that may run threads
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = [pool.submit(_worker, sources, topology, options, k, jobs) for k in range(jobs)]
-        outcomes: list[Outcome] = []
-        errors: list[TraceFileError] = []
-        for fut in futures:
-            try:
-                outcomes.append(fut.result())
-            except TraceFileError as err:
-                errors.append(err)
-    if errors:
-        # Each worker stops at the first bad line it meets (strict); the earliest is the input's first.
-        raise min(errors, key=lambda e: (e.path, e.line))
-    return outcomes
+        return outcomes_of([pool.submit(_worker, sources, topology, options, k, jobs) for k in range(jobs)])

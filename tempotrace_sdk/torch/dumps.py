@@ -26,6 +26,7 @@ import secrets
 import signal
 import threading
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -131,27 +132,23 @@ def dump(reason: str = "request", *, requested_by: int | None = None, timeout_s:
         finally:
             recorder.lock.release()
         _state.last_at = time.monotonic()
-        pending = written = 0
-        for i in range(0, len(records), CHUNK):  # made a chunk at a time: memory bounded by the chunk
-            _flush(processors, deadline)  # room first: the queue may hold the application's spans
-            if time.monotonic() >= deadline:
-                count("dump_flush_timeout")
-                break
-            spans = make_spans(state, records[i:i + CHUNK], resource, scope, dump_utc)
-            deliver(spans, processors)
-            written += len(spans)
-            pending += sum(1 for sp in spans if (sp.attributes or {}).get(TORCH_COMPLETION) == "pending")
-        # ops that are no records (async, device, point-to-point, carried: SDK spans) open now, oldest first
+        written = pending = 0
+        # the ring's records, then the ops that are no records (async, device, point-to-point, carried: SDK
+        # spans) open now, oldest first
         opened = [sp for sp, _ in list(open_ops.values())]
-        for i in range(0, len(opened), CHUNK):
-            _flush(processors, deadline)
-            if time.monotonic() >= deadline:
-                count("dump_flush_timeout")
-                break
-            spans = pending_spans(state, opened[i:i + CHUNK], dump_utc)
-            deliver(spans, processors)
-            written += len(spans)
-            pending += len(spans)
+        makers: tuple[tuple[Sequence[Any], Callable[[Sequence[Any]], list[ReadableSpan]]], ...] = (
+            (records, lambda chunk: make_spans(state, chunk, resource, scope, dump_utc)),
+            (opened, lambda chunk: pending_spans(state, chunk, dump_utc)))
+        for items, make in makers:
+            for i in range(0, len(items), CHUNK):  # made a chunk at a time: memory bounded by the chunk
+                _flush(processors, deadline)  # room first: the queue may hold the application's spans
+                if time.monotonic() >= deadline:
+                    count("dump_flush_timeout")
+                    break
+                spans = make(items[i:i + CHUNK])
+                deliver(spans, processors)
+                written += len(spans)
+                pending += sum(1 for sp in spans if (sp.attributes or {}).get(TORCH_COMPLETION) == "pending")
         attrs: dict[str, Any] = {
             TORCH_DUMP_REASON: reason,
             TORCH_DUMP_OPS: written,

@@ -48,6 +48,7 @@ __all__ = ["deliver", "error_span", "make_span", "pending_spans", "release", "sp
 _log = logging.getLogger(__name__)
 
 _MASK64 = (1 << 64) - 1
+_UNSET = Status(StatusCode.UNSET)
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 
@@ -132,13 +133,11 @@ def make_span(state: TempoTraceState, record: OpRecord, resource: Any, scope: An
                                   SpanRecord(lts, ptp, unc, quality, source, span_id), None, 0, 0, ())
     attrs = op_attributes(record)
     attrs.update(stamps)
-    if error is None:
-        return ReadableSpan("torch." + SPECS[record.op].name, context, parent, resource, attrs,
-                            kind=SpanKind.INTERNAL, start_time=start_utc, end_time=end_utc, instrumentation_scope=scope)
+    events, status = ((), _UNSET) if error is None else (
+        (_exception_event(error),), Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
     return ReadableSpan("torch." + SPECS[record.op].name, context, parent, resource, attrs, kind=SpanKind.INTERNAL,
-                        start_time=start_utc, end_time=end_utc, instrumentation_scope=scope,
-                        events=(_exception_event(error),),
-                        status=Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+                        start_time=start_utc, end_time=end_utc, instrumentation_scope=scope, events=events,
+                        status=status)
 
 
 def _pending_of_open(state: TempoTraceState, sp: Any, dump_utc: int) -> ReadableSpan | None:
@@ -149,17 +148,15 @@ def _pending_of_open(state: TempoTraceState, sp: Any, dump_utc: int) -> Readable
     if record is None or not sp.is_recording():
         return None  # ended meanwhile, or never stamped: nothing a dump can add
     lock: Any = span_lock(sp)  # the SDK span's threading.Lock
-    if lock is not None:
-        # the op's thread may be setting its attributes right now -- or be the thread this dump interrupted
-        if not lock.acquire(timeout=SPAN_LOCK_WAIT_S):
-            count("dump_span_busy")
-            return None
-        try:
-            attrs = dict(sp.attributes or {})
-        finally:
-            lock.release()
-    else:
+    # the op's thread may be setting its attributes right now -- or be the thread this dump interrupted
+    if lock is not None and not lock.acquire(timeout=SPAN_LOCK_WAIT_S):
+        count("dump_span_busy")
+        return None
+    try:
         attrs = dict(sp.attributes or {})
+    finally:
+        if lock is not None:
+            lock.release()
     attrs[TORCH_COMPLETION] = "pending"
     start_utc = sp.start_time or dump_utc
     attrs.update(stamp_attributes(state, sp, record, None, 0, 0, ()))
