@@ -78,13 +78,16 @@ LOCK_WAIT_S = 2.0
 
 class _DumpState:
     """One dump at a time (a second asked meanwhile is skipped, counted ``dump_busy``: the first covers it);
-    overwritten ops already counted in the loss ledger; when this process last dumped."""
+    overwritten ops already counted in the loss ledger; when this process last dumped; open op spans dumped."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.counted = 0
         self.last_at = -1e18
         self.pid = os.getpid()
+        #: span ids of open SDK op spans a dump wrote pending: the next dump skips them while they stay open,
+        #: as the ring's DUMPED records (their real end follows under the same id)
+        self.dumped_open: set[int] = set()
 
     def after_fork_in_child(self) -> None:
         # a fork during a dump would leave the child's lock held for ever; its ring and counts start again
@@ -135,10 +138,15 @@ def dump(reason: str = "request", *, requested_by: int | None = None, timeout_s:
         written = pending = 0
         # the ring's records, then the ops that are no records (async, device, point-to-point, carried: SDK
         # spans) open now, oldest first
-        opened = [sp for sp, _ in list(open_ops.values())]
+        # (an open span a dump already wrote is not written again: one pending copy per op, §8.3)
+        still_open = list(open_ops.items())
+        _state.dumped_open &= {span_id for span_id, _ in still_open}
+        opened = [sp for span_id, (sp, _) in still_open if span_id not in _state.dumped_open]
+        def make_pending(chunk: Sequence[Any]) -> list[ReadableSpan]:
+            return pending_spans(state, chunk, dump_utc)
+
         makers: tuple[tuple[Sequence[Any], Callable[[Sequence[Any]], list[ReadableSpan]]], ...] = (
-            (records, lambda chunk: make_spans(state, chunk, resource, scope, dump_utc)),
-            (opened, lambda chunk: pending_spans(state, chunk, dump_utc)))
+            (records, lambda chunk: make_spans(state, chunk, resource, scope, dump_utc)), (opened, make_pending))
         for items, make in makers:
             for i in range(0, len(items), CHUNK):  # made a chunk at a time: memory bounded by the chunk
                 _flush(processors, deadline)  # room first: the queue may hold the application's spans
@@ -147,6 +155,8 @@ def dump(reason: str = "request", *, requested_by: int | None = None, timeout_s:
                     break
                 spans = make(items[i:i + CHUNK])
                 deliver(spans, processors)
+                if make is make_pending:
+                    _state.dumped_open.update(sp.context.span_id for sp in spans if sp.context is not None)
                 written += len(spans)
                 pending += sum(1 for sp in spans if (sp.attributes or {}).get(TORCH_COMPLETION) == "pending")
         attrs: dict[str, Any] = {

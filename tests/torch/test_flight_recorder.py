@@ -135,6 +135,22 @@ def test_an_op_dumped_pending_that_raises_keeps_its_span_id(group: None, ring: I
     assert tt.dump("request") == 0  # exported once, as it failed
 
 
+def test_an_open_op_span_is_dumped_pending_once(group: None, ring: InMemorySpanExporter) -> None:
+    """An op with an SDK span (async, point-to-point, ...) still open is written by the first dump only; its end
+    follows under the same id, as a record's does (spec/torch.md §8.3)."""
+    sp = torch_spans.start_span("torch.irecv", {"tempotrace.torch.op": "irecv"})
+    torch_spans.track(sp)
+    assert tt.dump("request") == 1
+    assert tt.dump("request") == 0  # still open: not written again
+    pending = [s for s in ring.get_finished_spans() if s.name == "torch.irecv"]
+    assert len(pending) == 1 and _attrs(pending[0])["tempotrace.torch.completion"] == "pending"
+    torch_spans.end_span(sp, {"tempotrace.torch.completion": "wait"})
+    ended = [s for s in ring.get_finished_spans() if s.name == "torch.irecv"][-1]
+    assert ended.context.span_id == pending[0].context.span_id
+    assert _attrs(ended)["tempotrace.torch.completion"] == "wait"
+    assert tt.dump("request") == 0
+
+
 def test_export_every_exports_every_nth_step_in_full(group: None, ring: InMemorySpanExporter) -> None:
     tt.instrument(carriage="none", gpu=False, retain="ring", ring_ops=16, hang_timeout=0, export_every=2)
     t = torch.ones(2)
