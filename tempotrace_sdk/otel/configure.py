@@ -14,7 +14,7 @@ TEMPOTRACE_EXPORT_SYNC          ``1``: export each span as it ends (no batching)
 TEMPOTRACE_EXPORT_BLOCK_MS      longest wait for room in a full export queue (2000)
 TEMPOTRACE_TRACESTATE_FALLBACK  ``1``: also carry the header in tracestate ``tt=``
 RANK, WORLD_SIZE, LOCAL_RANK,   set by torchrun: spans carry ``tempotrace.rank`` and the
-TEMPOTRACE_JOB_ID, ...          other launch facts (``tempotrace_sdk.torch.launch``)
+TEMPOTRACE_JOB_ID, ...          other launch facts (``tempotrace_sdk.launch``)
 ==============================  ==================================================
 
 plus the standard OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_PROPAGATORS,
@@ -182,7 +182,7 @@ class Settings:
     tenant: int
     host: str
     policy: Policy | None
-    #: Under a launcher (RANK, WORLD_SIZE set): rank, world size, job ... (torch/launch.py), else empty.
+    #: Under a launcher (RANK, WORLD_SIZE set): rank, world size, job ... (launch.py), else empty.
     launch: dict[str, int | str] = field(default_factory=dict)
 
     @classmethod
@@ -203,7 +203,7 @@ class Settings:
         resolved_policy = source if isinstance(source, Policy) or source is None else Policy.load(source)
         # Every span says which rank it is (on the Resource, semantic-conventions §9.1). A malformed
         # RANK or WORLD_SIZE raises here, before anything changes. Never imports torch.
-        from ..torch.launch import launch_facts
+        from ..launch import launch_facts
 
         facts = launch_facts()
         return cls(resolved_clock, resolved_tenant, host if host is not None else env_host(), resolved_policy,

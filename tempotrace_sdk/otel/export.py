@@ -57,7 +57,7 @@ DEFAULT_EXPORT_PATH = f"{DEFAULT_STEM}.jsonl"
 
 def _job() -> str | None:
     """The job the launcher names (TEMPOTRACE_JOB_ID, else TORCHELASTIC_RUN_ID unless torchrun's "none")."""
-    from ..torch.launch import job_id_from_env  # imports neither torch nor OpenTelemetry
+    from ..launch import job_id_from_env  # imports neither torch nor OpenTelemetry
 
     return job_id_from_env()
 

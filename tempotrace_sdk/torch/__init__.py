@@ -19,8 +19,9 @@ Install with the ``[torch]`` extra. In each rank of a ``torchrun`` job::
                 train(batch)
 
 Names are loaded on first use, so ``import tempotrace_sdk.torch`` does not
-import torch (``configure()`` reads the launch environment from ``.launch``
-and must work where torch is not installed).
+import torch. The launch environment (``launch_facts``) is read by
+``tempotrace_sdk.launch``, outside this package: ``configure()`` reads it
+where torch is not installed.
 
 Where things are: an op is wrapped by ``install`` and runs in ``wrappers``
 (collectives) or ``p2p``; ``recorder`` records a blocking collective and
@@ -59,13 +60,14 @@ _LAZY = {
     "encode_record": "..wire.torchrecord",
     "decode_record": "..wire.torchrecord",
     "RECORD_LEN": "..wire.torchrecord",
-    "LaunchFacts": ".launch",
-    "launch_facts": ".launch",
+    "LaunchFacts": "..launch",
+    "launch_facts": "..launch",
     "group_key": "..wire.torchkeys",
     "step_ids": "..wire.torchkeys",
 }
 
 if TYPE_CHECKING:
+    from ..launch import LaunchFacts, launch_facts
     from ..wire.torchkeys import group_key, step_ids
     from ..wire.torchrecord import RECORD_LEN, RecordError, RecordKind, TorchRecord, decode_record, encode_record
     from .clockcheck import ClockCheck, RankClock, check_clocks
@@ -74,7 +76,6 @@ if TYPE_CHECKING:
     from .ddp import comm_hook
     from .dumps import dump
     from .install import carriage_mode, instrument, is_instrumented, sweep, uninstrument
-    from .launch import LaunchFacts, launch_facts
     from .spans import current_step
     from .steps import step
 

@@ -31,7 +31,7 @@ from ..semconv import TORCH_BUCKET, TORCH_BYTES, TORCH_COMPLETION, TORCH_OP
 from .counts import count
 from .groups import group_info
 from .spans import callback_context, end_span, start_or_invalid
-from .tracebacks import hide_our_frames
+from .wrappers import hide_our_frames
 
 __all__ = ["comm_hook"]
 
@@ -73,7 +73,7 @@ def comm_hook(inner: Callable[..., Any] | None = None) -> Callable[..., Any]:
                 result = (inner or _fsdp_default("reduce_scatter_hook"))(state, bucket, output)
         except BaseException as err:
             end_span(sp, {TORCH_COMPLETION: "error"}, error=err)
-            hide_our_frames(err)  # inner's error, with the traceback inner registered alone gives (tracebacks.py)
+            hide_our_frames(err)  # inner's error, with the traceback inner registered alone gives (hide_our_frames)
             raise
         finally:
             context_api.detach(token)

@@ -28,7 +28,7 @@ from ..wire.torchkeys import group_key
 from ..wire.torchrecord import RECORD_LEN
 
 if TYPE_CHECKING:  # an annotation only: a group holds the receive tables; tracking them is p2p.py's concern
-    from .ambiguity import OpenReceives
+    from .p2p import OpenReceives
 
 __all__ = ["GroupInfo", "group_info"]
 
@@ -47,7 +47,7 @@ class GroupInfo:
     pg_ref: Any  #: weakref to the process group (the cache is keyed weakly by it)
     coll_seq: Any = field(default_factory=itertools.count)  #: next() gives the collective seq (atomic under the GIL)
     p2p_seq: dict[tuple[int, int, int], Any] = field(default_factory=dict)  #: (src, dst, tag) -> count
-    #: tag -> the receives outstanding on this rank (ambiguity.py: overlaps of any-source and specific ones)
+    #: tag -> the receives outstanding on this rank (p2p.py: overlaps of any-source and specific ones)
     open_recvs: dict[int, OpenReceives] = field(default_factory=dict)
     #: The absent record (95 zero octets) on ``device``: sent when a record's own tensor cannot be made.
     absent: torch.Tensor | None = None

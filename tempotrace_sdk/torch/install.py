@@ -42,8 +42,7 @@ from .groups import forget_groups, group_info
 from .p2p import receive, send, traced_batch
 from .pending import registry
 from .recorder import Retention, recorder
-from .tracebacks import hide_our_frames
-from .wrappers import ORIGINAL_ATTR, collective, inside, settings, unwrap
+from .wrappers import ORIGINAL_ATTR, collective, hide_our_frames, inside, settings, unwrap
 
 __all__ = ["carriage_mode", "instrument", "is_instrumented", "sweep", "uninstrument"]
 
@@ -232,7 +231,7 @@ def make_wrapper(spec: OpSpec, original: Callable[..., Any]) -> Callable[..., An
                 return original(*args, **kwargs)
             return body(spec, reader, original, info, args, kwargs)
         except BaseException as err:
-            hide_our_frames(err)  # torch's error, with the traceback the untraced call gives (tracebacks.py)
+            hide_our_frames(err)  # torch's error, with the traceback the untraced call gives (hide_our_frames)
             raise
 
     setattr(wrapper, ORIGINAL_ATTR, original)
@@ -249,7 +248,7 @@ def _patch_p2pop() -> None:
         try:
             return original_new(klass, *args, **kwargs)
         except BaseException as err:
-            hide_our_frames(err)  # torch refusing the op: its traceback, not ours (tracebacks.py)
+            hide_our_frames(err)  # torch refusing the op: its traceback, not ours (hide_our_frames)
             raise
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -283,7 +282,7 @@ def _patch_work_wait() -> None:
         try:
             result = original_wait(self, *args, **kwargs)
         except BaseException as err:
-            hide_our_frames(err, from_call=True)  # the op failed (in C): torch's traceback, not ours (tracebacks.py)
+            hide_our_frames(err, from_call=True)  # the op failed (in C): torch's traceback, not ours (hide_our_frames)
             raise
         try:
             registry.on_wait(self)

@@ -6,7 +6,7 @@ Every carried message has a side message with the sender's record, posted
 the decision to carry it is made from the mode, the tag and the peer alone,
 on both sides alike (§3.6): a span or record that cannot be made sends the
 absent record, never nothing. An any-source receive posts its side receive
-once its sender is known. A receive is tracked while outstanding (ambiguity.py):
+once its sender is known. A receive is tracked while outstanding (at the end):
 an any-source and a specific one outstanding together on one (group, tag) are
 marked ambiguous (spec/torch.md §2).
 """
@@ -14,7 +14,9 @@ marked ambiguous (spec/torch.md §2).
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +30,7 @@ from ..semconv import (
     TORCH_COMPLETION,
     TORCH_DST,
     TORCH_OP,
+    TORCH_P2P_AMBIGUOUS,
     TORCH_P2P_SEQ,
     TORCH_PEER,
     TORCH_SRC,
@@ -35,7 +38,6 @@ from ..semconv import (
 )
 from ..torchops import OpSpec, Reader, tensor_bytes
 from ..wire.torchrecord import RecordKind
-from .ambiguity import Found, Posted, posted, released
 from .carriage import SIDE_MODES, records
 from .carriage.owed import pay
 from .carriage.side import SideRecv, post_side_send, side_buffer, side_tag, take_spare
@@ -43,7 +45,6 @@ from .counts import count
 from .groups import GroupInfo, group_info
 from .pending import PendingOp, registry
 from .spans import end_span
-from .tracebacks import hide_our_frames
 from .wrappers import (
     OP_ERROR_ATTR,
     ORIGINAL_ATTR,
@@ -52,6 +53,7 @@ from .wrappers import (
     blocking_completion,
     call,
     failed,
+    hide_our_frames,
     inside,
     on_device,
     peer_of,
@@ -59,7 +61,7 @@ from .wrappers import (
     unwrap,
 )
 
-__all__ = ["receive", "send", "traced_batch"]
+__all__ = ["OpenReceives", "Posted", "posted", "receive", "released", "send", "traced_batch"]
 
 _log = logging.getLogger(__name__)
 
@@ -268,7 +270,7 @@ def traced_batch(original: Callable[..., Any]) -> Callable[..., Any]:
                 n = len(p2p_op_list)
                 return [works[p.index] for p in plans] if len(works) == len(ops) and len(plans) == n else works
         except BaseException as err:
-            hide_our_frames(err)  # torch's error, with the traceback the untraced call gives (tracebacks.py)
+            hide_our_frames(err)  # torch's error, with the traceback the untraced call gives (hide_our_frames)
             raise
 
     setattr(batch_isend_irecv, ORIGINAL_ATTR, original)
@@ -288,7 +290,7 @@ class _Planned:
         self.side_tensor: Any = None  #: a send's record tensor
         self.side_recv: SideRecv | None = None  #: a receive's side receive (a spare taken over, or filled in later)
         self.channel: tuple[str, int, int] | None = None
-        self.outstanding: Posted | None = None  #: a receive, tracked until it completed (ambiguity.py)
+        self.outstanding: Posted | None = None  #: a receive, tracked until it completed (posted)
 
 
 def _batch_plan(user_ops: list[Any]) -> tuple[list[Any], list[_Planned], GroupInfo]:
@@ -371,3 +373,127 @@ def _copy_p2p(op: Any, func: Any) -> Any:
     copy.__dict__.update(op.__dict__)
     copy.op = func
     return copy
+
+# -- ambiguous receives (spec/torch.md §2) ----------------------------------------------------------------
+# Receives whose pairing the sequence numbers cannot vouch for (spec/torch.md §2).
+#
+# A specific receive is numbered when it is posted, an any-source one when it
+# is seen complete. Which message each took is torch's choice (gloo: a
+# channel's messages go to its receives in posting order), so the numbers can
+# name another message than the one a receive got, and the side messages
+# follow the numbers, so no record says so (no ``RECORD_SEQ``). That happens
+# only when, on one (group, tag) of this rank:
+#
+# - an any-source and a specific receive are outstanding together (either was
+#   posted while the other was outstanding); or
+# - an any-source receive is seen complete while an any-source receive posted
+#   before it is still outstanding (a later one numbered first).
+#
+# Every receive involved is marked ``tempotrace.torch.p2p_ambiguous`` and
+# counted ``p2p_ambiguous``; the analysis pairs none of them.
+#
+# *Outstanding* is what this rank can know: from just before torch is asked to
+# post the receive until its completion is seen (§1.3: the blocking call's
+# return, the future, the user's wait, a sweep) or its call raised. Both ends
+# err towards more overlap, never less. The count of receives per (group, src,
+# dst, tag) stays exact, so receives after an overlap pair as usual.
+#
+# One small lock guards the per-(group, tag) sets; it is never held across a
+# torch call, only while a receive is added, removed or marked. A receive is
+# removed before its span ends, so a receive found ambiguous has its span still
+# open, except one whose torch call raised (its span ended with the error just
+# before its removal): the callers (p2p.py) count those
+# ``p2p_ambiguous_unmarked``. The sets live on each group's ``GroupInfo.open_recvs``.
+
+_lock = threading.Lock()
+_order = itertools.count()  #: posting order (drawn under the lock)
+
+
+class OpenReceives:
+    """The receives outstanding on one (group, tag) of this rank, by kind."""
+
+    __slots__ = ("any_source", "specific")
+
+    def __init__(self) -> None:
+        self.any_source: set[Posted] = set()
+        self.specific: set[Posted] = set()
+
+
+class Posted:
+    """One receive while it is outstanding (identity-hashed)."""
+
+    __slots__ = ("ambiguous", "any_source", "open", "order", "recording", "span", "tag")
+
+    def __init__(self, span: Span, tag: int, any_source: bool) -> None:
+        self.span = span
+        self.tag = tag
+        self.any_source = any_source
+        self.recording = span.is_recording()  #: a span that can carry the mark (an untraced one cannot)
+        self.ambiguous = False
+        self.order = -1
+        self.open: dict[int, OpenReceives] | None = None  #: the group's table while outstanding
+
+
+Found = tuple[int, int]  #: receives found ambiguous now, and how many of them could not be marked
+
+
+def posted(table: dict[int, OpenReceives], span: Span, tag: int, any_source: bool) -> tuple[Posted, Found]:
+    """Record a receive about to be posted on (the group of ``table``, ``tag``); mark the overlap it makes."""
+    receive = Posted(span, tag, any_source)
+    with _lock:
+        receive.order = next(_order)
+        receive.open = table
+        entry = table.get(tag)
+        if entry is None:
+            entry = table[tag] = OpenReceives()
+        mine, other = (entry.any_source, entry.specific) if any_source else (entry.specific, entry.any_source)
+        mine.add(receive)
+        found = _mark_all(other, receive) if other else (0, 0)
+    return receive, found
+
+
+def released(receive: Posted | None, *, completed: bool = False) -> Found:
+    """The receive no longer overlaps anything: seen ``completed`` (an any-source one completing before one
+    posted earlier marks both), or its call raised. Idempotent."""
+    if receive is None:
+        return 0, 0
+    with _lock:
+        table, receive.open = receive.open, None
+        entry = None if table is None else table.get(receive.tag)
+        if table is None or entry is None:
+            return 0, 0
+        found = (0, 0)
+        if receive.any_source:
+            entry.any_source.discard(receive)
+            if completed and entry.any_source:
+                earlier = [r for r in entry.any_source if r.order < receive.order]
+                if earlier:
+                    found = _mark_all(earlier, receive)
+        else:
+            entry.specific.discard(receive)
+        if not entry.any_source and not entry.specific:
+            del table[receive.tag]
+    return found
+
+
+def _mark_all(others: set[Posted] | list[Posted], receive: Posted) -> Found:
+    """Under the lock: ``receive`` and ``others`` are ambiguous."""
+    fresh = [r for r in others if not r.ambiguous]
+    if not receive.ambiguous:
+        fresh.append(receive)
+    return len(fresh), sum(not _mark(r) for r in fresh)
+
+
+def _mark(receive: Posted) -> bool:
+    """Under the lock: the receive is outstanding (or completing), so its span is open unless its call just
+    raised. False: a span that could carry the mark but no longer can."""
+    receive.ambiguous = True
+    if not receive.recording:
+        return True  # untraced or not sampled: there is no span to mark, nothing is lost
+    try:
+        if receive.span.is_recording():
+            receive.span.set_attribute(TORCH_P2P_AMBIGUOUS, True)
+            return True
+    except Exception:  # an SDK span that refused: the same as an ended one
+        pass
+    return False

@@ -33,6 +33,7 @@ from opentelemetry import context as context_api
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, TraceFlags
 
+from ..launch import job_id_from_env, launch_facts
 from ..semconv import TORCH_CARRIAGE, TORCH_STEP, TORCH_STEP_OCCURRENCE
 from ..wire.torchkeys import StepNumbers, step_ids
 from ..wire.torchrecord import RecordKind
@@ -44,7 +45,6 @@ from .counts import count
 from .dumps import dump
 from .groups import group_info
 from .install import sweep
-from .launch import job_id_from_env, launch_facts
 from .spans import end_span, now, open_steps, start_or_invalid
 from .wrappers import raised_by_op, settings
 

@@ -22,8 +22,15 @@ from rank_job import log, run_ranks
 
 from tempotrace_sdk.clocks.cpu import CpuClock
 from tempotrace_sdk.clocks.simulated import from_spec
-from tempotrace_sdk.torch.clockcheck import RankClock, judge
-from tempotrace_sdk.torch.clockgate import FIX_LIAR, FIX_UNSYNCED, clock_reason, gate_message, warning
+from tempotrace_sdk.torch.clockcheck import (
+    FIX_LIAR,
+    FIX_UNSYNCED,
+    RankClock,
+    clock_reason,
+    gate_message,
+    judge,
+    warning,
+)
 from tempotrace_sdk.wire.layout import ClockQuality
 
 OK, DEGRADED, UNKNOWN = ClockQuality.OK, ClockQuality.DEGRADED, ClockQuality.UNKNOWN

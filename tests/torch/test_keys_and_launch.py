@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tempotrace_sdk.torch.launch import job_id_from_env, launch_facts
+from tempotrace_sdk.launch import job_id_from_env, launch_facts
 from tempotrace_sdk.wire.torchkeys import group_key, parse_group_key, step_ids
 
 
@@ -121,7 +121,7 @@ def test_configure_under_torchrun_says_the_rank_on_every_span(provider: str) -> 
 
 
 def test_importing_the_sdk_and_the_torch_package_does_not_import_torch() -> None:
-    code = ("import sys, tempotrace_sdk, tempotrace_sdk.torch, tempotrace_sdk.torch.launch, "
+    code = ("import sys, tempotrace_sdk, tempotrace_sdk.torch, tempotrace_sdk.launch, "
             "tempotrace_sdk.torch.carriage, tempotrace_sdk.wire.torchrecord, tempotrace_sdk.wire.torchkeys, "
             "tempotrace_sdk.torchops, tempotrace_sdk.semconv; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

@@ -25,7 +25,7 @@ from rank_job import log, run_ranks  # noqa: E402  # tests/torch is on sys.path
 
 from tempotrace_sdk import torch as tt  # noqa: E402
 
-#: A bare ``raise`` keeps a traceback rebuilt without our frames from 3.11 on (tracebacks.py).
+#: A bare ``raise`` keeps a traceback rebuilt without our frames from 3.11 on (wrappers.hide_our_frames).
 needs_311 = pytest.mark.skipif(sys.version_info < (3, 11), reason="Python 3.10's bare raise restores our frames")
 
 
@@ -106,7 +106,7 @@ def test_a_comm_hook_that_raises_shows_the_traceback_of_the_hook_registered_alon
     assert ours == plain, "".join(ours[1])
 
 
-#: A wrapper as ours are written (tracebacks.py), compiled as a module of ours: it calls ``call`` and hides
+#: A wrapper as ours are written (wrappers.hide_our_frames), compiled as a module of ours: it calls ``call`` and hides
 #: our frames from what comes out; ``from_call`` for a callee that leaves no frame (a C function).
 WRAPPER = """
 def wrapper(call, from_call):
@@ -122,7 +122,7 @@ def buggy():
 
 
 def ours_module() -> dict[str, Any]:
-    from tempotrace_sdk.torch.tracebacks import hide_our_frames
+    from tempotrace_sdk.torch.wrappers import hide_our_frames
 
     namespace: dict[str, Any] = {"__name__": "tempotrace_sdk.torch.fake", "hide_our_frames": hide_our_frames}
     exec(compile(WRAPPER, "tempotrace_sdk/torch/fake.py", "exec"), namespace)

@@ -24,7 +24,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..semconv import JOB_ID, LOCAL_RANK, NODE_RANK, RANK, RESTART, WORLD_SIZE
+from .semconv import JOB_ID, LOCAL_RANK, NODE_RANK, RANK, RESTART, WORLD_SIZE
 
 __all__ = ["JOB_ID_ENV", "LaunchFacts", "launch_facts"]
 
