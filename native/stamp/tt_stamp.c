@@ -112,3 +112,68 @@ int tt_stamp_start(const struct tt_clock_map *clock, int64_t *lamport, const cha
 	add_span(out->sketch, span_id);
 	return 0;
 }
+
+/* Little-endian whatever the host, as the Python side's struct "<q" reads it. */
+static void put_le64(char *at, int64_t value)
+{
+	uint64_t v = (uint64_t)value;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		at[i] = (char)(v >> (8 * i));
+}
+
+/* The reading and its tick, or the read's error (nothing ticked). */
+static int oprec_reading(const struct tt_clock_map *clock, int64_t *lamport, int64_t *ptp, int64_t *lts)
+{
+	if (!clock || !lamport)
+		return -EFAULT;
+	*ptp = tt_clock_mapped_ns(clock);
+	if (*ptp < 0)
+		return (int)*ptp;
+	*lts = tt_lamport_tick(lamport);
+	if (*lts < 0) {
+		*lts = TT_LTS_MAX;
+		return 1;
+	}
+	return 0;
+}
+
+int tt_oprec_start(const struct tt_clock_map *clock, int64_t *lamport, char *rec, int64_t number, int64_t facts,
+		   int64_t seq, int64_t nbytes, int64_t root)
+{
+	int64_t ptp, lts;
+	int rc;
+
+	if (!rec)
+		return -EFAULT;
+	rc = oprec_reading(clock, lamport, &ptp, &lts);
+	if (rc < 0)
+		return rc;
+	put_le64(rec, number);
+	put_le64(rec + 8, facts | ((int64_t)clock->ts_source << 40) | ((int64_t)clock->clk_quality << 48));
+	put_le64(rec + 16, seq);
+	put_le64(rec + 24, nbytes);
+	put_le64(rec + 32, root);
+	put_le64(rec + 40, ptp);
+	put_le64(rec + 48, clock->uncertainty_ns);
+	put_le64(rec + 56, lts);
+	return rc;
+}
+
+int tt_oprec_end(const struct tt_clock_map *clock, int64_t *lamport, char *rec, int64_t completion)
+{
+	int64_t ptp, lts;
+	int rc;
+
+	if (!rec)
+		return -EFAULT;
+	rc = oprec_reading(clock, lamport, &ptp, &lts);
+	if (rc < 0)
+		return rc;
+	put_le64(rec, ptp);
+	put_le64(rec + 8, clock->uncertainty_ns);
+	put_le64(rec + 16, lts);
+	put_le64(rec + 24, completion | ((int64_t)clock->ts_source << 8) | ((int64_t)clock->clk_quality << 16));
+	return rc;
+}

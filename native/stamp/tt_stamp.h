@@ -82,6 +82,18 @@ int64_t tt_lamport_tick(int64_t *lamport);
  *   ~lts (<= -2)     not merged; the receive's value is ~result (bitwise not:
  *                    every lts 1..2^63-1 has one, down to INT64_MIN). */
 int64_t tt_lamport_receive(int64_t *lamport, int64_t remote, int64_t max_ahead);
+/* A traced op's record (tempotrace_sdk/torch/recorder.py, spec/torch.md §1.4)
+ * written in place, in one call: the clock read through clock, a Lamport
+ * tick, then the record's words as little-endian int64 at rec. The start is
+ * 64 octets: number, facts | ts_source << 40 | clk_quality << 48, seq,
+ * nbytes, root, ptp_ns, uncertainty_ns, lts; the end 32 octets: ptp_ns,
+ * uncertainty_ns, lts, completion | ts_source << 8 | clk_quality << 16
+ * (source, quality and bound: the mapping's). Returns 0; 1 when the counter
+ * was saturated (lts written as 2^63-1); or as tt_clock_mapped_ns for a
+ * failed read, and then nothing was ticked or written. */
+int tt_oprec_start(const struct tt_clock_map *clock, int64_t *lamport, char *rec, int64_t number, int64_t facts,
+		   int64_t seq, int64_t nbytes, int64_t root);
+int tt_oprec_end(const struct tt_clock_map *clock, int64_t *lamport, char *rec, int64_t completion);
 /* cdef-end */
 
 #endif

@@ -161,15 +161,19 @@ class NativeStamp:
     cheaper than one call whose output struct Python must then unpack.
     """
 
-    __slots__ = ("_cell", "_ffi", "_last", "_mapped", "_tick", "lamport")
+    __slots__ = ("_buffer", "_cell", "_ffi", "_last", "_mapped", "_op_end", "_op_start", "_tick", "lamport")
 
     def __init__(self, lamport: NativeLamport) -> None:
         self.lamport = lamport
         self._ffi, self._cell = lamport._ffi, lamport._cell
         self._mapped = lamport._lib.tt_clock_mapped_ns
         self._tick = lamport._lib.tt_lamport_tick
+        self._op_start = lamport._lib.tt_oprec_start
+        self._op_end = lamport._lib.tt_oprec_end
         #: (the mapping tuple last seen, its struct tt_clock_map): rebuilt when the source refreshes.
         self._last: tuple[object, Any] = (None, None)
+        #: (the op recorder's ring buffer last seen, a cdata over it): rebuilt when the ring is replaced.
+        self._buffer: tuple[object, Any] = (None, None)
 
     def _clock_map(self, mapping: tuple[int, int, int, int, int, int, int]) -> Any:
         clock_id, valid_from, valid_until, offset, quality, uncertainty, source = mapping
@@ -183,6 +187,43 @@ class NativeStamp:
     def _refused(self, rc: int, clock: Any) -> None:
         if rc != -errno.EAGAIN:  # a stale mapping falls through to the source's own now()
             raise ClockError(-rc, f"native stamp: reading clock {getattr(clock, 'name', '?')!r}")
+
+    def _cmap(self, clock: ClockSource) -> Any:
+        """The struct tt_clock_map of ``clock``'s current mapping; None for a source without one."""
+        mapping = getattr(clock, "raw_mapping", None)
+        if mapping is None:
+            return None
+        last = self._last
+        return last[1] if last[0] is mapping else self._clock_map(mapping)
+
+    def _at(self, buffer: bytearray, offset: int) -> Any:
+        held = self._buffer
+        if held[0] is not buffer:
+            held = self._buffer = (buffer, self._ffi.from_buffer("char[]", buffer))
+        return held[1] + offset
+
+    def op_start(self, clock: ClockSource, buffer: bytearray, offset: int, number: int, facts: int, seq: int,
+                 nbytes: int, root: int) -> bool:
+        """An op record's start (torch/recorder.py) written at ``offset`` of ``buffer`` in one native call: the
+        reading, its tick, the words. False when nothing was written: a source without a mapping, or one the
+        native read refused (stale, failed): the caller then takes the reading the Python way (``tick``)."""
+        cmap = self._cmap(clock)
+        if cmap is None:
+            return False
+        rc = self._op_start(cmap, self._cell, self._at(buffer, offset), number, facts, seq, nbytes, root)
+        if rc == 1:
+            self.lamport._saturate()
+        return bool(rc >= 0)
+
+    def op_end(self, clock: ClockSource, buffer: bytearray, offset: int, completion: int) -> bool:
+        """``op_start`` for the record's end words (the 32 octets at ``offset``)."""
+        cmap = self._cmap(clock)
+        if cmap is None:
+            return False
+        rc = self._op_end(cmap, self._cell, self._at(buffer, offset), completion)
+        if rc == 1:
+            self.lamport._saturate()
+        return bool(rc >= 0)
 
     def tick(self, clock: ClockSource) -> TickResult:
         mapping = getattr(clock, "raw_mapping", None)

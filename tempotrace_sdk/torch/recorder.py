@@ -1,9 +1,11 @@
 """The op recorder: each traced blocking collective as a fixed-size record in one ring (spec/torch.md §1.4, §8.1).
 
 At the op the recorder takes only what must be taken then: the start reading
-with its Lamport tick (one native call each), the op's facts (op, group, seq,
-bytes, root) and the parent span context; at its return, the end reading and
-tick. Each record is 96 octets packed into one ``bytearray`` allocated once,
+with its Lamport tick, written with the op's facts (op, group, seq, bytes,
+root) into the ring in one native call (native/stamp ``tt_oprec_start``; the
+Python path where the clock has no native mapping), and the parent span
+context; at its return, the end reading and tick, likewise. Each record is
+96 octets packed into one ``bytearray`` allocated once,
 plus one state octet and one list slot for the parent (a reference to a
 context shared by the step's ops): about 105 octets an op, and no Python
 object per op. Spans are made from records later, in bulk (opspans.py):
@@ -144,17 +146,13 @@ class Recorder:
     def begin(self, op: int, info: GroupInfo, seq: int, nbytes: int, root: int) -> int:
         """Record an op's start now; its number (for ``end``), or -1 when the clock failed (counted)."""
         state = get_state()
-        try:
-            clock = state._clock
-            ptp, unc, source, quality, lts = state.stamp.tick(clock if clock is not None else state.clock)
-        except Exception:
-            state.count_error("torch_clock")
-            _log.debug("tempotrace.torch: clock read failed", exc_info=True)
-            return -1
+        clock = state._clock
+        if clock is None:
+            clock = state.clock
         gi = info.record_index
         if gi < 0:
             gi = self.group_index(info)
-        states = self.state
+        states, buffer = self.state, self.buffer
         with self._slot_lock:
             number = next(self.numbers)
             slot = number & self.mask
@@ -165,8 +163,19 @@ class Recorder:
             elif held != EMPTY:
                 self._overwrite()
             states[slot] = WRITING
-        _START.pack_into(self.buffer, slot * RECORD_BYTES, number,
-                         op | (gi << 16) | (source << 40) | (quality << 48), seq, nbytes, root, ptp, unc, lts)
+        base, facts = slot * RECORD_BYTES, op | (gi << 16)
+        stamp = state.stamp
+        start = getattr(stamp, "op_start", None)  # the native stamp: reading, tick and words in one call
+        if start is None or not start(clock, buffer, base, number, facts, seq, nbytes, root):
+            try:
+                ptp, unc, source, quality, lts = stamp.tick(clock)
+            except Exception:
+                state.count_error("torch_clock")
+                _log.debug("tempotrace.torch: clock read failed", exc_info=True)
+                states[slot] = EMPTY  # its number is skipped: no op holds it
+                return -1
+            _START.pack_into(buffer, base, number, facts | (source << 40) | (quality << 48), seq, nbytes, root,
+                             ptp, unc, lts)
         self.parents[slot] = get_current()  # the span is looked up when the record becomes one (cheaper here)
         states[slot] = OPEN
         if number >= self.issued:
@@ -184,14 +193,19 @@ class Recorder:
                 return False  # overwritten while it ran (a ring smaller than the ops in flight)
             states[slot] = ENDING
         state = get_state()
-        try:
-            clock = state._clock
-            ptp, unc, source, quality, lts = state.stamp.tick(clock if clock is not None else state.clock)
-        except Exception:
-            state.count_error("torch_clock")
-            states[slot] = EMPTY
-            return False
-        _END.pack_into(self.buffer, base + _START.size, ptp, unc, lts, completion | (source << 8) | (quality << 16))
+        clock = state._clock
+        if clock is None:
+            clock = state.clock
+        stamp, buffer = state.stamp, self.buffer
+        finish = getattr(stamp, "op_end", None)
+        if finish is None or not finish(clock, buffer, base + _START.size, completion):
+            try:
+                ptp, unc, source, quality, lts = stamp.tick(clock)
+            except Exception:
+                state.count_error("torch_clock")
+                states[slot] = EMPTY
+                return False
+            _END.pack_into(buffer, base + _START.size, ptp, unc, lts, completion | (source << 8) | (quality << 16))
         if _NUMBER.unpack_from(self.buffer, base)[0] != number:
             return False  # a begin took the slot meanwhile (a ring smaller than the ops in flight): counted there
         states[slot] = ENDED

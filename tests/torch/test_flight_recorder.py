@@ -32,7 +32,7 @@ from tempotrace_sdk.errors import TempoTraceError  # noqa: E402
 from tempotrace_sdk.otel.processor import TempoTraceSpanProcessor  # noqa: E402
 from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
 from tempotrace_sdk.torch.groups import group_info  # noqa: E402
-from tempotrace_sdk.torch.recorder import recorder  # noqa: E402
+from tempotrace_sdk.torch.recorder import WRITING, recorder  # noqa: E402
 
 WORKER = Path(__file__).with_name("flight_worker.py")
 WORLD = 3
@@ -396,10 +396,14 @@ def test_a_clock_that_fails_at_the_end_leaves_no_op_open(group: None, ring: InMe
     def failing(self: Any, clock: Any) -> Any:
         raise OSError("the clock went away")
 
+    # the native read refuses (as for a clock whose read fails), then the source's own read raises
+    monkeypatch.setattr(type(stamp), "op_start", lambda *a, **k: False, raising=False)
+    monkeypatch.setattr(type(stamp), "op_end", lambda *a, **k: False, raising=False)
     monkeypatch.setattr(type(stamp), "tick", failing)
     assert not recorder.end(number)
+    assert recorder.begin(0, group_info(None), 1, 4, -1) == -1  # a start it cannot read is not recorded
     monkeypatch.undo()
-    assert number not in recorder.open_numbers()
+    assert recorder.open_numbers() == [] and recorder.state.find(WRITING) < 0  # nothing open, nothing left WRITING
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
