@@ -182,7 +182,7 @@ class Settings:
     tenant: int
     host: str
     policy: Policy | None
-    #: Under a launcher (RANK, WORLD_SIZE set): rank, world size, job ... (launch.py), else empty.
+    #: Under a launcher (RANK, WORLD_SIZE set): rank, world size, job ... (tempotrace_sdk/launch.py), else empty.
     launch: dict[str, int | str] = field(default_factory=dict)
 
     @classmethod

@@ -147,7 +147,7 @@ class TempoTraceState:
         self.lamport = lamport if lamport is not None else new_lamport(native_stamp=native_stamp)
         self.stamp = stamp_for(self.lamport)
         self._policy = policy
-        #: The launcher's facts (rank, world size, job ...; launch.py), empty outside a launch.
+        #: The launcher's facts (rank, world size, job ...; tempotrace_sdk/launch.py), empty outside a launch.
         self._launch: dict[str, int | str] = {}
         self.live: dict[int, SpanRecord] = {}
         # Ended spans' sketches, oldest evicted first: a plain dict and a ring

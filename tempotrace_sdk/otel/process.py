@@ -2,7 +2,7 @@
 
 The host, the clock's name and its domain, the local tenant -- and the tenant's policy
 tier and retention, and under a launcher the rank, world size and job
-(launch.py) -- are the same for every span a process stamps. Written
+(tempotrace_sdk/launch.py) -- are the same for every span a process stamps. Written
 on each span they were a third of an exported demo span; on the Resource
 they are written once per exported batch. ``configure()`` puts them on the
 Resource of the provider it creates. A provider TempoTrace did not create

@@ -208,7 +208,7 @@ class NativeStamp:
         reading, its tick, the words. False when nothing was written: a source without a mapping, or one the
         native read refused (stale, failed): the caller then takes the reading the Python way (``tick``)."""
         cmap = self._cmap(clock)
-        if cmap is None:
+        if cmap is None or not 0 <= offset <= len(buffer) - 64:  # C writes 64 octets: never past the buffer
             return False
         rc = self._op_start(cmap, self._cell, self._at(buffer, offset), number, facts, seq, nbytes, root)
         if rc == 1:
@@ -218,7 +218,7 @@ class NativeStamp:
     def op_end(self, clock: ClockSource, buffer: bytearray, offset: int, completion: int) -> bool:
         """``op_start`` for the record's end words (the 32 octets at ``offset``)."""
         cmap = self._cmap(clock)
-        if cmap is None:
+        if cmap is None or not 0 <= offset <= len(buffer) - 32:
             return False
         rc = self._op_end(cmap, self._cell, self._at(buffer, offset), completion)
         if rc == 1:

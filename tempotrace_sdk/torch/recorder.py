@@ -157,25 +157,24 @@ class Recorder:
             number = next(self.numbers)
             slot = number & self.mask
             held = states[slot]
-            if held == DUMPED:  # exported pending: its end, when it comes, is lost (counted apart)
-                self.dumped_overwritten += 1
-                count("ring_overwrote_dumped")
-            elif held != EMPTY:
-                self._overwrite()
+            self._overwriting(held, 1)
             states[slot] = WRITING
         base, facts = slot * RECORD_BYTES, op | (gi << 16)
         stamp = state.stamp
         start = getattr(stamp, "op_start", None)  # the native stamp: reading, tick and words in one call
         if start is None or not start(clock, buffer, base, number, facts, seq, nbytes, root):
-            try:
+            try:  # (the native call wrote nothing: the slot still holds what it held)
                 ptp, unc, source, quality, lts = stamp.tick(clock)
+                _START.pack_into(buffer, base, number, facts | (source << 40) | (quality << 48), seq, nbytes,
+                                 root, ptp, unc, lts)
             except Exception:
                 state.count_error("torch_clock")
                 _log.debug("tempotrace.torch: clock read failed", exc_info=True)
-                states[slot] = EMPTY  # its number is skipped: no op holds it
+                with self._slot_lock:  # nothing recorded: the slot goes back to the op it held (its number skipped)
+                    if states[slot] == WRITING:
+                        states[slot] = held
+                        self._overwriting(held, -1)
                 return -1
-            _START.pack_into(buffer, base, number, facts | (source << 40) | (quality << 48), seq, nbytes, root,
-                             ptp, unc, lts)
         self.parents[slot] = get_current()  # the span is looked up when the record becomes one (cheaper here)
         states[slot] = OPEN
         if number >= self.issued:
@@ -186,36 +185,48 @@ class Recorder:
         """Record the end of op ``number`` now, ``completion`` a COMPLETIONS code (False: the ring moved on, or
         the clock failed: then the record is dropped, counted ``torch_clock``, rather than left open for ever).
         An op a dump exported pending ends like any other: its span follows, under the same span id."""
+        states, buffer = self.state, self.buffer
         slot = number & self.mask
-        states, base = self.state, slot * RECORD_BYTES
+        base = slot * RECORD_BYTES
         with self._slot_lock:
-            if states[slot] not in (OPEN, DUMPED) or _NUMBER.unpack_from(self.buffer, base)[0] != number:
+            if states[slot] not in (OPEN, DUMPED) or _NUMBER.unpack_from(buffer, base)[0] != number:
                 return False  # overwritten while it ran (a ring smaller than the ops in flight)
             states[slot] = ENDING
         state = get_state()
         clock = state._clock
         if clock is None:
             clock = state.clock
-        stamp, buffer = state.stamp, self.buffer
+        stamp = state.stamp
         finish = getattr(stamp, "op_end", None)
+        ok = True
         if finish is None or not finish(clock, buffer, base + _START.size, completion):
             try:
                 ptp, unc, source, quality, lts = stamp.tick(clock)
+                _END.pack_into(buffer, base + _START.size, ptp, unc, lts,
+                               completion | (source << 8) | (quality << 16))
             except Exception:
                 state.count_error("torch_clock")
-                states[slot] = EMPTY
+                ok = False
+        # Only ``end`` leaves ENDING, but a begin may have taken the slot meanwhile (a ring smaller than the
+        # ops in flight: counted there): then the slot is that op's, being written, and is left alone.
+        with self._slot_lock:
+            if states[slot] != ENDING or _NUMBER.unpack_from(buffer, base)[0] != number:
                 return False
-            _END.pack_into(buffer, base + _START.size, ptp, unc, lts, completion | (source << 8) | (quality << 16))
-        if _NUMBER.unpack_from(self.buffer, base)[0] != number:
-            return False  # a begin took the slot meanwhile (a ring smaller than the ops in flight): counted there
-        states[slot] = ENDED
-        self.ended += 1
-        return True
+            states[slot] = ENDED if ok else EMPTY
+        if ok:
+            self.ended += 1
+        return ok
 
-    def _overwrite(self) -> None:
-        # Only an op never exported leaves its state set: export and dumps clear it.
-        self.overwritten += 1
-        count("ring_overwritten")
+    def _overwriting(self, held: int, n: int) -> None:
+        """Under ``_slot_lock``: a begin takes (n=1; n=-1: gives back) a slot in state ``held``. Only an op never
+        exported leaves its state set (export and dumps clear it); one a dump exported pending loses its end,
+        counted apart."""
+        if held == DUMPED:
+            self.dumped_overwritten += n
+            count("ring_overwrote_dumped", n)
+        elif held != EMPTY:
+            self.overwritten += n
+            count("ring_overwritten", n)
 
     # -- reading records back ---------------------------------------------------------------------
     def unpack(self, slot: int, ended: bool | None = None) -> OpRecord:
@@ -320,7 +331,9 @@ class Recorder:
         for wanted in (OPEN, DUMPED):
             slot = state.find(wanted)
             while slot >= 0:
-                out.append(_NUMBER.unpack_from(buffer, slot * RECORD_BYTES)[0])
+                number = _NUMBER.unpack_from(buffer, slot * RECORD_BYTES)[0]
+                if state[slot] == wanted:  # still: not taken and begun again while its number was read
+                    out.append(number)
                 slot = state.find(wanted, slot + 1)
         return out
 

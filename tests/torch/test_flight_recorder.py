@@ -406,6 +406,29 @@ def test_a_clock_that_fails_at_the_end_leaves_no_op_open(group: None, ring: InMe
     assert recorder.open_numbers() == [] and recorder.state.find(WRITING) < 0  # nothing open, nothing left WRITING
 
 
+def test_a_start_the_clock_cannot_read_costs_the_ring_nothing(group: None, ring: InMemorySpanExporter,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed reading records nothing, and overwrites nothing: a full ring keeps every op for the dump."""
+    from tempotrace_sdk.otel.context import get_state
+
+    t = torch.ones(2)
+    with tt.step():
+        for _ in range(recorder.size):
+            dist.all_reduce(t)
+    before = recorder.overwritten
+    stamp = get_state().stamp
+
+    def failing(self: Any, clock: Any) -> Any:
+        raise OSError("the clock went away")
+
+    monkeypatch.setattr(type(stamp), "op_start", lambda *a, **k: False, raising=False)
+    monkeypatch.setattr(type(stamp), "tick", failing)
+    assert recorder.begin(0, group_info(None), 99, 4, -1) == -1
+    monkeypatch.undo()
+    assert recorder.overwritten == before
+    assert tt.dump("request") == recorder.size
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
 def test_a_dump_signal_that_means_something_else_is_refused(group: None, signum: int) -> None:
     with pytest.raises(TempoTraceError, match="dump_signal"):
