@@ -46,13 +46,19 @@ MAX_LISTED = 1024
 SAMPLE_RANKS = 64
 
 Key = tuple[str, str, int]  # trace id, group key, seq
+#: An instance finished incomplete by the horizon is remembered this many horizons past its first member: a later
+#: member of the same collective within that distance is counted ``split`` (and the distance kept), so a report
+#: can say that the horizon, not a rank, left it incomplete.
+SPLIT_MEMORY = 16
 
 
 class _Open:
-    __slots__ = ("first", "members")
+    __slots__ = ("first", "members", "origin")
 
-    def __init__(self, first: int) -> None:
+    def __init__(self, first: int, origin: int | None = None) -> None:
         self.first = first  # input position of the first member
+        #: the first member's position of the collective's first piece, when the horizon split it (else None)
+        self.origin = origin
         self.members: dict[int, SpanRecord] = {}  # global rank -> span
 
 
@@ -69,6 +75,8 @@ class Collectives:
         self.horizon = horizon
         self.budget = keep  # member rows still to keep for rendering
         self._open: OrderedDict[Key, _Open] = OrderedDict()  # a queue: see memory.TraceMemory
+        #: instances finished incomplete: key -> input position of their first member (SPLIT_MEMORY)
+        self._expired: OrderedDict[Key, int] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._open)
@@ -90,7 +98,7 @@ class Collectives:
             self._finish(k, open_)
             open_ = None
         if open_ is None:
-            open_ = self._open[k] = _Open(s.pos)
+            open_ = self._open[k] = _Open(s.pos, self._split(k, s.pos) if self._expired else None)
         have = open_.members.get(rank)
         if have is not None:
             if have.span_id != s.span_id:
@@ -101,6 +109,25 @@ class Collectives:
             del self._open[k]
             self._finish(k, open_)
         return True
+
+    def _split(self, k: Key, pos: int) -> int | None:
+        """A new instance of ``k`` at ``pos``: counted split when an earlier one was finished incomplete within
+        SPLIT_MEMORY horizons of the collective's first member (a test of positions only, so a run split by
+        trace counts alike); that member's position, or None."""
+        memory = SPLIT_MEMORY * self.horizon
+        origin = self._expired.pop(k, None)
+        expired = self._expired
+        while expired:  # forget what no later span can be within the memory of (positions only grow)
+            oldest = next(iter(expired))
+            if pos - expired[oldest] <= memory:
+                break
+            del expired[oldest]
+        if origin is None or pos - origin > memory:
+            return None
+        c = self.counts
+        c.split += 1
+        c.split_distance = max(c.split_distance, pos - origin)
+        return origin
 
     def expire(self, limit: int | None) -> None:
         """Finish instances whose first member lies before ``limit`` (all of them with None): no member
@@ -126,8 +153,12 @@ class Collectives:
         roots = {s.torch.root for s in spans if s.torch is not None}
         op = spans[0].torch.op if spans[0].torch is not None else ""
         c.by_op[op] += 1
+        origin = open_.first if open_.origin is None else open_.origin
+        if open_.origin is not None:  # a later piece: its members reach this far from the collective's first
+            c.split_distance = max(c.split_distance, max(s.pos for s in spans) - origin)
         if missing:  # the hang report names a wavefront's op from here when it keeps no span of it
             self.report.hang_facts.incomplete(spans[0].job, group, seq, op)
+            self._expired[k] = origin
         c.ends_not_completed += sum(1 for s in spans if s.torch is not None and s.torch.completion in NOT_COMPLETED)
         root = next(iter(roots)) if len(roots) == 1 else None
         extra = self._extra(spans)

@@ -21,7 +21,7 @@ from .torchjob import TorchJob
 
 __all__ = ["SCHEMA", "AnalysisReport", "EdgeCounts"]
 
-SCHEMA = "tempotrace.analysis/6"
+SCHEMA = "tempotrace.analysis/7"
 METHODS = ("physics", "lamport", "svc", "derived")
 #: Bad lines and refused spans kept in the report with their path:line (the count covers them all).
 SAMPLES = 20

@@ -74,6 +74,13 @@ def collective_warnings(report: AnalysisReport) -> list[str]:
         out.append(f"{c.incomplete:,} collectives incomplete: {c.missing_members:,} member spans missing"
                    + (f" ({named})" if named else "") + "; a rank that never joined crashed, hung, ran "
                    "uninstrumented or lost its spans (collective_counts.incomplete_first names them)")
+    if c.split:
+        horizon = report.limits.get("hop_horizon", 0)
+        window = -(-c.split_distance * 11 // 10 // 10_000) * 10_000  # the distance and a tenth, in 10,000s
+        out.append(f"{c.split:,} of them are later pieces of collectives the hop horizon ({horizon:,} spans) cut in "
+                   f"two: their members lie up to {c.split_distance:,} spans apart in the input (a large group's "
+                   "ranks exporting in batches), so each piece counts incomplete, missing ranks whose members are "
+                   f"in another piece; --window {window:,} or more gathers them (memory grows with the window)")
     if c.mismatched:
         out.append(f"{c.mismatched:,} collectives whose ranks called different ops or roots for one sequence "
                    "number: the program's ranks disagree (a real job hangs or corrupts data there)")

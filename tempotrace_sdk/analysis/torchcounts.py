@@ -60,6 +60,12 @@ class CollectiveCounts:
     foreign: int = 0
     #: member spans whose end was not the op completing (unfinished, error): no end event
     ends_not_completed: int = 0
+    #: instances that began after an earlier instance of the same (trace, group, seq) was finished incomplete by
+    #: the hop horizon: one collective whose members lie further apart in the input than the horizon
+    split: int = 0
+    #: the most input positions one split collective's members span (its first member to its last seen): a
+    #: window this large gathers it
+    split_distance: int = 0
     by_op: Counter[str] = field(default_factory=Counter)
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     decided: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
@@ -77,8 +83,9 @@ class CollectiveCounts:
 
     def merge(self, other: CollectiveCounts) -> None:
         for name in ("total", "complete", "incomplete", "members", "missing_members", "mismatched", "no_claim",
-                     "conflicts", "foreign", "ends_not_completed"):
+                     "conflicts", "foreign", "ends_not_completed", "split"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.split_distance = max(self.split_distance, other.split_distance)
         self.by_op.update(other.by_op)
         for key, n in other.outcomes.items():
             self.outcomes[key] += n
@@ -103,6 +110,7 @@ class CollectiveCounts:
             "total": self.total, "complete": self.complete, "incomplete": self.incomplete, "members": self.members,
             "missing_members": self.missing_members, "mismatched": self.mismatched, "no_claim": self.no_claim,
             "conflicts": self.conflicts, "foreign": self.foreign, "ends_not_completed": self.ends_not_completed,
+            "split": self.split, "split_distance": self.split_distance,
             "by_op": dict(sorted(self.by_op.items())), "outcomes": dict(self.outcomes), "decided": dict(self.decided),
             "missing_ranks": [{"rank": r, "count": n} for r, n in missing],
             "incomplete_first": [summary for _, summary in self.incomplete_first],

@@ -207,6 +207,13 @@ def test_members_further_apart_than_the_hop_horizon_are_not_gathered(tmp_path: P
                                                                      {"rank": 3, "count": 2},
                                                                      {"rank": 0, "count": 1},
                                                                      {"rank": 1, "count": 1}]
+    # ... and the report says the horizon cut one collective, how far its members lie apart, what gathers it
+    assert (counts["split"], counts["split_distance"]) == (1, 5001)
+    report = _run(tmp_path, spans, window_spans=100)
+    (said,) = [line for line in report.to_text().splitlines() if "hop horizon" in line]
+    assert "1 of them are later pieces" in said and "5,001 spans apart" in said and "--window 10,000" in said
+    gathered = _run(tmp_path, spans, window_spans=10_000).to_dict()["collective_counts"]
+    assert (gathered["incomplete"], gathered["split"]) == (1, 0)  # one instance: ranks 2 and 3 never joined
 
 
 def test_collectives_and_p2p_in_perfetto_html_and_the_schema(tmp_path: Path) -> None:

@@ -104,7 +104,7 @@ def test_cli_writes_json_perfetto_html(honest: tuple[str, dict[str, int]], tmp_p
     pf, ht = tmp_path / "p.json", tmp_path / "t.html"
     assert _cli(["analyze", path, "--json", "--perfetto", str(pf), "--html", str(ht), "--quiet"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["schema"] == "tempotrace.analysis/6"
+    assert report["schema"] == "tempotrace.analysis/7"
     trace = json.loads(pf.read_text())
     events = trace["traceEvents"]
     spans = [e for e in events if e["ph"] == "X"]
