@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .._terminal_text import shown
+from .hang import STATES
 from .html_text import bound_text
 from .text_torch import duration
 
@@ -107,6 +108,15 @@ def headline(group: dict[str, Any], jobs: bool) -> str:
     return line
 
 
+def _all_others_named(w: dict[str, Any], state: str) -> bool:
+    """Every rank of the wavefront not in ``state`` is named in its own row (so ``state`` holds the rest)."""
+    for other in STATES:
+        row = w[other]
+        if other != state and row["count"] != len(row["members"] if "members" in row else row["ranks"]):
+            return False
+    return True
+
+
 def _behind(w: dict[str, Any], what: str) -> list[str]:
     """Who did not get past the wavefront: never entered, unknown, pending (since when), failed."""
     parts: list[str] = []
@@ -122,8 +132,10 @@ def _behind(w: dict[str, Any], what: str) -> list[str]:
                      + (f" (no spans from rank {named[0]['rank']} in the input)" if absent else ""))
     for rows, said in ((w["unknown"], "unknown"), (w["pending"], "pending"), (w["failed"], "failed")):
         if rows["count"]:
-            ranks = rank_list(rows["ranks"] if said == "unknown" else [m["rank"] for m in rows["members"]],
-                              rows["count"])
+            named = rows["ranks"] if said == "unknown" else [m["rank"] for m in rows["members"]]
+            ranks = rank_list(named, rows["count"])
+            if parts and rows["count"] > len(named) and _all_others_named(w, said):
+                ranks = f"the other {rows['count']:,} ranks"  # a wide group: the complement is what matters
             it = "it" if parts else what
             line = f"{ranks} {said} in {it}"
             if said == "unknown":

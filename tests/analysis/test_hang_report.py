@@ -446,6 +446,24 @@ def test_caps_keep_the_smallest_keys_whatever_the_partitions(tmp_path: Path, mon
         assert _split(path, n) == one, n
 
 
+def test_a_wide_groups_hang_line_says_the_other_ranks_wait(tmp_path: Path) -> None:
+    """§6: 1,100 ranks, one never entered #1, the other 1,099 pending in it (more than the 1,024 the report
+    names): the first line says "the other 1,099 ranks", not the first named ones and a count."""
+    size, bad = 1100, 617
+    spans = []
+    for r in range(size):
+        spans.append(op_span(r, 0, MS, group=f"0-{size - 1}", seq=0, sid=(r + 1) * 0x100 + 1))
+        if r != bad:
+            spans.append(_pending(op_span(r, 2 * MS + r, 3 * MS, group=f"0-{size - 1}", seq=1,
+                                          sid=(r + 1) * 0x100 + 2)))
+    report = analyze(write(str(tmp_path / "wide-hang.jsonl"), spans))
+    head = report.to_text().splitlines()[0]
+    assert head.startswith(f"HANG: rank {bad} (node{bad}) never entered all_reduce #1 of group 0-{size - 1}; "
+                           f"the other {size - 1:,} ranks pending in it since "), head
+    w = _group(report.to_dict(), f"0-{size - 1}")["wavefront"]
+    assert (w["pending"]["count"], len(w["pending"]["members"])) == (size - 1, 1024)
+
+
 def test_a_wide_group_key_is_not_walked_and_hang_is_decided_once(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """§1.4: groups whose keys name 2^20 ranks, one span each: the decision walks the ranks with spans and lists
