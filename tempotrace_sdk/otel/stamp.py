@@ -196,6 +196,10 @@ class NativeStamp:
         last = self._last
         return last[1] if last[0] is mapping else self._clock_map(mapping)
 
+    def forget_buffer(self) -> None:
+        """Let go of the ring buffer last written (the recorder replaced it: its memory is freed now)."""
+        self._buffer = (None, None)
+
     def _at(self, buffer: bytearray, offset: int) -> Any:
         held = self._buffer
         if held[0] is not buffer:

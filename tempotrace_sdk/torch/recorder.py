@@ -126,6 +126,10 @@ class Recorder:
         self.size = slots
         self.mask = slots - 1
         self.buffer = bytearray(slots * RECORD_BYTES)
+        if old is not None:  # a ring replaced: the native stamp's view of the old one goes too (its memory)
+            forget = getattr(get_state().stamp, "forget_buffer", None)
+            if forget is not None:
+                forget()
         self.state = bytearray(slots)
         #: Each slot's context when its op began (shared by a step's ops: one reference a slot).
         self.parents: list[Context | None] = [None] * slots

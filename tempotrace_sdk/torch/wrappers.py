@@ -9,7 +9,8 @@ untraced (counted ``untraced``), a GPU timer that fails leaves it CPU-timed
 of these changes what the rank sends (§3.6): whether an op carries a record
 depends only on what every rank sees alike, and a record that cannot be made
 travels as the absent record. The op's own exceptions propagate unchanged,
-marked so that ``step()`` knows they came out of torch.distributed (§4.2).
+marked so that ``step()`` knows they came out of torch.distributed (§4.2),
+with our frames kept out of their tracebacks (``hide_our_frames``, at the end).
 
 Point-to-point bodies: p2p.py; which body an entry point gets: install.py (``make_wrapper``).
 """

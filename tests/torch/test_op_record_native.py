@@ -95,3 +95,12 @@ def test_a_saturated_counter_is_written_at_its_maximum_and_said_once(group: None
     finally:
         cell[0] = saved
         native.lamport._saturated = False
+
+
+def test_a_replaced_ring_is_let_go(group: None, native: NativeStamp) -> None:
+    """A resize (another ring_ops) frees the old ring's memory: the native stamp keeps no view of it."""
+    rec = _ring(8)
+    rec.end(rec.begin(0, group_info(None), 0, -1, -1))
+    assert native._buffer[0] is rec.buffer
+    rec.resize(16)
+    assert native._buffer == (None, None)
