@@ -46,10 +46,10 @@ MAX_LISTED = 1024
 SAMPLE_RANKS = 64
 
 Key = tuple[str, str, int]  # trace id, group key, seq
-#: An instance finished incomplete by the horizon is remembered this many horizons past its first member: a later
-#: member of the same collective within that distance is counted ``split`` (and the distance kept), so a report
-#: can say that the horizon, not a rank, left it incomplete.
-SPLIT_MEMORY = 16
+#: An instance finished incomplete is remembered (its key, a few hundred bytes) this many horizons past its first
+#: member: a later piece of the same collective within that distance that is incomplete too is counted ``split``
+#: (and how far its members spread), so a report can say that the horizon, not a rank, left it incomplete.
+SPLIT_MEMORY = 8
 
 
 class _Open:
@@ -111,27 +111,24 @@ class Collectives:
         return True
 
     def _split(self, k: Key, pos: int) -> int | None:
-        """A new instance of ``k`` at ``pos``: counted split when an earlier one was finished incomplete within
-        SPLIT_MEMORY horizons of the collective's first member (a test of positions only, so a run split by
-        trace counts alike); that member's position, or None."""
-        memory = SPLIT_MEMORY * self.horizon
+        """A new instance of ``k`` at ``pos``: the position of the collective's first member when an earlier
+        piece of it was finished incomplete within SPLIT_MEMORY horizons of it, else None (a test of positions
+        only, so a run split by trace gives the same)."""
         origin = self._expired.pop(k, None)
-        expired = self._expired
-        while expired:  # forget what no later span can be within the memory of (positions only grow)
-            oldest = next(iter(expired))
-            if pos - expired[oldest] <= memory:
-                break
-            del expired[oldest]
-        if origin is None or pos - origin > memory:
-            return None
-        c = self.counts
-        c.split += 1
-        c.split_distance = max(c.split_distance, pos - origin)
-        return origin
+        return origin if origin is not None and pos - origin <= SPLIT_MEMORY * self.horizon else None
 
     def expire(self, limit: int | None) -> None:
         """Finish instances whose first member lies before ``limit`` (all of them with None): no member
         can join them any more."""
+        if limit is not None:
+            # Every span analysed from now on lies at least a horizon past ``limit``: a piece remembered from
+            # further back than the memory can never be found again (so forgetting it changes no count).
+            expired, forget = self._expired, limit - SPLIT_MEMORY * self.horizon
+            while expired:
+                oldest = next(iter(expired))
+                if expired[oldest] >= forget:
+                    break
+                del expired[oldest]
         queue = self._open
         while queue:
             k = next(iter(queue))
@@ -153,12 +150,13 @@ class Collectives:
         roots = {s.torch.root for s in spans if s.torch is not None}
         op = spans[0].torch.op if spans[0].torch is not None else ""
         c.by_op[op] += 1
-        origin = open_.first if open_.origin is None else open_.origin
-        if open_.origin is not None:  # a later piece: its members reach this far from the collective's first
-            c.split_distance = max(c.split_distance, max(s.pos for s in spans) - origin)
         if missing:  # the hang report names a wavefront's op from here when it keeps no span of it
             self.report.hang_facts.incomplete(spans[0].job, group, seq, op)
-            self._expired[k] = origin
+            origin = open_.origin
+            if origin is not None:  # an incomplete later piece: the horizon cut this collective
+                c.split += 1
+                c.split_distance = max(c.split_distance, max(s.pos for s in spans) - origin)
+            self._expired[k] = open_.first if origin is None else origin
         c.ends_not_completed += sum(1 for s in spans if s.torch is not None and s.torch.completion in NOT_COMPLETED)
         root = next(iter(roots)) if len(roots) == 1 else None
         extra = self._extra(spans)

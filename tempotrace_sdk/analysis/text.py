@@ -78,7 +78,7 @@ def collective_warnings(report: AnalysisReport) -> list[str]:
         horizon = report.limits.get("hop_horizon", 0)
         window = -(-c.split_distance * 11 // 10 // 10_000) * 10_000  # the distance and a tenth, in 10,000s
         out.append(f"{c.split:,} of them are later pieces of collectives the hop horizon ({horizon:,} spans) cut in "
-                   f"two: their members lie up to {c.split_distance:,} spans apart in the input (a large group's "
+                   f"pieces: their members lie up to {c.split_distance:,} spans apart in the input (a large group's "
                    "ranks exporting in batches), so each piece counts incomplete, missing ranks whose members are "
                    f"in another piece; --window {window:,} or more gathers them (memory grows with the window)")
     if c.mismatched:

@@ -16,7 +16,6 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .._terminal_text import shown
-from .hang import STATES
 from .html_text import bound_text
 from .text_torch import duration
 
@@ -108,13 +107,16 @@ def headline(group: dict[str, Any], jobs: bool) -> str:
     return line
 
 
+#: The wavefront's rows in the order the line says them (_behind, then headline).
+LINE_ORDER = ("never_entered", "unknown", "pending", "failed", "queued", "completed")
+
+
 def _all_others_named(w: dict[str, Any], state: str) -> bool:
-    """Every rank of the wavefront not in ``state`` is named in its own row (so ``state`` holds the rest)."""
-    for other in STATES:
-        row = w[other]
-        if other != state and row["count"] != len(row["members"] if "members" in row else row["ranks"]):
-            return False
-    return True
+    """Every rank the line names before ``state``'s row is named in full and no row follows it: ``state``'s
+    ranks are then exactly the others."""
+    i = LINE_ORDER.index(state)
+    said = all(w[s]["count"] == len(w[s]["members"] if "members" in w[s] else w[s]["ranks"]) for s in LINE_ORDER[:i])
+    return said and all(w[s]["count"] == 0 for s in LINE_ORDER[i + 1:])
 
 
 def _behind(w: dict[str, Any], what: str) -> list[str]:

@@ -109,7 +109,8 @@ def _incomplete_lines(report: AnalysisReport) -> list[str]:
     if not c.incomplete:
         return []
     out = [f"  INCOMPLETE collectives: {c.incomplete:,} (a rank never joined: it crashed, hung, ran uninstrumented "
-           "or lost its spans)"]
+           "or lost its spans" + (f"; or, for {c.split:,} later pieces, the hop horizon cut the collective: see the "
+                                  "warnings" if c.split else "") + ")"]
     for _, inc in tj.incomplete_first[:TEXT_SAMPLES]:
         where = "outside a step" if inc["step"] is None else f"step {inc['step']}"
         names = inc["missing_ranks"]

@@ -14,6 +14,7 @@ from tempotrace_sdk.analysis import AnalysisReport, analyze
 from tempotrace_sdk.analysis.writers import write_html, write_perfetto
 from tempotrace_sdk.cli.main import main as cli
 
+from .otlpgen import span
 from .torchgen import T0, op_span, sketch_of, write
 
 MS = 1_000_000
@@ -210,10 +211,32 @@ def test_members_further_apart_than_the_hop_horizon_are_not_gathered(tmp_path: P
     # ... and the report says the horizon cut one collective, how far its members lie apart, what gathers it
     assert (counts["split"], counts["split_distance"]) == (1, 5001)
     report = _run(tmp_path, spans, window_spans=100)
-    (said,) = [line for line in report.to_text().splitlines() if "hop horizon" in line]
+    (said,) = [line for line in report.to_text().splitlines() if "later pieces of collectives" in line]
     assert "1 of them are later pieces" in said and "5,001 spans apart" in said and "--window 10,000" in said
     gathered = _run(tmp_path, spans, window_spans=10_000).to_dict()["collective_counts"]
     assert (gathered["incomplete"], gathered["split"]) == (1, 0)  # one instance: ranks 2 and 3 never joined
+
+
+def test_split_collectives_are_counted_alike_however_the_run_is_partitioned(tmp_path: Path) -> None:
+    """§1.3, §5.3: trace B's part closes (and is analysed) before trace A's later piece, though B's spans lie
+    further on: what a partition remembers of A's first piece must not depend on B being in it."""
+    window = 4096  # the hop horizon; a piece is remembered 8 horizons (32,768 positions)
+    filler = iter(range(1, 10**6))
+
+    def plain(n: int) -> list[dict[str, Any]]:
+        return [span(0x5000_0000 + next(filler), 1, host="f") for _ in range(n)]
+
+    spans = [op_span(0, 0, 50_000, group="0-1", trace=0xA)]                       # A's first piece, position 0
+    spans += plain(29_000 - len(spans))
+    spans.append(op_span(0, 0, 10, group="0-1", seq=0, trace=0xB))               # B's part opens at 29,000
+    spans += plain(32_000 - len(spans))
+    spans.append(op_span(1, 1000, 50_000, group="0-1", trace=0xA))              # A's later piece at 32,000
+    spans += plain(33_000 - len(spans))
+    spans.append(op_span(0, 0, 10, group="0-1", seq=1, trace=0xB))               # B's new instance at 33,000
+    spans += plain(40_000 - len(spans))
+    one = _run(tmp_path, spans, window_spans=window).to_dict()["collective_counts"]
+    two = _run(tmp_path, spans, window_spans=window, jobs=2).to_dict()["collective_counts"]
+    assert (one["split"], one["split_distance"]) == (two["split"], two["split_distance"]) == (1, 32_000)
 
 
 def test_collectives_and_p2p_in_perfetto_html_and_the_schema(tmp_path: Path) -> None:

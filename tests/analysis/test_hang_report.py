@@ -462,6 +462,13 @@ def test_a_wide_groups_hang_line_says_the_other_ranks_wait(tmp_path: Path) -> No
                            f"the other {size - 1:,} ranks pending in it since "), head
     w = _group(report.to_dict(), f"0-{size - 1}")["wavefront"]
     assert (w["pending"]["count"], len(w["pending"]["members"])) == (size - 1, 1024)
+    # where a row follows (ranks that failed in it), the capped pending row is not "the other" ranks
+    for r in range(1050, size):  # (rank r's #1 is span 2r: rank ``bad`` left none out, before it)
+        spans[2 * r] = op_span(r, 2 * MS + r, 3 * MS, group=f"0-{size - 1}", seq=1,
+                                           sid=(r + 1) * 0x100 + 2, completion="error")
+    head = analyze(write(str(tmp_path / "wide-hang-2.jsonl"), spans)).to_text().splitlines()[0]
+    assert "the other" not in head and "(1,049 in all) pending in it" in head and "ranks 1050-1099 failed" in head, \
+        head
 
 
 def test_a_wide_group_key_is_not_walked_and_hang_is_decided_once(tmp_path: Path,
