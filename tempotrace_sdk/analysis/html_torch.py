@@ -99,6 +99,12 @@ def _problems(report: AnalysisReport) -> str:
         named = ", ".join(map(str, inc["missing_ranks"])) or f"{inc['missing']:,} ranks"
         items.append(f'<li class="incomplete">INCOMPLETE {_e(inc["op"])} [{_e(inc["group"])}] #{inc["seq"]}, '
                      f"{where}: rank(s) {named} never joined</li>")
+    c = report.collectives
+    if c.split:
+        items.append(f'<li class="incomplete">{c.split:,} of the incomplete collectives are later pieces of ones the '
+                     f"hop horizon cut: their members lie up to {c.split_distance:,} spans apart in the input, so "
+                     "ranks named as never joined may have joined in another piece (a larger <code>--window</code> "
+                     "gathers them)</li>")
     for fault in report.faults:
         items.append(f'<li class="clock {fault.verdict}">{fault.verdict.upper()} clock: '
                      f"{_who(fault.rank, fault.host)}, claimed ±{fault.claimed_bound_ns:,} ns, broke it by up to "

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tempotrace_sdk.analysis import AnalysisReport, analyze
+from tempotrace_sdk.analysis.html import render_html
 from tempotrace_sdk.analysis.writers import write_html, write_perfetto
 from tempotrace_sdk.cli.main import main as cli
 
@@ -213,6 +214,7 @@ def test_members_further_apart_than_the_hop_horizon_are_not_gathered(tmp_path: P
     report = _run(tmp_path, spans, window_spans=100)
     (said,) = [line for line in report.to_text().splitlines() if "later pieces of collectives" in line]
     assert "1 of them are later pieces" in said and "5,001 spans apart" in said and "--window 10,000" in said
+    assert "1 of the incomplete collectives are later pieces of ones the hop horizon cut" in render_html(report)
     gathered = _run(tmp_path, spans, window_spans=10_000).to_dict()["collective_counts"]
     assert (gathered["incomplete"], gathered["split"]) == (1, 0)  # one instance: ranks 2 and 3 never joined
 
