@@ -123,10 +123,11 @@ static void put_le64(char *at, int64_t value)
 		at[i] = (char)(v >> (8 * i));
 }
 
-/* The reading and its tick, or the read's error (nothing ticked). */
-static int oprec_reading(const struct tt_clock_map *clock, int64_t *lamport, int64_t *ptp, int64_t *lts)
+/* The reading and its tick for a record at rec, or the read's error (nothing ticked). */
+static int oprec_reading(const struct tt_clock_map *clock, int64_t *lamport, const char *rec, int64_t *ptp,
+			 int64_t *lts)
 {
-	if (!clock || !lamport)
+	if (!clock || !lamport || !rec)
 		return -EFAULT;
 	*ptp = tt_clock_mapped_ns(clock);
 	if (*ptp < 0)
@@ -145,9 +146,7 @@ int tt_oprec_start(const struct tt_clock_map *clock, int64_t *lamport, char *rec
 	int64_t ptp, lts;
 	int rc;
 
-	if (!rec)
-		return -EFAULT;
-	rc = oprec_reading(clock, lamport, &ptp, &lts);
+	rc = oprec_reading(clock, lamport, rec, &ptp, &lts);
 	if (rc < 0)
 		return rc;
 	put_le64(rec, number);
@@ -166,9 +165,7 @@ int tt_oprec_end(const struct tt_clock_map *clock, int64_t *lamport, char *rec, 
 	int64_t ptp, lts;
 	int rc;
 
-	if (!rec)
-		return -EFAULT;
-	rc = oprec_reading(clock, lamport, &ptp, &lts);
+	rc = oprec_reading(clock, lamport, rec, &ptp, &lts);
 	if (rc < 0)
 		return rc;
 	put_le64(rec, ptp);

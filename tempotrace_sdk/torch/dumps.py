@@ -137,17 +137,16 @@ def dump(reason: str = "request", *, requested_by: int | None = None, timeout_s:
         _state.last_at = time.monotonic()
         written = pending = 0
         # the ring's records, then the ops that are no records (async, device, point-to-point, carried: SDK
-        # spans) open now, oldest first
-        # (an open span a dump already wrote is not written again: one pending copy per op, §8.3)
+        # spans) open now, oldest first; an open span a dump already wrote is not written again (§8.3), so the
+        # ids of those written are remembered while they stay open
         still_open = list(open_ops.items())
-        _state.dumped_open &= {span_id for span_id, _ in still_open}
-        opened = [sp for span_id, (sp, _) in still_open if span_id not in _state.dumped_open]
-        def make_pending(chunk: Sequence[Any]) -> list[ReadableSpan]:
-            return pending_spans(state, chunk, dump_utc)
-
-        makers: tuple[tuple[Sequence[Any], Callable[[Sequence[Any]], list[ReadableSpan]]], ...] = (
-            (records, lambda chunk: make_spans(state, chunk, resource, scope, dump_utc)), (opened, make_pending))
-        for items, make in makers:
+        dumped = _state.dumped_open
+        dumped &= {span_id for span_id, _ in still_open}
+        opened = [sp for span_id, (sp, _) in still_open if span_id not in dumped]
+        makers: tuple[tuple[Sequence[Any], Callable[[Sequence[Any]], list[ReadableSpan]], set[int] | None], ...] = (
+            (records, lambda chunk: make_spans(state, chunk, resource, scope, dump_utc), None),
+            (opened, lambda chunk: pending_spans(state, chunk, dump_utc), dumped))
+        for items, make, remember in makers:
             for i in range(0, len(items), CHUNK):  # made a chunk at a time: memory bounded by the chunk
                 _flush(processors, deadline)  # room first: the queue may hold the application's spans
                 if time.monotonic() >= deadline:
@@ -155,8 +154,8 @@ def dump(reason: str = "request", *, requested_by: int | None = None, timeout_s:
                     break
                 spans = make(items[i:i + CHUNK])
                 deliver(spans, processors)
-                if make is make_pending:
-                    _state.dumped_open.update(sp.context.span_id for sp in spans if sp.context is not None)
+                if remember is not None:
+                    remember.update(sp.context.span_id for sp in spans if sp.context is not None)
                 written += len(spans)
                 pending += sum(1 for sp in spans if (sp.attributes or {}).get(TORCH_COMPLETION) == "pending")
         attrs: dict[str, Any] = {

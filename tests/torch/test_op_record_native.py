@@ -40,8 +40,8 @@ def _readings(rec: Recorder, number: int) -> tuple[tuple[int, ...], tuple[int, .
     return record.start, record.end
 
 
-def test_a_natively_written_record_reads_back_as_the_python_path_writes_it(group: None,
-                                                                          native: NativeStamp) -> None:
+def test_a_natively_written_record_reads_back_as_the_python_path_writes_it(group: None, native: NativeStamp,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     state = get_state()
     clock = state._clock if state._clock is not None else state.clock
     info = group_info(None)
@@ -65,14 +65,11 @@ def test_a_natively_written_record_reads_back_as_the_python_path_writes_it(group
 
     # the Python path, on a recorder of its own, packs the same words for the same facts
     py = _ring(8)
-    original_start, original_end = NativeStamp.op_start, NativeStamp.op_end
-    try:
-        NativeStamp.op_start = lambda *a, **k: False  # type: ignore[method-assign,assignment]
-        NativeStamp.op_end = lambda *a, **k: False  # type: ignore[method-assign,assignment]
-        n2 = py.begin(3, info, 41, 4096, 2)
-        assert py.end(n2, 1)
-    finally:
-        NativeStamp.op_start, NativeStamp.op_end = original_start, original_end  # type: ignore[method-assign]
+    monkeypatch.setattr(NativeStamp, "op_start", lambda *a, **k: False)  # as a refused native read
+    monkeypatch.setattr(NativeStamp, "op_end", lambda *a, **k: False)
+    n2 = py.begin(3, info, 41, 4096, 2)
+    assert py.end(n2, 1)
+    monkeypatch.undo()
     other = py.unpack(n2 & py.mask)
     assert (other.op, other.group, other.seq, other.nbytes, other.root, other.completion) == (
         3, info, 41, 4096, 2, 1)
