@@ -2,7 +2,7 @@
 # cffi build runs inside `pip install -e .`), linuxptp for the ptp4l tests,
 # and the clock benchmark.
 
-INSTALL_DEPS += native/build_phc.py $(wildcard native/phc/*.c native/phc/*.h native/stamp/*.c native/stamp/*.h) native/ttext/murmur3.c native/ttext/murmur3.h
+INSTALL_DEPS += native/build_phc.py $(wildcard native/phc/*.c native/phc/*.h native/stamp/*.c native/stamp/*.h) native/ttext/murmur3.c native/ttext/murmur3.h native/ttext/stamps.c native/ttext/stamps.h
 TEST_STEPS += clocks-linuxptp
 BENCH_STEPS += bench-clock
 

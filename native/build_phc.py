@@ -8,7 +8,9 @@ hand-written headers, so a header and its binding cannot drift apart.
 Two concerns share the one module: the PHC and kernel-clock reads
 (native/phc/) and the per-event stamp of the OpenTelemetry layer
 (native/stamp/), which hashes span ids with the C reference codec's
-MurmurHash3 (native/ttext/murmur3.c, compiled in as it is).
+MurmurHash3 (native/ttext/murmur3.c, compiled in as it is). A third, small
+one reads the ``tempotrace.stamps`` text with the C reference decoder
+(native/ttext/stamps.c, likewise) for the span table's writer.
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ UNITS = (
     (PHC, "tt_phc_open"),
     (PHC, "tt_sysoff"),
     (STAMP, "tt_stamp"),
+    (STAMP, "tt_stamps_read"),
 )
-#: Compiled in, not bound: the sketch hash the stamp shares with the C codec.
-HELPERS = ((TTEXT, "murmur3"),)
+#: Compiled in, not bound: the sketch hash the stamp shares with the C codec, and the C codec's stamps text
+#: decoder that tt_stamps_read wraps.
+HELPERS = ((TTEXT, "murmur3"), (TTEXT, "stamps"))
 
 _CDEF = re.compile(r"/\* cdef-begin \*/(.*?)/\* cdef-end \*/", re.S)
 

@@ -11,7 +11,7 @@
 /* cdef-begin */
 /* Bump together with ABI_VERSION in tempotrace_sdk/clocks/_native.py
  * whenever any declaration between cdef markers changes. */
-enum { TT_PHC_ABI_VERSION = 4 };
+enum { TT_PHC_ABI_VERSION = 5 };
 
 /* Capability bits: which interfaces the kernel headers used at build time
  * declare (the running kernel may still refuse them; reads probe). */

@@ -20,7 +20,7 @@ __all__ = ["ABI_VERSION", "PURE_ENV", "NativeStatus", "native", "native_status",
 
 #: Must equal TT_PHC_ABI_VERSION in native/phc/tt_phc_abi.h; bump both together
 #: whenever a C signature or struct in the cdef changes.
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 #: Set to 1/true/yes to ignore the native module even when it is built.
 PURE_ENV = "TEMPOTRACE_PUREPYTHON"
