@@ -27,7 +27,7 @@ from ..wire.layout import LTS_MAX, TENANT_MAX, UNCERTAINTY_SATURATED
 from . import parquet_layout as L
 from .events import SpanRecord
 from .otlp import STATUS_ERROR, AnyValue, ArrayValue, KeyValue, decode_line, error_text
-from .parquet_rows import QUALITY_NAMES, SOURCE_NAMES
+from .parquet_stamps import QUALITY_NAMES, SOURCE_NAMES
 from .schema import BOOL, HEX, INT, INT_ARRAY, STRING
 from .values import READ, RESOURCE, SPAN, AttributeRuleError, build_record, span_kind
 

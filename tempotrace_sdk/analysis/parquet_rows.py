@@ -17,25 +17,21 @@ ids that are not 16 / 8 bytes, times beyond int64, a status code of no known nam
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from .. import semconv as S
-from ..errors import StampsError
-from ..stamptext import SpanStamps
-from ..stamptext import decode as decode_stamps
 from . import otlp
 from . import parquet_layout as L
+from .parquet_stamps import QUALITY_NAMES, StampsColumns
 from .schema import BOOL, HEX, INT, INT_ARRAY, STRING
 from .values import RESOURCE, AttributeRuleError, norm_id, span_kind
 
-__all__ = ["QUALITY_NAMES", "SOURCE_NAMES", "STATUS_NAMES", "LineFacts", "RowBlock"]
+__all__ = ["STATUS_NAMES", "LineFacts", "RowBlock"]
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-#: tt-ext numbers -> the names the attributes use (wire/layout.py ClockQuality, TsSource)
-QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
-SOURCE_NAMES = ("GTE", "SW_GCC", "CPU")
 #: OTLP StatusCode by its proto enum name (the protobuf JSON mapping may write names)
 STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 _QUALITY_NUMBER = {name: i for i, name in enumerate(QUALITY_NAMES)}
@@ -110,6 +106,28 @@ def _only(av: otlp.AnyValue) -> str | None:
     return kinds[0] if len(kinds) == 1 else None
 
 
+def _int(column: L.Column, av: otlp.AnyValue) -> Any:
+    """typed_value for an INT column, its one case (the hot one: most ``tempotrace.*`` values are ints)."""
+    i = av.intValue
+    if i is not None and av.stringValue is None and av.arrayValue is None and av.boolValue is None \
+            and INT64_MIN <= i <= INT64_MAX:
+        return i
+    return _MISFIT
+
+
+def _string(column: L.Column, av: otlp.AnyValue) -> Any:
+    """typed_value for a STRING column, its one case."""
+    s = av.stringValue
+    if s is not None and av.intValue is None and av.arrayValue is None and av.boolValue is None:
+        return s
+    return _MISFIT
+
+
+def converter(column: L.Column) -> Callable[[L.Column, otlp.AnyValue], Any]:
+    """The function that gives ``typed_value(column, av)``: the kind's own for the common kinds."""
+    return _int if column.kind == INT else _string if column.kind == STRING else typed_value
+
+
 def typed_value(column: L.Column, av: otlp.AnyValue) -> Any:
     """The value ``av`` puts in ``column`` (an int, str, bool, bytes or list of ints), or _MISFIT when it is not
     of the column's kind as written (then it goes to the map, and the analysis reads it from there)."""
@@ -138,6 +156,10 @@ def typed_value(column: L.Column, av: otlp.AnyValue) -> Any:
     return _MISFIT
 
 
+#: each typed span attribute's column and the function that puts a value in it
+_SPAN_CONVERT = {c.attribute: (c, converter(c)) for c in L.SPAN_ATTRIBUTE_COLUMNS}
+
+
 def _latest(attrs: list[otlp.KeyValue], raws: list[_RawKeyValue]) -> dict[str, tuple[otlp.AnyValue, msgspec.Raw]]:
     """Each key's value as the analysis reads it and as written; the last of a repeated key wins, as in the
     analysis (schema.py)."""
@@ -154,33 +176,12 @@ def _plain(av: otlp.AnyValue | None, number: bool) -> int | None:
     return _QUALITY_NUMBER.get(av.stringValue or "", -1)
 
 
-def stamps_row(st: SpanStamps) -> dict[str, Any]:
-    """The ``stamps.*`` columns of a decoded stamps text."""
-    s = st.start
-    row: dict[str, Any] = {L.STAMPS_SOURCE: SOURCE_NAMES[st.ts_source]}
-    row.update(zip(L.STAMPS_START, (s.ptp_ns, s.uncertainty_ns, QUALITY_NAMES[s.clk_quality], s.lts), strict=True))
-    e = st.end
-    if e is not None:
-        row.update(zip(L.STAMPS_END, (e.ptp_ns, e.uncertainty_ns, QUALITY_NAMES[e.clk_quality], e.lts), strict=True))
-    r = st.remote
-    if r is not None:
-        row.update(zip(L.STAMPS_REMOTE, (r.ptp_ns, r.uncertainty_ns, QUALITY_NAMES[r.clk_quality],
-                                         SOURCE_NAMES[r.ts_source], r.tenant_id, r.lts), strict=True))
-        if r.recv_lts is not None:
-            row[L.STAMPS_RECV_LTS] = r.recv_lts
-    if st.sketch is not None:
-        row[L.STAMPS_SKETCH] = st.sketch
-    if st.sends:
-        row[L.STAMPS_SENDS] = [{"lts": x.lts, "ptp_ns": x.ptp_ns, "uncertainty_ns": x.uncertainty_ns,
-                                "clk_quality": QUALITY_NAMES[x.clk_quality]} for x in st.sends]
-    return row
-
-
 class RowBlock:
     """Rows gathered as Python values: ``spans`` holds each row's span columns (those it has a value in);
     ``runs`` the columns constant over a run of rows (a resourceSpans' Resource, a scope, the input line)."""
 
     def __init__(self) -> None:
+        self.stamps = StampsColumns()
         self.spans: list[dict[str, Any]] = []
         #: (first row, end row, {column: value}) of each run, in order
         self.runs: list[tuple[int, int, dict[str, Any]]] = []
@@ -252,6 +253,7 @@ class RowBlock:
             return {L.OTLP_JSON: _text(raw)}
         latest = _latest(span.attributes, extras.attributes)
         other: list[tuple[str, str]] = []
+        typed = _SPAN_CONVERT.get
         for key, (av, value_raw) in latest.items():
             if key == S.STAMPS:
                 decoded = self._stamps(av, latest, span.startTimeUnixNano, span.endTimeUnixNano)
@@ -259,31 +261,26 @@ class RowBlock:
                     row.update(decoded)
                     continue
             else:
-                column = _SPAN_TYPED.get(key)
-                if column is not None:
-                    value = typed_value(column, av)
+                found = typed(key)
+                if found is not None:
+                    value = found[1](found[0], av)
                     if value is not _MISFIT:
-                        row[column.name] = value
+                        row[found[0].name] = value
                         continue
             other.append((key, _text(value_raw)))
         if other:
             row[L.ATTRIBUTES] = other
         return row
 
-    @staticmethod
-    def _stamps(av: otlp.AnyValue, latest: dict[str, tuple[otlp.AnyValue, msgspec.Raw]], start: int,
+    def _stamps(self, av: otlp.AnyValue, latest: dict[str, tuple[otlp.AnyValue, msgspec.Raw]], start: int,
                 end: int) -> dict[str, Any] | None:
         """The decoded columns of a stamps text, decoded with the bases the analysis gives it (values.py);
         None when it is no text or does not decode (it stays in the map as written)."""
         if _only(av) != "s" or av.stringValue is None:
             return None
         unc, qual = latest.get(S.UNCERTAINTY_NS), latest.get(S.CLK_QUALITY)
-        try:
-            st = decode_stamps(av.stringValue, start, end, _plain(None if unc is None else unc[0], True),
+        return self.stamps.row(av.stringValue, start, end, _plain(None if unc is None else unc[0], True),
                                _plain(None if qual is None else qual[0], False))
-        except StampsError:
-            return None
-        return stamps_row(st)
 
 
 def _otlp_fields(span: otlp.Span, extras: _Extras) -> dict[str, Any]:
@@ -296,12 +293,11 @@ def _otlp_fields(span: otlp.Span, extras: _Extras) -> dict[str, Any]:
     if not (0 <= start <= INT64_MAX and 0 <= end <= INT64_MAX):
         raise ValueError("a time beyond int64")
     row: dict[str, Any] = {
-        L.TRACE_ID: bytes.fromhex(norm_id(span.traceId, 16, "traceId")),
-        L.SPAN_ID: bytes.fromhex(norm_id(span.spanId, 8, "spanId")),
+        L.TRACE_ID: _id(span.traceId, 16, "traceId"), L.SPAN_ID: _id(span.spanId, 8, "spanId"),
         L.NAME: span.name, L.KIND: kind, L.START: start, L.END: end,
     }
     if parent:
-        row[L.PARENT_SPAN_ID] = bytes.fromhex(norm_id(parent, 8, "parentSpanId"))
+        row[L.PARENT_SPAN_ID] = _id(parent, 8, "parentSpanId")
     status = span.status
     if status is not None:
         code = status.code
@@ -320,6 +316,18 @@ def _otlp_fields(span: otlp.Span, extras: _Extras) -> dict[str, Any]:
         if value is not None:
             row[name] = value if isinstance(value, str) else _int64(value)
     return row
+
+
+def _id(raw: str, size: int, what: str) -> bytes:
+    """An OTLP id's bytes: norm_id's, hex digits taken directly (what our exporter writes)."""
+    if len(raw) == 2 * size:
+        try:
+            data = bytes.fromhex(raw)
+        except ValueError:
+            data = b""
+        if len(data) == size:  # whitespace would have made it shorter: hex digits only, as norm_id reads them
+            return data
+    return bytes.fromhex(norm_id(raw, size, what))
 
 
 def _int64(value: int) -> int:
