@@ -28,7 +28,7 @@ import signal
 import struct
 import threading
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from opentelemetry import trace
 from opentelemetry.context import Context, get_current
@@ -167,17 +167,7 @@ class Recorder:
         stamp = state.stamp
         start = getattr(stamp, "op_start", None)  # the native stamp: reading, tick and words in one call
         if start is None or not start(clock, buffer, base, number, facts, seq, nbytes, root):
-            try:  # (the native call wrote nothing: the slot still holds what it held)
-                ptp, unc, source, quality, lts = stamp.tick(clock)
-                _START.pack_into(buffer, base, number, facts | (source << 40) | (quality << 48), seq, nbytes,
-                                 root, ptp, unc, lts)
-            except Exception:
-                state.count_error("torch_clock")
-                _log.debug("tempotrace.torch: clock read failed", exc_info=True)
-                with self._slot_lock:  # nothing recorded: the slot goes back to the op it held (its number skipped)
-                    if states[slot] == WRITING:
-                        states[slot] = held
-                        self._overwriting(held, -1)
+            if not self._start_words(clock, stamp, buffer, base, number, facts, seq, nbytes, root, slot, held):
                 return -1
         self.parents[slot] = get_current()  # the span is looked up when the record becomes one (cheaper here)
         states[slot] = OPEN
@@ -204,13 +194,7 @@ class Recorder:
         finish = getattr(stamp, "op_end", None)
         ok = True
         if finish is None or not finish(clock, buffer, base + _START.size, completion):
-            try:
-                ptp, unc, source, quality, lts = stamp.tick(clock)
-                _END.pack_into(buffer, base + _START.size, ptp, unc, lts,
-                               completion | (source << 8) | (quality << 16))
-            except Exception:
-                state.count_error("torch_clock")
-                ok = False
+            ok = self._end_words(clock, stamp, buffer, base + _START.size, completion)
         # Only ``end`` leaves ENDING, but a begin may have taken the slot meanwhile (a ring smaller than the
         # ops in flight: counted there): then the slot is that op's, being written, and is left alone.
         with self._slot_lock:
@@ -220,6 +204,40 @@ class Recorder:
         if ok:
             self.ended += 1
         return ok
+
+    # The reading the Python way (a source without a native mapping, one the native read refused), for begin and
+    # end and for the C call (native/opcall/tt_opcall.c), which hands over a slot it has marked WRITING / ENDING.
+    def _start_words(self, clock: Any, stamp: Any, buffer: bytearray, base: int, number: int, facts: int, seq: int,
+                     nbytes: int, root: int, slot: int, held: int) -> bool:
+        """The start's reading and words at ``base``; False when the clock failed (counted ``torch_clock``): then
+        the slot goes back to the op it held (this number is skipped)."""
+        try:
+            ptp, unc, source, quality, lts = stamp.tick(clock)
+            _START.pack_into(buffer, base, number, facts | (source << 40) | (quality << 48), seq, nbytes,
+                             root, ptp, unc, lts)
+            return True
+        except Exception:
+            get_state().count_error("torch_clock")
+            _log.debug("tempotrace.torch: clock read failed", exc_info=True)
+            with self._slot_lock:
+                if self.state[slot] == WRITING:
+                    self.state[slot] = held
+                    self._overwriting(held, -1)
+            return False
+
+    def _end_words(self, clock: Any, stamp: Any, buffer: bytearray, offset: int, completion: int) -> bool:
+        """The end's reading and words at ``offset`` (``clock``/``stamp`` None: the current ones); False when the
+        clock failed (counted ``torch_clock``)."""
+        state = get_state()
+        try:
+            if stamp is None:
+                clock, stamp = state.clock, state.stamp
+            ptp, unc, source, quality, lts = stamp.tick(clock)
+            _END.pack_into(buffer, offset, ptp, unc, lts, completion | (source << 8) | (quality << 16))
+            return True
+        except Exception:
+            state.count_error("torch_clock")
+            return False
 
     def _overwriting(self, held: int, n: int) -> None:
         """Under ``_slot_lock``: a begin takes (n=1; n=-1: gives back) a slot in state ``held``. Only an op never
