@@ -1,13 +1,25 @@
-"""Build hook for the native PHC module; all metadata lives in pyproject.toml.
+"""Build hook for the native modules; all metadata lives in pyproject.toml.
 
 setuptools runs cffi's builder (native/build_phc.py) during ``pip install .``
-and ``pip install -e .``, compiling ``tempotrace_sdk._phc``. The module is
-Linux-only (PTP ioctls, adjtimex); elsewhere the package installs without it
-and uses the pure-Python CPU clock.
+and ``pip install -e .``, compiling ``tempotrace_sdk._phc``, and builds
+``tempotrace_sdk._opcall`` (native/opcall/tt_opcall.c: a traced torch
+collective's common case, a CPython extension because it calls torch and
+Python objects without a Python frame). Both are Linux-only, as the clocks
+are; elsewhere the package installs without them and runs in Python.
 """
 
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
 
-setup(cffi_modules=["native/build_phc.py:ffibuilder"] if sys.platform.startswith("linux") else [])
+LINUX = sys.platform.startswith("linux")
+OPCALL = Extension(
+    "tempotrace_sdk._opcall",
+    sources=["native/opcall/tt_opcall.c"],
+    extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Werror=implicit-function-declaration"],
+)
+
+setup(
+    cffi_modules=["native/build_phc.py:ffibuilder"] if LINUX else [],
+    ext_modules=[OPCALL] if LINUX else [],
+)

@@ -120,6 +120,10 @@ class Reader:
     def knows(self, name: str) -> bool:
         return name in self._index
 
+    def where(self, name: str) -> tuple[int, str, Any]:
+        """How ``get`` finds ``name``: (its position, -1 if it has none; the name; its default)."""
+        return self._index.get(name, -1), name, self._defaults.get(name)
+
 
 def tensor_bytes(value: Any, is_list: bool) -> int | None:
     """Bytes of a tensor or a list of tensors; None when they are not tensors."""

@@ -23,6 +23,9 @@ What is used, and why:
   when the direct store is not safe, the freeze is lifted for our keys only.
 - ``SpanProcessor._on_ending``: the hook the SDK calls after the end time is
   fixed and before any exporter's ``on_end`` (SDK >= 1.40).
+- The API's ``_RUNTIME_CONTEXT._current_context``: the ``ContextVar`` that
+  ``get_current()`` reads, read directly by the C call of a traced torch op
+  (native/opcall), which then needs no Python frame for it.
 
 ``PROBE`` says which of these the running SDK offers; the make step
 ``otel-sdk-matrix`` (mk/otel.mk) asserts it against the oldest supported and
@@ -31,6 +34,7 @@ the newest SDK.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -43,6 +47,7 @@ __all__ = [
     "PROBE",
     "attribute_store",
     "attributes_for_reading",
+    "context_var",
     "on_ending_hook",
     "processors_of",
     "provider_processor",
@@ -193,3 +198,14 @@ def processors_of(tracer: Any) -> tuple[Any, Any, Any, tuple[Any, ...]]:
 def provider_processor(provider: Any) -> Any:
     """The multi-processor a ``TracerProvider`` hands its tracers (None for another provider)."""
     return getattr(provider, "_active_span_processor", None)
+
+
+def context_var() -> Any:
+    """The ``ContextVar`` ``opentelemetry.context.get_current()`` reads, when the runtime context is the API's
+    own contextvars one (the default); None for any other (``OTEL_PYTHON_CONTEXT``): call ``get_current()``."""
+    from opentelemetry import context
+    from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
+
+    runtime = getattr(context, "_RUNTIME_CONTEXT", None)
+    var = getattr(runtime, "_current_context", None) if type(runtime) is ContextVarsRuntimeContext else None
+    return var if isinstance(var, contextvars.ContextVar) else None

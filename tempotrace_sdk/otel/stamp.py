@@ -196,6 +196,23 @@ class NativeStamp:
         last = self._last
         return last[1] if last[0] is mapping else self._clock_map(mapping)
 
+    def op_target(self, mapping: tuple[int, int, int, int, int, int, int] | None) -> tuple[int, int, object]:
+        """For the C call of a traced op (native/opcall/tt_opcall.c): the addresses of ``mapping``'s struct
+        tt_clock_map (0: no mapping, the reading is taken the Python way) and of the Lamport counter, and what
+        keeps both alive while the C side holds them."""
+        cast = self._ffi.cast
+        if mapping is None:
+            return 0, int(cast("uintptr_t", self._cell)), (self._cell,)
+        last = self._last
+        cmap = last[1] if last[0] is mapping else self._clock_map(mapping)
+        return int(cast("uintptr_t", cmap)), int(cast("uintptr_t", self._cell)), (cmap, self._cell, mapping)
+
+    def op_functions(self) -> tuple[int, int]:
+        """The addresses of tt_oprec_start and tt_oprec_end, which the C call of a traced op calls."""
+        lib, cast = self.lamport._lib, self._ffi.cast
+        return (int(cast("uintptr_t", self._ffi.addressof(lib, "tt_oprec_start"))),
+                int(cast("uintptr_t", self._ffi.addressof(lib, "tt_oprec_end"))))
+
     def forget_buffer(self) -> None:
         """Let go of the ring buffer last written (the recorder replaced it: its memory is freed now)."""
         self._buffer = (None, None)

@@ -56,6 +56,8 @@ class GroupInfo:
 
     #: This group's index in the op recorder's group table (recorder.py); -1 until its first record.
     record_index: int = -1
+    #: Handed to the C call of a traced op (wrappers.native_wrapper): its ops may be recorded there.
+    native_registered: bool = False
 
     _positions: dict[int, int] | None = None
 
@@ -133,3 +135,4 @@ def forget_groups() -> None:
     """Drop every cached group (uninstrument(): sequence numbers restart with the next instrument())."""
     with _lock:
         _cache.clear()
+

@@ -42,7 +42,16 @@ from .groups import forget_groups, group_info
 from .p2p import receive, send, traced_batch
 from .pending import registry
 from .recorder import Retention, recorder
-from .wrappers import ORIGINAL_ATTR, collective, hide_our_frames, inside, settings, unwrap
+from .wrappers import (
+    ORIGINAL_ATTR,
+    collective,
+    forget_native_groups,
+    hide_our_frames,
+    inside,
+    native_wrapper,
+    settings,
+    unwrap,
+)
 
 __all__ = ["carriage_mode", "instrument", "is_instrumented", "sweep", "uninstrument"]
 
@@ -137,6 +146,7 @@ def uninstrument() -> None:
         finally:
             _restore()
             forget_groups()
+            forget_native_groups()
             settings.gpu = None
 
 
@@ -235,7 +245,12 @@ def make_wrapper(spec: OpSpec, original: Callable[..., Any]) -> Callable[..., An
             raise
 
     setattr(wrapper, ORIGINAL_ATTR, original)
-    return wrapper
+    fast = native_wrapper(spec, original, wrapper, reader)  # the common case in C, the rest by ``wrapper``
+    if fast is None:
+        return wrapper
+    functools.update_wrapper(fast, original)
+    setattr(fast, ORIGINAL_ATTR, original)
+    return fast
 
 
 def _patch_p2pop() -> None:

@@ -28,6 +28,7 @@ import torch.distributed.distributed_c10d as c10d
 from opentelemetry import trace
 from opentelemetry.trace import Span
 
+from ..clocks._native import native
 from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
 from ..torchops import SPEC_INDEX, Kind, OpSpec, Reader, tensor_bytes
 from ..wire.torchrecord import RecordKind, absent_record
@@ -39,8 +40,9 @@ from .pending import PendingOp, registry
 from .recorder import RELEASE_AT, recorder
 from .spans import end_span, start_span, track
 
-__all__ = ["ORIGINAL_ATTR", "Begun", "Settings", "begin", "call", "collective", "hide_our_frames", "inside",
-           "on_device", "ours", "raised_by_op", "settings", "unwrap"]
+__all__ = ["ORIGINAL_ATTR", "Begun", "Settings", "begin", "call", "collective", "forget_native_groups",
+           "hide_our_frames", "inside", "native_wrapper", "on_device", "ours", "raised_by_op", "settings", "traced",
+           "unwrap"]
 
 _log = logging.getLogger(__name__)
 
@@ -209,7 +211,16 @@ def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info:
     if not (asynchronous or settings.sdk_spans or settings.carriage == "op" or info.device.type != "cpu"):
         number = _record_host_op(spec, reader, info, seq, args, kwargs)
         if number >= 0:
+            if not info.native_registered and _opcall is not None:
+                _register(info)  # its next ops are recorded by the C call (native_wrapper)
             return _call_recorded(original, number, spec, args, kwargs)
+    return traced(spec, reader, original, info, seq, asynchronous, args, kwargs)
+
+
+def traced(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo, seq: int,
+           asynchronous: bool, args: Any, kwargs: dict[str, Any]) -> Any:
+    """A collective not recorded (an async op, a device op, one carried or given an SDK span, one whose record
+    could not be made): its span the SDK's way, seq taken already."""
     device = on_device(spec, reader, info, args, kwargs)
     carry = settings.carriage == "op" and not _coalescing(info)  # alike on every rank (§3.6)
     if settings.carriage == "op" and not carry:
@@ -315,6 +326,97 @@ def failed(name: str, sp: Span) -> None:
     _log.debug("tempotrace.torch: tracing %s failed after the op", name, exc_info=True)
     if sp.is_recording():
         end_span(sp)
+
+
+# -- the common case in C (native/opcall/tt_opcall.c) -------------------------------------------------------
+#
+# A blocking collective on a host group, its data plain CPU tensors, nothing
+# carried, no SDK span: the C call reads the arguments, takes the seq, writes
+# the record into the recorder's ring and calls torch, with no Python frame of
+# ours (issue 23: the Python around a record cost a rank several times the
+# record). Every other case, and any it is unsure of, it hands to the Python
+# wrapper before taking anything. It knows only the groups this module has
+# registered (a group's first op always runs here).
+
+try:
+    from .. import _opcall
+except ImportError:  # a source tree never built, or not Linux: the Python wrapper does it all
+    _opcall = None
+
+#: The C call is used (tests turn it off to compare the two).
+NATIVE_CALL = True
+_configured = False
+
+
+def native_wrapper(spec: OpSpec, original: Callable[..., Any], slow: Callable[..., Any],
+                   reader: Reader) -> Callable[..., Any] | None:
+    """The C call wrapping ``original`` (``slow``: the Python wrapper, for every case it does not take), or None
+    when there is none: the op is not a blocking-capable, unrooted collective, or the module is not built or not
+    wanted (``TEMPOTRACE_PUREPYTHON``)."""
+    if (_opcall is None or not NATIVE_CALL or spec.kind is not Kind.COLLECTIVE or spec.root is not None
+            or spec.objects or spec.asynchronous == "always" or not _configure()):
+        return None
+    fast = _opcall.HostOp(
+        original, slow, spec, reader, spec.name, SPEC_INDEX[spec.name], reader.where("group"),
+        reader.where(spec.data) if spec.data is not None else None, spec.data_list,
+        reader.where("async_op") if spec.asynchronous == "async_op" else None)
+    return fast  # type: ignore[no-any-return]
+
+
+def _configure() -> bool:
+    global _configured
+    if _configured:
+        return True
+    loaded = native()
+    if loaded is None:  # no native stamp (TEMPOTRACE_PUREPYTHON, a stale build): nothing for the C call to write with
+        return False
+    lib, ffi = loaded
+    import torch
+    from opentelemetry.context import get_current
+
+    from ..otel.context import get_state
+    from ..otel.sdk_internals import context_var
+    from .carriage import owed
+
+    def target(stamp: Any, mapping: Any) -> tuple[int, int, object] | None:
+        op_target = getattr(stamp, "op_target", None)
+        return None if op_target is None else op_target(mapping)
+
+    _opcall.configure(
+        settings=settings, inside=inside, owed_due=owed.due, get_state=get_state, get_current=get_current,
+        recorder=recorder, error_span=error_span, release=release, count=count, tail=_tail, world=c10d._world,
+        target=target, tensor_type=torch.Tensor, parameter_type=torch.nn.Parameter, context_var=context_var(),
+        release_at=RELEASE_AT,
+        start=int(ffi.cast("uintptr_t", ffi.addressof(lib, "tt_oprec_start"))),
+        end=int(ffi.cast("uintptr_t", ffi.addressof(lib, "tt_oprec_end"))))
+    _configured = True
+    return True
+
+
+def _register(info: GroupInfo) -> None:
+    try:
+        pg = info.pg
+        if pg is not None:
+            _opcall.register(pg, info, info.coll_seq, recorder.group_index(info))
+            info.native_registered = True
+    except Exception:  # a group the C call cannot key: its ops stay with the Python wrapper
+        _log.debug("tempotrace.torch: group %s not handed to the C call", info.key, exc_info=True)
+
+
+def forget_native_groups() -> None:
+    """The C call forgets every group (uninstrument: a new instrument() starts their sequence numbers again)."""
+    if _opcall is not None:
+        _opcall.forget_groups()
+
+
+def _tail(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo, seq: int,
+          asynchronous: bool, args: Any, kwargs: dict[str, Any] | None) -> Any:
+    """``traced`` for the C call, which has no frame of its own to hide ours behind."""
+    try:
+        return traced(spec, reader, original, info, seq, asynchronous, args, kwargs or {})
+    except BaseException as err:
+        hide_our_frames(err)
+        raise
 
 
 def _coalescing(info: GroupInfo) -> bool:

@@ -1,0 +1,978 @@
+/*
+ * tt_opcall.c - the traced call of a blocking host collective, in C
+ * (tempotrace_sdk._opcall; spec/torch.md §1.4).
+ *
+ * Why: an op record costs two readings and one pack, yet the Python around
+ * them (the wrapper, the argument reading, Recorder.begin/end) cost a rank
+ * 6-7 µs an op in a loop of its own and several times that beside a real op
+ * (issue 23, benchmarks/bench_torch_ops.py). Here the common case runs
+ * without a Python frame of ours: a blocking collective on a host group, its
+ * data plain CPU tensors, nothing carried, no SDK span wanted. It reads the
+ * arguments, takes the group's seq, writes the record's start and end into
+ * the recorder's ring through the native stamp's own tt_oprec_start/_end
+ * (function pointers handed over by tempotrace_sdk/torch/wrappers.py, so the
+ * reading is the one the cffi module makes) and calls torch.
+ *
+ * It holds the GIL throughout, so each change of a slot's state is atomic to
+ * Python, and it takes the recorder's _slot_lock where Recorder.begin and
+ * end do: the two paths share one ring and one set of rules. Every case it
+ * does not know goes to the Python wrapper (`slow`) before anything is
+ * taken; a reading it cannot make goes to the recorder's own Python words
+ * (Recorder._start_words / _end_words); a record it cannot make at all goes
+ * to the rest of the Python body (`tail`) with the seq already taken.
+ * Nothing here raises into the program but torch's own exceptions.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef int (*oprec_start_fn)(const void *clock, int64_t *lamport, char *rec, int64_t number, int64_t facts,
+			      int64_t seq, int64_t nbytes, int64_t root);
+typedef int (*oprec_end_fn)(const void *clock, int64_t *lamport, char *rec, int64_t completion);
+
+/* A slot's state octet, as tempotrace_sdk/torch/recorder.py names them. */
+enum { EMPTY = 0, OPEN = 1, ENDED = 2, WRITING = 3, ENDING = 4, DUMPED = 5 };
+/* A record: 64 octets of start, 32 of end (recorder.py RECORD_BYTES). */
+enum { START_BYTES = 64, RECORD_BYTES = 96 };
+
+/* What configure() was given, and the native target last resolved. */
+static struct {
+	PyObject *settings;    /* wrappers.settings */
+	PyObject *inside;      /* the re-entrancy ContextVar */
+	PyObject *owed_due;    /* carriage.owed.due */
+	PyObject *get_state;   /* otel.context.get_state */
+	PyObject *get_current; /* opentelemetry.context.get_current */
+	PyObject *context_var; /* the ContextVar get_current() reads, or None: then get_current() is called */
+	PyObject *recorder;    /* recorder.recorder */
+	PyObject *error_span;  /* opspans.error_span(number, err) */
+	PyObject *release;     /* opspans.release() */
+	PyObject *count;       /* counts.count(name) */
+	PyObject *tail;        /* wrappers.traced(spec, reader, original, info, seq, asynchronous, args, kwargs) */
+	PyObject *world;       /* c10d._world (its default_pg: the group None means) */
+	PyObject *target;      /* (stamp, mapping) -> (cmap address, counter address, keep) or None */
+	PyObject *tensor_type, *parameter_type;
+	PyObject *groups;      /* weakref(process group) -> (info, seq iterator, group index) */
+	long long release_at;
+	oprec_start_fn start;
+	oprec_end_fn end;
+	/* The native target last resolved: the stamp and mapping it is for, what keeps them alive. */
+	PyObject *t_stamp, *t_mapping, *t_keep;
+	const void *t_cmap;
+	int64_t *t_cell;
+	unsigned long long fast, slow;
+} g;
+
+static PyObject *s_active, *s_sdk_spans, *s_carriage, *s_retain, *s_clock, *s_stamp, *s_raw_mapping, *s_slot_lock,
+	*s_acquire, *s_release, *s_numbers, *s_mask, *s_state, *s_buffer, *s_parents, *s_issued, *s_ended,
+	*s_overwriting, *s_lamport, *s_saturate, *s_default_pg, *s_nbytes, *s_is_cpu, *s_op_attr, *s_start_words,
+	*s_end_words, *s_trace_failed, *s_overwritten, *s_ring_overwritten;
+
+static int64_t le64(const char *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | (unsigned char)p[i];
+	return (int64_t)v;
+}
+
+/* An interrupt (KeyboardInterrupt, SystemExit: not an Exception) met while tracing, held until the call
+ * returns, as the Python wrapper lets one out; any other error is tracing's and is dropped. */
+typedef struct {
+	PyObject *type, *value, *tb;
+} Held;
+
+static void swallow(Held *h)
+{
+	if (!PyErr_Occurred())
+		return;
+	if (PyErr_ExceptionMatches(PyExc_Exception) || h->type != NULL) {
+		PyErr_Clear();
+		return;
+	}
+	PyErr_Fetch(&h->type, &h->value, &h->tb);
+}
+
+/* An attribute as int64; -1 with an error set when it is not one. */
+static int attr_i64(PyObject *obj, PyObject *name, long long *out)
+{
+	PyObject *v = PyObject_GetAttr(obj, name);
+	if (v == NULL)
+		return -1;
+	*out = PyLong_AsLongLong(v);
+	Py_DECREF(v);
+	return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int call_lock(PyObject *lock, PyObject *method)
+{
+	PyObject *r = PyObject_CallMethodNoArgs(lock, method);
+	if (r == NULL)
+		return -1;
+	Py_DECREF(r);
+	return 0;
+}
+
+/* The type of one wrapped entry point. */
+typedef struct {
+	PyObject_HEAD
+	PyObject *original, *slow, *spec, *reader, *name;
+	PyObject *group_name, *group_default, *data_name, *data_default, *async_name, *async_default;
+	Py_ssize_t group_pos, data_pos, async_pos;
+	long long op_index;
+	int has_data, data_list, has_async;
+	PyObject *dict, *weaklist;
+	vectorcallfunc vectorcall;
+} HostOp;
+
+/* A call as vectorcall passes it: no tuple or dict is made for torch's function (they would be garbage the
+ * collector runs for). */
+typedef struct {
+	PyObject *const *argv;
+	size_t nargsf;
+	Py_ssize_t nargs;
+	PyObject *kwnames; /* NULL or a tuple of the keyword names, their values after the positional ones */
+} Call;
+
+/* The argument ``name`` as Reader.get reads it (keyword, else position, else default): borrowed. */
+static PyObject *arg_of(const Call *c, Py_ssize_t pos, PyObject *name, PyObject *deflt)
+{
+	if (c->kwnames != NULL && name != NULL) {
+		Py_ssize_t n = PyTuple_GET_SIZE(c->kwnames);
+		for (Py_ssize_t i = 0; i < n; i++) { /* keyword names are interned: identity first */
+			PyObject *k = PyTuple_GET_ITEM(c->kwnames, i);
+			if (k == name || PyUnicode_Compare(k, name) == 0)
+				return c->argv[c->nargs + i];
+		}
+		if (PyErr_Occurred())
+			return NULL;
+	}
+	if (pos >= 0 && pos < c->nargs)
+		return c->argv[pos];
+	return deflt;
+}
+
+/* 1 when t is a plain CPU tensor, adding its bytes to *nbytes; 0 when the fast path does not take it. */
+static int cpu_tensor_bytes(PyObject *t, int check_device, long long *nbytes)
+{
+	if (Py_TYPE(t) != (PyTypeObject *)g.tensor_type && Py_TYPE(t) != (PyTypeObject *)g.parameter_type)
+		return 0;
+	if (check_device) {
+		PyObject *cpu = PyObject_GetAttr(t, s_is_cpu);
+		if (cpu == NULL)
+			return -1;
+		int is_cpu = cpu == Py_True;
+		Py_DECREF(cpu);
+		if (!is_cpu)
+			return 0;
+	}
+	long long n;
+	if (attr_i64(t, s_nbytes, &n) < 0)
+		return -1;
+	*nbytes += n;
+	return 1;
+}
+
+/* The op's bytes (-1: no data argument), as wrappers.op_facts counts them: 1; 0 not taken; -1 error. */
+static int data_bytes(HostOp *self, const Call *c, long long *nbytes)
+{
+	*nbytes = -1;
+	if (!self->has_data)
+		return 1;
+	PyObject *data = arg_of(c, self->data_pos, self->data_name, self->data_default);
+	if (data == NULL)
+		return PyErr_Occurred() ? -1 : 0;
+	*nbytes = 0;
+	if (!self->data_list)
+		return cpu_tensor_bytes(data, 1, nbytes);
+	if (!PyList_CheckExact(data) && !PyTuple_CheckExact(data))
+		return 0;
+	/* (a tensor's attributes may run Python, under a TorchFunctionMode: the size is read again each time) */
+	for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(data); i++) {
+		PyObject *t = Py_NewRef(PySequence_Fast_GET_ITEM(data, i));
+		int rc = cpu_tensor_bytes(t, i == 0, nbytes);
+		Py_DECREF(t);
+		if (rc <= 0)
+			return rc;
+	}
+	return 1;
+}
+
+/* The group's entry (borrowed) when it is one the Python body registered; NULL (no error) when not. */
+static PyObject *group_entry(HostOp *self, const Call *c)
+{
+	PyObject *group = arg_of(c, self->group_pos, self->group_name, self->group_default);
+	if (group == NULL)
+		return NULL;
+	PyObject *pg = group == Py_None ? PyObject_GetAttr(g.world, s_default_pg) : (Py_INCREF(group), group);
+	if (pg == NULL)
+		return NULL;
+	PyObject *entry = NULL;
+	if (pg != Py_None) {
+		PyObject *key = PyWeakref_NewRef(pg, NULL);
+		if (key != NULL) {
+			entry = PyDict_GetItemWithError(g.groups, key);
+			Py_DECREF(key);
+		}
+	}
+	Py_DECREF(pg);
+	return entry;
+}
+
+/* Where a record's reading is written from: the mapping's struct tt_clock_map (NULL: a clock without a
+ * mapping, read the Python way), the Lamport counter, and what keeps both alive (a new reference). */
+typedef struct {
+	const void *cmap;
+	int64_t *cell;
+	PyObject *keep;
+} Target;
+
+/* The current clock and stamp and the native target for them. 1 found (new references in *clock, *stamp and
+ * t->keep); 0 the fast path does not apply (no clock yet, a stamp in Python); -1 error. On 0 and -1 all three
+ * are NULL. */
+static int resolve(PyObject **clock, PyObject **stamp, Target *t)
+{
+	PyObject *mapping = NULL;
+	int rc = -1;
+	*clock = *stamp = NULL;
+	t->keep = NULL;
+	PyObject *state = PyObject_CallNoArgs(g.get_state);
+	if (state == NULL)
+		return -1;
+	*clock = PyObject_GetAttr(state, s_clock);
+	*stamp = *clock != NULL ? PyObject_GetAttr(state, s_stamp) : NULL;
+	Py_DECREF(state);
+	if (*stamp == NULL)
+		goto out;
+	rc = 0;
+	if (*clock == Py_None)
+		goto out;
+	mapping = PyObject_GetAttr(*clock, s_raw_mapping);
+	if (mapping == NULL) {
+		if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+			rc = -1;
+			goto out;
+		}
+		PyErr_Clear();
+		mapping = Py_NewRef(Py_None);
+	}
+	if (*stamp != g.t_stamp || mapping != g.t_mapping) {
+		PyObject *found = PyObject_CallFunctionObjArgs(g.target, *stamp, mapping, NULL);
+		unsigned long long cmap, cell;
+		PyObject *keep;
+		if (found == NULL || found == Py_None || !PyArg_ParseTuple(found, "KKO", &cmap, &cell, &keep)) {
+			rc = found == Py_None ? 0 : -1;
+			Py_XDECREF(found);
+			goto out;
+		}
+		Py_XSETREF(g.t_keep, Py_NewRef(keep));
+		Py_DECREF(found);
+		Py_XSETREF(g.t_stamp, Py_NewRef(*stamp));
+		Py_XSETREF(g.t_mapping, Py_NewRef(mapping));
+		g.t_cmap = (const void *)(uintptr_t)cmap;
+		g.t_cell = (int64_t *)(uintptr_t)cell;
+	}
+	/* this call's own copy: another thread may replace the cache while Python runs before the write */
+	t->cmap = g.t_cmap;
+	t->cell = g.t_cell;
+	t->keep = Py_NewRef(g.t_keep);
+	rc = 1;
+out:
+	Py_XDECREF(mapping);
+	if (rc != 1) {
+		Py_CLEAR(*clock);
+		Py_CLEAR(*stamp);
+	}
+	return rc;
+}
+
+static void saturated(PyObject *stamp, Held *h)
+{
+	PyObject *lamport = PyObject_GetAttr(stamp, s_lamport);
+	PyObject *r = lamport != NULL ? PyObject_CallMethodNoArgs(lamport, s_saturate) : NULL;
+	Py_XDECREF(r);
+	Py_XDECREF(lamport);
+	swallow(h);
+}
+
+/* The ring's current objects (new references), read once per begin or end as Recorder.begin reads them. */
+typedef struct {
+	PyObject *states, *buffer, *lock;
+	long long mask;
+} Ring;
+
+static int ring_of(Ring *r)
+{
+	r->states = PyObject_GetAttr(g.recorder, s_state);
+	r->buffer = r->states != NULL ? PyObject_GetAttr(g.recorder, s_buffer) : NULL;
+	r->lock = r->buffer != NULL ? PyObject_GetAttr(g.recorder, s_slot_lock) : NULL;
+	if (r->lock == NULL || attr_i64(g.recorder, s_mask, &r->mask) < 0 || !PyByteArray_CheckExact(r->states) ||
+	    !PyByteArray_CheckExact(r->buffer)) {
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_TypeError, "tempotrace: the recorder's ring is not bytearrays");
+		Py_XDECREF(r->states);
+		Py_XDECREF(r->buffer);
+		Py_XDECREF(r->lock);
+		return -1;
+	}
+	return 0;
+}
+
+static void ring_done(Ring *r)
+{
+	Py_DECREF(r->states);
+	Py_DECREF(r->buffer);
+	Py_DECREF(r->lock);
+}
+
+/* Recorder._overwriting(held, 1) for an op never exported, without its Python frame. */
+static void overwritten(Held *h)
+{
+	long long n;
+	if (attr_i64(g.recorder, s_overwritten, &n) == 0) {
+		PyObject *v = PyLong_FromLongLong(n + 1);
+		if (v != NULL)
+			PyObject_SetAttr(g.recorder, s_overwritten, v);
+		Py_XDECREF(v);
+	}
+	swallow(h);
+	PyObject *r = PyObject_CallOneArg(g.count, s_ring_overwritten);
+	Py_XDECREF(r);
+	swallow(h);
+}
+
+/* Under the lock: a slot this begin marked WRITING goes back to the op it held (Recorder._start_words). */
+static void give_back(Ring *r, Py_ssize_t slot, int held, Held *h)
+{
+	if (call_lock(r->lock, s_acquire) < 0) {
+		swallow(h);
+		return;
+	}
+	if (slot < PyByteArray_GET_SIZE(r->states) && PyByteArray_AS_STRING(r->states)[slot] == WRITING) {
+		PyByteArray_AS_STRING(r->states)[slot] = (char)held;
+		PyObject *c = PyObject_CallMethod(g.recorder, "_overwriting", "ii", held, -1);
+		Py_XDECREF(c);
+		swallow(h);
+	}
+	if (call_lock(r->lock, s_release) < 0)
+		swallow(h);
+}
+
+/* Recorder.begin: the op's number, -1 when no record was made (the tail then makes its span). */
+static long long begin(PyObject *clock, PyObject *stamp, const Target *t, long long facts, long long seq,
+		       long long nbytes, Held *h)
+{
+	Ring r;
+	long long number = -1, issued;
+	if (ring_of(&r) < 0) {
+		swallow(h);
+		return -1;
+	}
+	if (call_lock(r.lock, s_acquire) < 0) {
+		swallow(h);
+		goto out;
+	}
+	PyObject *numbers = PyObject_GetAttr(g.recorder, s_numbers);
+	PyObject *num = numbers != NULL ? PyIter_Next(numbers) : NULL;
+	Py_XDECREF(numbers);
+	if (num != NULL) {
+		number = PyLong_AsLongLong(num);
+		Py_DECREF(num);
+	}
+	swallow(h);
+	Py_ssize_t slot = (Py_ssize_t)(number & r.mask);
+	int held = EMPTY;
+	if (number < 0 || slot >= PyByteArray_GET_SIZE(r.states)) {
+		number = -1;
+	} else {
+		char *states = PyByteArray_AS_STRING(r.states);
+		held = (unsigned char)states[slot];
+		if (held == DUMPED) { /* an op a dump showed pending loses its end: counted apart, there */
+			PyObject *c = PyObject_CallMethod(g.recorder, "_overwriting", "ii", held, 1);
+			Py_XDECREF(c);
+			swallow(h);
+		} else if (held != EMPTY) { /* an op never exported (the ring's steady state under retain="ring") */
+			overwritten(h);
+		}
+		PyByteArray_AS_STRING(r.states)[slot] = WRITING;
+	}
+	if (call_lock(r.lock, s_release) < 0) {
+		swallow(h);
+		number = -1; /* (cannot happen: the lock is held) */
+		goto out;
+	}
+	if (number < 0)
+		goto out;
+	Py_ssize_t base = slot * RECORD_BYTES;
+	int rc = -EAGAIN;
+	if (t->cmap != NULL && base + RECORD_BYTES <= PyByteArray_GET_SIZE(r.buffer))
+		rc = g.start(t->cmap, t->cell, PyByteArray_AS_STRING(r.buffer) + base, number, facts, seq, nbytes, -1);
+	if (rc == 1)
+		saturated(stamp, h);
+	if (rc < 0) { /* no mapping, or the native read refused: the recorder's own reading (it gives the slot back) */
+		PyObject *ok = PyObject_CallMethod(g.recorder, "_start_words", "OOOnLLLLLni", clock, stamp, r.buffer,
+						   base, number, facts, seq, nbytes, (long long)-1, slot, held);
+		int wrote = ok != NULL && PyObject_IsTrue(ok) == 1;
+		Py_XDECREF(ok);
+		if (!wrote) {
+			if (ok == NULL) { /* the call itself failed: the slot is given back here */
+				swallow(h);
+				give_back(&r, slot, held, h);
+			}
+			swallow(h);
+			number = -1;
+			goto out;
+		}
+	}
+	/* the parent: the context the op began in (its span is looked up when the record becomes one) */
+	PyObject *parents = PyObject_GetAttr(g.recorder, s_parents);
+	if (parents != NULL && PyList_CheckExact(parents) && slot < PyList_GET_SIZE(parents)) {
+		PyObject *context = NULL;
+		if (g.context_var == Py_None)
+			context = PyObject_CallNoArgs(g.get_current);
+		else if (PyContextVar_Get(g.context_var, NULL, &context) < 0)
+			context = NULL;
+		if (context != NULL)
+			PyList_SetItem(parents, slot, context); /* (takes the reference) */
+	}
+	Py_XDECREF(parents);
+	swallow(h);
+	if (slot < PyByteArray_GET_SIZE(r.states))
+		PyByteArray_AS_STRING(r.states)[slot] = OPEN;
+	if (attr_i64(g.recorder, s_issued, &issued) == 0 && number >= issued) {
+		PyObject *v = PyLong_FromLongLong(number + 1);
+		if (v != NULL)
+			PyObject_SetAttr(g.recorder, s_issued, v);
+		Py_XDECREF(v);
+	}
+	swallow(h);
+out:
+	ring_done(&r);
+	return number;
+}
+
+/* Whether slot holds op number in one of the two states given. */
+static int holds(Ring *r, Py_ssize_t slot, long long number, int a, int b)
+{
+	Py_ssize_t base = slot * RECORD_BYTES;
+	if (slot >= PyByteArray_GET_SIZE(r->states) || base + RECORD_BYTES > PyByteArray_GET_SIZE(r->buffer))
+		return 0;
+	int s = (unsigned char)PyByteArray_AS_STRING(r->states)[slot];
+	return (s == a || s == b) && le64(PyByteArray_AS_STRING(r->buffer) + base) == number;
+}
+
+/* Recorder.end(number): 1 ended; 0 not (the ring moved on, the clock failed: as there). */
+static int end(long long number, Held *h)
+{
+	Ring r;
+	PyObject *clock = NULL, *stamp = NULL;
+	Target t = {NULL, NULL, NULL};
+	int ok = 0, taken = 0;
+	if (ring_of(&r) < 0) {
+		swallow(h);
+		return 0;
+	}
+	Py_ssize_t slot = (Py_ssize_t)(number & r.mask), base = slot * RECORD_BYTES;
+	if (call_lock(r.lock, s_acquire) < 0) {
+		swallow(h);
+		goto out;
+	}
+	if (holds(&r, slot, number, OPEN, DUMPED)) {
+		PyByteArray_AS_STRING(r.states)[slot] = ENDING;
+		taken = 1;
+	}
+	if (call_lock(r.lock, s_release) < 0 || !taken) {
+		swallow(h);
+		goto out;
+	}
+	int found = resolve(&clock, &stamp, &t);
+	swallow(h);
+	int rc = -EAGAIN;
+	if (found == 1 && t.cmap != NULL)
+		rc = g.end(t.cmap, t.cell, PyByteArray_AS_STRING(r.buffer) + base + START_BYTES, 1);
+	if (rc == 1)
+		saturated(stamp, h);
+	ok = rc >= 0;
+	if (!ok) { /* the recorder's own reading: it counts a failure */
+		PyObject *res = PyObject_CallMethod(g.recorder, "_end_words", "OOOni", found == 1 ? clock : Py_None,
+						    found == 1 ? stamp : Py_None, r.buffer, base + START_BYTES, 1);
+		ok = res != NULL && PyObject_IsTrue(res) == 1;
+		Py_XDECREF(res);
+		swallow(h);
+	}
+	if (call_lock(r.lock, s_acquire) < 0) { /* (cannot happen short of an interrupt: the slot stays ENDING) */
+		swallow(h);
+		ok = 0;
+		goto out;
+	}
+	if (!holds(&r, slot, number, ENDING, ENDING))
+		ok = 0; /* a begin took the slot meanwhile (a ring smaller than the ops in flight) */
+	else
+		PyByteArray_AS_STRING(r.states)[slot] = ok ? ENDED : EMPTY;
+	if (call_lock(r.lock, s_release) < 0)
+		swallow(h);
+	if (ok) {
+		long long ended;
+		if (attr_i64(g.recorder, s_ended, &ended) == 0) {
+			PyObject *v = PyLong_FromLongLong(ended + 1);
+			if (v != NULL)
+				PyObject_SetAttr(g.recorder, s_ended, v);
+			Py_XDECREF(v);
+		}
+		swallow(h);
+	}
+out:
+	Py_XDECREF(clock);
+	Py_XDECREF(stamp);
+	Py_XDECREF(t.keep);
+	ring_done(&r);
+	return ok;
+}
+
+/* An attribute of settings compared: 1 true (truthy, or equal to the ASCII text), 0 not, -1 error. */
+static int setting(PyObject *name, const char *text)
+{
+	PyObject *v = PyObject_GetAttr(g.settings, name);
+	if (v == NULL)
+		return -1;
+	int r = text == NULL ? PyObject_IsTrue(v) : (PyUnicode_Check(v) && PyUnicode_CompareWithASCIIString(v, text) == 0);
+	Py_DECREF(v);
+	return r;
+}
+
+/* The fast path's preconditions; 1: take it, with *entry, the bytes, *clock, *stamp and t->keep (new
+ * references); 0 or -1 (an error set): not taken, nothing held. */
+static int fast_case(HostOp *self, const Call *c, PyObject **entry, long long *nbytes, PyObject **clock,
+		     PyObject **stamp, Target *t)
+{
+	if (g.settings == NULL)
+		return 0;
+	int rc = setting(s_active, NULL);
+	if (rc != 1)
+		return rc;
+	if ((rc = setting(s_sdk_spans, NULL)) != 0 || (rc = setting(s_carriage, "op")) != 0)
+		return rc < 0 ? -1 : 0;
+	PyObject *due = PyObject_CallNoArgs(g.owed_due); /* an owed exchange goes first: the Python body pays it */
+	int is_due = due == NULL ? -1 : PyObject_IsTrue(due);
+	Py_XDECREF(due);
+	if (is_due != 0)
+		return is_due < 0 ? -1 : 0;
+	PyObject *in;
+	if (PyContextVar_Get(g.inside, NULL, &in) < 0)
+		return -1;
+	int nested = in == NULL || in != Py_False;
+	Py_XDECREF(in);
+	if (nested)
+		return 0;
+	if (self->has_async) {
+		PyObject *a = arg_of(c, self->async_pos, self->async_name, self->async_default);
+		if (a == NULL)
+			return PyErr_Occurred() ? -1 : 0;
+		int asynchronous = PyObject_IsTrue(a);
+		if (asynchronous != 0)
+			return asynchronous < 0 ? -1 : 0;
+	}
+	PyObject *found = group_entry(self, c);
+	if (found == NULL)
+		return PyErr_Occurred() ? -1 : 0;
+	if (!PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) != 3)
+		return 0;
+	Py_INCREF(found); /* held before any Python runs (a tensor's attributes, the target) */
+	rc = data_bytes(self, c, nbytes);
+	if (rc == 1)
+		rc = resolve(clock, stamp, t);
+	if (rc == 1)
+		*entry = found;
+	else
+		Py_DECREF(found);
+	return rc;
+}
+
+/* The rest of the Python body (wrappers._tail), given the call as a tuple and a dict (a rare case). */
+static PyObject *call_tail(HostOp *self, const Call *c, PyObject *info, PyObject *seq)
+{
+	PyObject *args = PyTuple_New(c->nargs), *kwargs = PyDict_New(), *result = NULL;
+	if (args == NULL || kwargs == NULL)
+		goto out;
+	for (Py_ssize_t i = 0; i < c->nargs; i++)
+		PyTuple_SET_ITEM(args, i, Py_NewRef(c->argv[i]));
+	Py_ssize_t nk = c->kwnames != NULL ? PyTuple_GET_SIZE(c->kwnames) : 0;
+	for (Py_ssize_t i = 0; i < nk; i++)
+		if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(c->kwnames, i), c->argv[c->nargs + i]) < 0)
+			goto out;
+	result = PyObject_CallFunctionObjArgs(g.tail, self->spec, self->reader, self->original, info, seq, Py_False,
+					      args, kwargs, NULL);
+out:
+	Py_XDECREF(args);
+	Py_XDECREF(kwargs);
+	return result;
+}
+
+/* The call's result, unless an interrupt was held: then that, as the Python wrapper would have let it out. */
+static PyObject *returned(PyObject *result, Held *h)
+{
+	if (h->type == NULL)
+		return result;
+	Py_XDECREF(result);
+	PyErr_Restore(h->type, h->value, h->tb);
+	return NULL;
+}
+
+static PyObject *hostop_call(HostOp *self, const Call *c)
+{
+	PyObject *entry = NULL, *clock = NULL, *stamp = NULL;
+	Target t = {NULL, NULL, NULL};
+	Held h = {NULL, NULL, NULL};
+	long long nbytes = -1;
+	int rc = fast_case(self, c, &entry, &nbytes, &clock, &stamp, &t);
+	if (rc != 1) {
+		swallow(&h); /* nothing was taken: the Python wrapper decides, as it would have */
+		if (h.type != NULL)
+			return returned(NULL, &h);
+		g.slow++;
+		return PyObject_Vectorcall(self->slow, c->argv, c->nargsf, c->kwnames);
+	}
+	g.fast++;
+	PyObject *info = Py_NewRef(PyTuple_GET_ITEM(entry, 0));
+	PyObject *seq_obj = PyIter_Next(PyTuple_GET_ITEM(entry, 1)); /* counted traced or not: equal on every rank */
+	long long seq = seq_obj != NULL ? PyLong_AsLongLong(seq_obj) : -1;
+	long long gi = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 2));
+	Py_DECREF(entry);
+	long long number = -1;
+	if (seq_obj == NULL || PyErr_Occurred()) { /* (no seq: cannot happen short of memory) the op runs untraced */
+		swallow(&h);
+		Py_XDECREF(seq_obj);
+		Py_DECREF(info);
+		Py_DECREF(clock);
+		Py_DECREF(stamp);
+		Py_DECREF(t.keep);
+		return returned(PyObject_Vectorcall(self->original, c->argv, c->nargsf, c->kwnames), &h);
+	}
+	number = begin(clock, stamp, &t, self->op_index | (gi << 16), seq, nbytes, &h);
+	Py_DECREF(clock);
+	Py_DECREF(stamp);
+	Py_DECREF(t.keep);
+	if (number < 0) { /* no record: the rest of the Python body makes the op's span, with this seq */
+		PyObject *result = h.type != NULL ? NULL : call_tail(self, c, info, seq_obj);
+		Py_DECREF(seq_obj);
+		Py_DECREF(info);
+		return returned(result, &h);
+	}
+	Py_DECREF(seq_obj);
+	Py_DECREF(info);
+	PyObject *token = PyContextVar_Set(g.inside, Py_True);
+	if (token == NULL) /* cannot happen short of memory: the op runs all the same, its record ends */
+		swallow(&h);
+	PyObject *result = PyObject_Vectorcall(self->original, c->argv, c->nargsf, c->kwnames);
+	if (result == NULL) { /* torch's exception, held while its span is made: no frame of ours in its traceback */
+		PyObject *type, *exc, *tb;
+		PyErr_Fetch(&type, &exc, &tb);
+		PyErr_NormalizeException(&type, &exc, &tb);
+		if (exc != NULL && tb != NULL)
+			PyException_SetTraceback(exc, tb);
+		if (exc != NULL) {
+			if (PyObject_SetAttr(exc, s_op_attr, self->name) < 0) /* marked: step() knows it came from torch */
+				PyErr_Clear();
+			PyObject *n = PyLong_FromLongLong(number); /* (inside still set, as in the Python wrapper) */
+			PyObject *r = n != NULL ? PyObject_CallFunctionObjArgs(g.error_span, n, exc, NULL) : NULL;
+			Py_XDECREF(r);
+			Py_XDECREF(n);
+			PyErr_Clear();
+		}
+		if (token != NULL) {
+			if (PyContextVar_Reset(g.inside, token) < 0)
+				PyErr_Clear();
+			Py_DECREF(token);
+		}
+		Py_XDECREF(h.type); /* torch's exception wins over one of ours */
+		Py_XDECREF(h.value);
+		Py_XDECREF(h.tb);
+		PyErr_Restore(type, exc, tb);
+		return NULL;
+	}
+	if (token != NULL) {
+		if (PyContextVar_Reset(g.inside, token) < 0)
+			swallow(&h);
+		Py_DECREF(token);
+	}
+	if (end(number, &h)) {
+		long long ended;
+		int export = setting(s_retain, "export");
+		swallow(&h);
+		if (export == 1 && attr_i64(g.recorder, s_ended, &ended) == 0 && ended >= g.release_at) {
+			PyObject *r = PyObject_CallNoArgs(g.release);
+			if (r == NULL && PyErr_ExceptionMatches(PyExc_Exception)) {
+				PyErr_Clear();
+				PyObject *k = PyObject_CallOneArg(g.count, s_trace_failed);
+				Py_XDECREF(k);
+			}
+			Py_XDECREF(r);
+		}
+		swallow(&h);
+	}
+	return returned(result, &h);
+}
+
+static PyObject *hostop_vectorcall(PyObject *callable, PyObject *const *argv, size_t nargsf, PyObject *kwnames)
+{
+	Call c = {argv, nargsf, PyVectorcall_NARGS(nargsf), kwnames != NULL && PyTuple_GET_SIZE(kwnames) ? kwnames : NULL};
+	return hostop_call((HostOp *)callable, &c);
+}
+
+static int hostop_init(HostOp *self, PyObject *args, PyObject *kwargs)
+{
+	static char *kw[] = {"original", "slow", "spec", "reader", "name", "op_index", "group", "data", "data_list",
+			     "async_op", NULL};
+	PyObject *original, *slow, *spec, *reader, *name, *group, *data, *async_op;
+	if (self->original != NULL) {
+		PyErr_SetString(PyExc_TypeError, "HostOp is initialised once");
+		return -1;
+	}
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOULOOpO", kw, &original, &slow, &spec, &reader, &name,
+					 &self->op_index, &group, &data, &self->data_list, &async_op))
+		return -1;
+	/* group, data, async_op: (position or -1, keyword name, default) or None for an argument the op lacks */
+	self->original = Py_NewRef(original);
+	self->slow = Py_NewRef(slow);
+	self->spec = Py_NewRef(spec);
+	self->reader = Py_NewRef(reader);
+	self->name = Py_NewRef(name);
+	struct {
+		PyObject *from;
+		Py_ssize_t *pos;
+		PyObject **name, **deflt;
+		int *has;
+	} where[] = {{group, &self->group_pos, &self->group_name, &self->group_default, NULL},
+		     {data, &self->data_pos, &self->data_name, &self->data_default, &self->has_data},
+		     {async_op, &self->async_pos, &self->async_name, &self->async_default, &self->has_async}};
+	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+		*where[i].pos = -1;
+		if (where[i].has != NULL)
+			*where[i].has = where[i].from != Py_None;
+		if (where[i].from == Py_None) {
+			if (where[i].has == NULL) {
+				PyErr_SetString(PyExc_ValueError, "group: a collective has a group argument");
+				return -1;
+			}
+			continue;
+		}
+		PyObject *name, *deflt;
+		if (!PyArg_ParseTuple(where[i].from, "nUO", where[i].pos, &name, &deflt))
+			return -1;
+		*where[i].name = Py_NewRef(name);
+		*where[i].deflt = Py_NewRef(deflt);
+	}
+	self->vectorcall = hostop_vectorcall;
+	return 0;
+}
+
+static int hostop_traverse(HostOp *self, visitproc visit, void *arg)
+{
+	Py_VISIT(self->original);
+	Py_VISIT(self->slow);
+	Py_VISIT(self->spec);
+	Py_VISIT(self->reader);
+	Py_VISIT(self->dict);
+	Py_VISIT(self->group_default);
+	Py_VISIT(self->data_default);
+	Py_VISIT(self->async_default);
+	return 0;
+}
+
+static int hostop_clear(HostOp *self)
+{
+	Py_CLEAR(self->original);
+	Py_CLEAR(self->slow);
+	Py_CLEAR(self->spec);
+	Py_CLEAR(self->reader);
+	Py_CLEAR(self->name);
+	Py_CLEAR(self->dict);
+	Py_CLEAR(self->group_name);
+	Py_CLEAR(self->group_default);
+	Py_CLEAR(self->data_name);
+	Py_CLEAR(self->data_default);
+	Py_CLEAR(self->async_name);
+	Py_CLEAR(self->async_default);
+	return 0;
+}
+
+static void hostop_dealloc(HostOp *self)
+{
+	PyObject_GC_UnTrack(self);
+	if (self->weaklist != NULL)
+		PyObject_ClearWeakRefs((PyObject *)self);
+	hostop_clear(self);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyGetSetDef hostop_getset[] = {{"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+				       {NULL}};
+
+static PyTypeObject HostOpType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tempotrace_sdk._opcall.HostOp",
+	.tp_basicsize = sizeof(HostOp),
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+	.tp_doc = "A traced blocking collective: the common case in C, every other case by the Python wrapper.",
+	.tp_new = PyType_GenericNew,
+	.tp_init = (initproc)hostop_init,
+	.tp_dealloc = (destructor)hostop_dealloc,
+	.tp_traverse = (traverseproc)hostop_traverse,
+	.tp_clear = (inquiry)hostop_clear,
+	.tp_call = PyVectorcall_Call,
+	.tp_vectorcall_offset = offsetof(HostOp, vectorcall),
+	.tp_dictoffset = offsetof(HostOp, dict),
+	.tp_weaklistoffset = offsetof(HostOp, weaklist),
+	.tp_getset = hostop_getset,
+};
+
+static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+	static char *kw[] = {"settings", "inside", "owed_due", "get_state", "get_current", "recorder", "error_span",
+			     "release", "count", "tail", "world", "target", "tensor_type", "parameter_type",
+			     "context_var", "release_at", "start", "end", NULL};
+	PyObject *o[15];
+	long long release_at;
+	unsigned long long start, end_fn;
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOOOOOLKK", kw, &o[0], &o[1], &o[2], &o[3], &o[4],
+					 &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &release_at,
+					 &start, &end_fn))
+		return NULL;
+	if (!PyType_Check(o[12]) || !PyType_Check(o[13]) || (o[14] != Py_None && !PyContextVar_CheckExact(o[14])) ||
+	    start == 0 || end_fn == 0) {
+		PyErr_SetString(PyExc_ValueError, "configure: tensor types must be types, start and end addresses");
+		return NULL;
+	}
+	PyObject **slots[] = {&g.settings, &g.inside,  &g.owed_due, &g.get_state, &g.get_current,
+			      &g.recorder, &g.error_span, &g.release, &g.count, &g.tail,
+			      &g.world,    &g.target,    &g.tensor_type, &g.parameter_type, &g.context_var};
+	for (int i = 0; i < 15; i++)
+		Py_XSETREF(*slots[i], Py_NewRef(o[i]));
+	g.release_at = release_at;
+	g.start = (oprec_start_fn)(uintptr_t)start;
+	g.end = (oprec_end_fn)(uintptr_t)end_fn;
+	Py_CLEAR(g.t_stamp);
+	Py_CLEAR(g.t_mapping);
+	Py_CLEAR(g.t_keep);
+	g.t_cmap = NULL;
+	g.t_cell = NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *register_group(PyObject *module, PyObject *args)
+{
+	PyObject *pg, *info, *seqs, *gi;
+	if (!PyArg_ParseTuple(args, "OOOO!", &pg, &info, &seqs, &PyLong_Type, &gi))
+		return NULL;
+	/* the groups destroyed since (dead keys: never found again) go now, with what they held */
+	PyObject *k, *v, *dead = PyList_New(0);
+	Py_ssize_t pos = 0;
+	if (dead == NULL)
+		return NULL;
+	while (PyDict_Next(g.groups, &pos, &k, &v))
+		if (PyWeakref_GetObject(k) == Py_None && PyList_Append(dead, k) < 0) {
+			Py_DECREF(dead);
+			return NULL;
+		}
+	for (Py_ssize_t i = 0; i < PyList_GET_SIZE(dead); i++)
+		if (PyDict_DelItem(g.groups, PyList_GET_ITEM(dead, i)) < 0)
+			PyErr_Clear();
+	Py_DECREF(dead);
+	PyObject *key = PyWeakref_NewRef(pg, NULL);
+	if (key == NULL)
+		return NULL;
+	PyObject *entry = PyTuple_Pack(3, info, seqs, gi);
+	int rc = entry != NULL ? PyDict_SetItem(g.groups, key, entry) : -1;
+	Py_DECREF(key);
+	Py_XDECREF(entry);
+	if (rc < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *forget_groups(PyObject *module, PyObject *unused)
+{
+	PyDict_Clear(g.groups);
+	Py_RETURN_NONE;
+}
+
+static PyObject *registered(PyObject *module, PyObject *pg)
+{
+	PyObject *key = PyWeakref_NewRef(pg, NULL);
+	if (key == NULL)
+		return NULL;
+	int rc = PyDict_Contains(g.groups, key);
+	Py_DECREF(key);
+	if (rc < 0)
+		return NULL;
+	return PyBool_FromLong(rc);
+}
+
+static PyObject *stats(PyObject *module, PyObject *unused)
+{
+	return Py_BuildValue("{sKsK}", "fast", g.fast, "slow", g.slow);
+}
+
+static PyMethodDef methods[] = {
+	{"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
+	 "Hand over what the fast path calls and reads (tempotrace_sdk/torch/wrappers.py native_wrapper)."},
+	{"register", register_group, METH_VARARGS,
+	 "register(pg, info, seq_iterator, group_index): a host group the fast path may take."},
+	{"forget_groups", forget_groups, METH_NOARGS, "Forget every registered group (uninstrument, fork)."},
+	{"registered", registered, METH_O, "Whether a process group is registered."},
+	{"stats", stats, METH_NOARGS, "Calls taken by the fast path and handed to the Python wrapper."},
+	{NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tempotrace_sdk._opcall",
+				     "A traced blocking host collective in C (spec/torch.md §1.4).", -1, methods};
+
+PyMODINIT_FUNC PyInit__opcall(void)
+{
+	struct {
+		PyObject **s;
+		const char *text;
+	} names[] = {{&s_active, "active"},
+		     {&s_sdk_spans, "sdk_spans"},
+		     {&s_carriage, "carriage"},
+		     {&s_retain, "retain"},
+		     {&s_clock, "_clock"},
+		     {&s_stamp, "stamp"},
+		     {&s_raw_mapping, "raw_mapping"},
+		     {&s_slot_lock, "_slot_lock"},
+		     {&s_acquire, "acquire"},
+		     {&s_release, "release"},
+		     {&s_numbers, "numbers"},
+		     {&s_mask, "mask"},
+		     {&s_state, "state"},
+		     {&s_buffer, "buffer"},
+		     {&s_parents, "parents"},
+		     {&s_issued, "issued"},
+		     {&s_ended, "ended"},
+		     {&s_overwriting, "_overwriting"},
+		     {&s_lamport, "lamport"},
+		     {&s_saturate, "_saturate"},
+		     {&s_default_pg, "default_pg"},
+		     {&s_nbytes, "nbytes"},
+		     {&s_is_cpu, "is_cpu"},
+		     {&s_op_attr, "_tempotrace_torch_op"},
+		     {&s_start_words, "_start_words"},
+		     {&s_end_words, "_end_words"},
+		     {&s_trace_failed, "trace_failed"},
+		     {&s_overwritten, "overwritten"},
+		     {&s_ring_overwritten, "ring_overwritten"}};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if ((*names[i].s = PyUnicode_InternFromString(names[i].text)) == NULL)
+			return NULL;
+	g.groups = PyDict_New();
+	if (g.groups == NULL || PyType_Ready(&HostOpType) < 0)
+		return NULL;
+	PyObject *m = PyModule_Create(&module);
+	if (m == NULL)
+		return NULL;
+	if (PyModule_AddObjectRef(m, "HostOp", (PyObject *)&HostOpType) < 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
+}

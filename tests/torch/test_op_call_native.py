@@ -1,0 +1,190 @@
+"""The C call of a traced blocking host collective (native/opcall, torch/wrappers.py ``native_wrapper``;
+spec/torch.md §1.4): it records what the Python wrapper records, makes the same spans, hands every case it does
+not take to the Python wrapper, and lets torch's exceptions out as they are."""
+
+from __future__ import annotations
+
+import itertools
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.distributed as dist  # noqa: E402
+
+from tempotrace_sdk import torch as tt  # noqa: E402
+from tempotrace_sdk.otel.context import get_state  # noqa: E402
+from tempotrace_sdk.otel.stamp import NativeStamp  # noqa: E402
+from tempotrace_sdk.torch import wrappers  # noqa: E402
+from tempotrace_sdk.torch.recorder import COMPLETIONS, OpRecord, recorder  # noqa: E402
+
+opcall = pytest.importorskip("tempotrace_sdk._opcall", reason="the C call is not built (not Linux, no compiler)")
+
+
+@pytest.fixture
+def native_stamp() -> None:
+    if not isinstance(get_state().stamp, NativeStamp):
+        pytest.skip("the native stamp is not loaded here (TEMPOTRACE_PUREPYTHON)")
+
+
+def _ops() -> list[tuple[str, Callable[[], Any]]]:
+    """Blocking collectives gloo runs on one rank, called positionally and by keyword."""
+    t = torch.ones(8)
+    out = torch.empty(8)
+    return [
+        ("all_reduce", lambda: dist.all_reduce(t)),
+        ("all_reduce", lambda: dist.all_reduce(tensor=t, op=dist.ReduceOp.SUM)),
+        ("all_gather", lambda: dist.all_gather([torch.empty(8)], t)),
+        ("all_gather_into_tensor", lambda: dist.all_gather_into_tensor(out, t)),
+        ("all_to_all_single", lambda: dist.all_to_all_single(out, t)),
+        ("barrier", lambda: dist.barrier()),
+        ("all_reduce", lambda: dist.all_reduce(t, group=dist.group.WORLD)),
+    ]
+
+
+def _run(native: bool, monkeypatch: pytest.MonkeyPatch, **options: Any) -> list[OpRecord]:
+    """The ops traced once (the Python wrapper: native=False), their records as the ring holds them."""
+    monkeypatch.setattr(wrappers, "NATIVE_CALL", native)
+    tt.instrument(carriage="none", retain="ring", **options)
+    try:
+        assert isinstance(dist.all_reduce, opcall.HostOp) == native
+        first = recorder.issued
+        for _, op in _ops():
+            op()
+        return [recorder.unpack(n & recorder.mask) for n in range(first, recorder.issued)]
+    finally:
+        tt.uninstrument()
+
+
+def _facts(record: OpRecord) -> tuple[Any, ...]:
+    return (record.op, record.group.key, record.nbytes, record.root, COMPLETIONS[record.completion],
+            record.start[2:4], record.end is not None and record.end[2:4])
+
+
+def test_the_c_call_records_what_the_python_wrapper_records(group: None, native_stamp: None,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    python = _run(False, monkeypatch)
+    before = opcall.stats()["fast"]
+    c = _run(True, monkeypatch)
+    # every op but a group's first (which registers the group, in Python) is taken by the C call
+    assert opcall.stats()["fast"] - before == len(_ops()) - 1
+    assert [_facts(r) for r in c] == [_facts(r) for r in python]
+    assert [r.seq - c[0].seq for r in c] == [r.seq - python[0].seq for r in python] == list(range(len(_ops())))
+    for record in c:  # each op's readings: an end after its start, the Lamport counter ticked at both
+        assert record.end is not None and record.end[0] >= record.start[0] and record.end[4] > record.start[4]
+    assert all(b.start[4] > a.end[4] for a, b in itertools.pairwise(c))  # type: ignore[index]
+
+
+def test_an_op_in_a_step_has_the_step_for_parent_either_way(group: None, native_stamp: None, exporter: Any,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    spans = {}
+    for native in (False, True):
+        monkeypatch.setattr(wrappers, "NATIVE_CALL", native)
+        tt.instrument(carriage="none")
+        t = torch.ones(4)
+        dist.all_reduce(t)  # the group's first op: registered
+        exporter.get_finished_spans()  # (its span made now)
+        exporter.clear()
+        with tt.step(10 + native):
+            dist.all_reduce(t)
+            dist.barrier()
+        tt.uninstrument()
+        finished = exporter.get_finished_spans()
+        step = next(s for s in finished if s.name == "torch.step")
+        ops = [s for s in finished if s.name.startswith("torch.") and s is not step]
+        assert [s.parent.span_id for s in ops] == [step.context.span_id] * 2  # type: ignore[union-attr]
+        spans[native] = [(s.name, {k: v for k, v in (s.attributes or {}).items()
+                                   if k not in ("tempotrace.stamps", "tempotrace.torch.seq", "tempotrace.torch.step")})
+                         for s in ops]
+    assert spans[True] == spans[False]
+
+
+def test_torchs_exception_leaves_the_c_call_as_torch_raised_it(group: None, native_stamp: None, exporter: Any,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wrappers, "NATIVE_CALL", True)
+    tt.instrument(carriage="none")
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    exporter.get_finished_spans()
+    exporter.clear()
+    fast = opcall.stats()["fast"]
+    with pytest.raises(Exception) as caught:
+        dist.all_reduce(t, op="not an op")  # torch refuses it, inside its own function
+    assert opcall.stats()["fast"] == fast + 1
+    assert getattr(caught.value, "_tempotrace_torch_op", None) == "all_reduce"  # step() knows it came from torch
+    frames = traceback.extract_tb(caught.value.__traceback__)
+    assert not [f for f in frames if "tempotrace_sdk" in f.filename]
+    errors = [s for s in exporter.get_finished_spans() if (s.attributes or {}).get("tempotrace.torch.completion")
+              == "error"]
+    assert [s.name for s in errors] == ["torch.all_reduce"]
+    dist.all_reduce(t)  # and the next op is traced as before
+    assert opcall.stats()["fast"] == fast + 2
+
+
+@pytest.mark.parametrize("case", ["async_op", "inside", "not a plain tensor", "sdk_spans"])
+def test_a_case_the_c_call_does_not_take_goes_to_the_python_wrapper(
+        case: str, group: None, native_stamp: None, exporter: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wrappers, "NATIVE_CALL", True)
+    tt.instrument(carriage="none", sdk_spans=case == "sdk_spans")
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    exporter.get_finished_spans()
+    exporter.clear()
+    stats = opcall.stats()
+    if case == "async_op":
+        dist.all_reduce(t, async_op=True).wait()
+    elif case == "inside":
+        token = wrappers.inside.set(True)  # inside another traced op of this thread: not traced again
+        try:
+            dist.all_reduce(t)
+        finally:
+            wrappers.inside.reset(token)
+    elif case == "not a plain tensor":
+        class Sub(torch.Tensor):
+            pass
+        dist.all_reduce(torch.ones(4).as_subclass(Sub))
+    else:
+        dist.all_reduce(t)
+    after = opcall.stats()
+    assert (after["fast"], after["slow"]) == (stats["fast"], stats["slow"] + 1)
+    names = [s.name for s in exporter.get_finished_spans()]
+    assert names == ([] if case == "inside" else ["torch.all_reduce"])
+
+
+def test_a_full_ring_counts_what_the_c_call_overwrote(group: None, native_stamp: None,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from tempotrace_sdk.torch.counts import carriage_counts
+
+    monkeypatch.setattr(wrappers, "NATIVE_CALL", True)
+    tt.instrument(carriage="none", retain="ring", ring_ops=8)
+    try:
+        t = torch.ones(4)
+        dist.all_reduce(t)
+        overwritten, counted = recorder.overwritten, carriage_counts().get("ring_overwritten", 0)
+        fast = opcall.stats()["fast"]
+        for _ in range(20):
+            dist.all_reduce(t)
+        assert opcall.stats()["fast"] == fast + 20
+        assert recorder.overwritten - overwritten == 21 - 8
+        assert carriage_counts().get("ring_overwritten", 0) - counted == 21 - 8
+    finally:
+        tt.uninstrument()
+
+
+def test_uninstrument_restores_torchs_function(group: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = dist.all_reduce
+    monkeypatch.setattr(wrappers, "NATIVE_CALL", True)
+    tt.instrument(carriage="none")
+    wrapped = dist.all_reduce
+    assert wrapped.__wrapped__ is original and wrapped.__name__ == "all_reduce"  # functools.wraps, as before
+    tt.uninstrument()
+    assert dist.all_reduce is original
+
+
+@pytest.fixture(autouse=True)
+def _no_instrumentation_left() -> Iterator[None]:
+    yield
+    tt.uninstrument()
