@@ -54,7 +54,7 @@ static struct {
 	PyObject *world;       /* c10d._world (its default_pg: the group None means) */
 	PyObject *target;      /* (stamp, mapping) -> (cmap address, counter address, keep) or None */
 	PyObject *tensor_type, *parameter_type;
-	PyObject *groups;      /* weakref(process group) -> (info, seq iterator, group index) */
+	PyObject *groups;      /* weakref(process group) -> (info, seq iterator, group index, rank, ranks) */
 	long long release_at;
 	oprec_start_fn start;
 	oprec_end_fn end;
@@ -120,9 +120,10 @@ typedef struct {
 	PyObject_HEAD
 	PyObject *original, *slow, *spec, *reader, *name;
 	PyObject *group_name, *group_default, *data_name, *data_default, *async_name, *async_default;
-	Py_ssize_t group_pos, data_pos, async_pos;
+	PyObject *root_name, *root_default, *group_root_name, *group_root_default;
+	Py_ssize_t group_pos, data_pos, async_pos, root_pos, group_root_pos;
 	long long op_index;
-	int has_data, data_list, has_async;
+	int has_data, data_list, has_async, has_root, has_group_root, root_data_only;
 	PyObject *dict, *weaklist;
 	vectorcallfunc vectorcall;
 } HostOp;
@@ -362,7 +363,7 @@ static void give_back(Ring *r, Py_ssize_t slot, int held, Held *h)
 
 /* Recorder.begin: the op's number, -1 when no record was made (the tail then makes its span). */
 static long long begin(PyObject *clock, PyObject *stamp, const Target *t, long long facts, long long seq,
-		       long long nbytes, Held *h)
+		       long long nbytes, long long root, Held *h)
 {
 	Ring r;
 	long long number = -1, issued;
@@ -408,12 +409,12 @@ static long long begin(PyObject *clock, PyObject *stamp, const Target *t, long l
 	Py_ssize_t base = slot * RECORD_BYTES;
 	int rc = -EAGAIN;
 	if (t->cmap != NULL && base + RECORD_BYTES <= PyByteArray_GET_SIZE(r.buffer))
-		rc = g.start(t->cmap, t->cell, PyByteArray_AS_STRING(r.buffer) + base, number, facts, seq, nbytes, -1);
+		rc = g.start(t->cmap, t->cell, PyByteArray_AS_STRING(r.buffer) + base, number, facts, seq, nbytes, root);
 	if (rc == 1)
 		saturated(stamp, h);
 	if (rc < 0) { /* no mapping, or the native read refused: the recorder's own reading (it gives the slot back) */
 		PyObject *ok = PyObject_CallMethod(g.recorder, "_start_words", "OOOnLLLLLni", clock, stamp, r.buffer,
-						   base, number, facts, seq, nbytes, (long long)-1, slot, held);
+						   base, number, facts, seq, nbytes, root, slot, held);
 		int wrote = ok != NULL && PyObject_IsTrue(ok) == 1;
 		Py_XDECREF(ok);
 		if (!wrote) {
@@ -542,10 +543,49 @@ static int setting(PyObject *name, const char *text)
 	return r;
 }
 
+/* An argument as a plain int (borrowed obj: an int or an int-like); 1 read, 0 not one the fast path takes. */
+static int as_int(PyObject *v, long long *out)
+{
+	if (!PyLong_Check(v))
+		return 0; /* (int(x) of anything else is the Python wrapper's to try) */
+	*out = PyLong_AsLongLong(v);
+	if (*out == -1 && PyErr_Occurred()) {
+		PyErr_Clear();
+		return 0;
+	}
+	return 1;
+}
+
+/* A rooted op's root as a global rank, as wrappers._root reads it (the global one, else the group's root
+ * turned into a global rank); *root -1 when neither is given. 1 read; 0 not taken; -1 error. */
+static int root_of(HostOp *self, const Call *c, PyObject *ranks, long long *root)
+{
+	*root = -1;
+	if (self->has_root) {
+		PyObject *v = arg_of(c, self->root_pos, self->root_name, self->root_default);
+		if (v == NULL)
+			return PyErr_Occurred() ? -1 : 0;
+		if (v != Py_None)
+			return as_int(v, root);
+	}
+	if (self->has_group_root) {
+		PyObject *v = arg_of(c, self->group_root_pos, self->group_root_name, self->group_root_default);
+		if (v == NULL)
+			return PyErr_Occurred() ? -1 : 0;
+		long long index;
+		if (v == Py_None)
+			return 1;
+		if (!as_int(v, &index) || index < 0 || index >= PyTuple_GET_SIZE(ranks))
+			return 0; /* (a negative or wrong group rank: the Python wrapper, and torch, say what it is) */
+		return as_int(PyTuple_GET_ITEM(ranks, index), root);
+	}
+	return 1;
+}
+
 /* The fast path's preconditions; 1: take it, with *entry, the bytes, *clock, *stamp and t->keep (new
  * references); 0 or -1 (an error set): not taken, nothing held. */
-static int fast_case(HostOp *self, const Call *c, PyObject **entry, long long *nbytes, PyObject **clock,
-		     PyObject **stamp, Target *t)
+static int fast_case(HostOp *self, const Call *c, PyObject **entry, long long *nbytes, long long *root,
+		     PyObject **clock, PyObject **stamp, Target *t)
 {
 	if (g.settings == NULL)
 		return 0;
@@ -577,10 +617,18 @@ static int fast_case(HostOp *self, const Call *c, PyObject **entry, long long *n
 	PyObject *found = group_entry(self, c);
 	if (found == NULL)
 		return PyErr_Occurred() ? -1 : 0;
-	if (!PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) != 3)
+	if (!PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) != 5 || !PyTuple_CheckExact(PyTuple_GET_ITEM(found, 4)))
 		return 0;
 	Py_INCREF(found); /* held before any Python runs (a tensor's attributes, the target) */
-	rc = data_bytes(self, c, nbytes);
+	long long rank;
+	rc = root_of(self, c, PyTuple_GET_ITEM(found, 4), root);
+	if (rc == 1 && !as_int(PyTuple_GET_ITEM(found, 3), &rank))
+		rc = 0;
+	if (rc == 1)
+		rc = data_bytes(self, c, nbytes);
+	/* wrappers.op_facts: only the root passes a scatter's data, so another rank's bytes are 0 */
+	if (rc == 1 && self->root_data_only && *root != rank)
+		*nbytes = 0;
 	if (rc == 1)
 		rc = resolve(clock, stamp, t);
 	if (rc == 1)
@@ -625,8 +673,8 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 	PyObject *entry = NULL, *clock = NULL, *stamp = NULL;
 	Target t = {NULL, NULL, NULL};
 	Held h = {NULL, NULL, NULL};
-	long long nbytes = -1;
-	int rc = fast_case(self, c, &entry, &nbytes, &clock, &stamp, &t);
+	long long nbytes = -1, root = -1;
+	int rc = fast_case(self, c, &entry, &nbytes, &root, &clock, &stamp, &t);
 	if (rc != 1) {
 		swallow(&h); /* nothing was taken: the Python wrapper decides, as it would have */
 		if (h.type != NULL)
@@ -650,7 +698,7 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 		Py_DECREF(t.keep);
 		return returned(PyObject_Vectorcall(self->original, c->argv, c->nargsf, c->kwnames), &h);
 	}
-	number = begin(clock, stamp, &t, self->op_index | (gi << 16), seq, nbytes, &h);
+	number = begin(clock, stamp, &t, self->op_index | (gi << 16), seq, nbytes, root, &h);
 	Py_DECREF(clock);
 	Py_DECREF(stamp);
 	Py_DECREF(t.keep);
@@ -724,14 +772,15 @@ static PyObject *hostop_vectorcall(PyObject *callable, PyObject *const *argv, si
 static int hostop_init(HostOp *self, PyObject *args, PyObject *kwargs)
 {
 	static char *kw[] = {"original", "slow", "spec", "reader", "name", "op_index", "group", "data", "data_list",
-			     "async_op", NULL};
-	PyObject *original, *slow, *spec, *reader, *name, *group, *data, *async_op;
+			     "async_op", "root", "group_root", "root_data_only", NULL};
+	PyObject *original, *slow, *spec, *reader, *name, *group, *data, *async_op, *root = Py_None, *group_root = Py_None;
 	if (self->original != NULL) {
 		PyErr_SetString(PyExc_TypeError, "HostOp is initialised once");
 		return -1;
 	}
-	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOULOOpO", kw, &original, &slow, &spec, &reader, &name,
-					 &self->op_index, &group, &data, &self->data_list, &async_op))
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOULOOpO|OOp", kw, &original, &slow, &spec, &reader, &name,
+					 &self->op_index, &group, &data, &self->data_list, &async_op, &root, &group_root,
+					 &self->root_data_only))
 		return -1;
 	/* group, data, async_op: (position or -1, keyword name, default) or None for an argument the op lacks */
 	self->original = Py_NewRef(original);
@@ -746,7 +795,10 @@ static int hostop_init(HostOp *self, PyObject *args, PyObject *kwargs)
 		int *has;
 	} where[] = {{group, &self->group_pos, &self->group_name, &self->group_default, NULL},
 		     {data, &self->data_pos, &self->data_name, &self->data_default, &self->has_data},
-		     {async_op, &self->async_pos, &self->async_name, &self->async_default, &self->has_async}};
+		     {async_op, &self->async_pos, &self->async_name, &self->async_default, &self->has_async},
+		     {root, &self->root_pos, &self->root_name, &self->root_default, &self->has_root},
+		     {group_root, &self->group_root_pos, &self->group_root_name, &self->group_root_default,
+		      &self->has_group_root}};
 	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
 		*where[i].pos = -1;
 		if (where[i].has != NULL)
@@ -778,6 +830,8 @@ static int hostop_traverse(HostOp *self, visitproc visit, void *arg)
 	Py_VISIT(self->group_default);
 	Py_VISIT(self->data_default);
 	Py_VISIT(self->async_default);
+	Py_VISIT(self->root_default);
+	Py_VISIT(self->group_root_default);
 	return 0;
 }
 
@@ -795,6 +849,10 @@ static int hostop_clear(HostOp *self)
 	Py_CLEAR(self->data_default);
 	Py_CLEAR(self->async_name);
 	Py_CLEAR(self->async_default);
+	Py_CLEAR(self->root_name);
+	Py_CLEAR(self->root_default);
+	Py_CLEAR(self->group_root_name);
+	Py_CLEAR(self->group_root_default);
 	return 0;
 }
 
@@ -862,8 +920,9 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs)
 
 static PyObject *register_group(PyObject *module, PyObject *args)
 {
-	PyObject *pg, *info, *seqs, *gi;
-	if (!PyArg_ParseTuple(args, "OOOO!", &pg, &info, &seqs, &PyLong_Type, &gi))
+	PyObject *pg, *info, *seqs, *gi, *rank, *ranks;
+	if (!PyArg_ParseTuple(args, "OOOO!O!O!", &pg, &info, &seqs, &PyLong_Type, &gi, &PyLong_Type, &rank, &PyTuple_Type,
+			      &ranks))
 		return NULL;
 	/* the groups destroyed since (dead keys: never found again) go now, with what they held */
 	PyObject *k, *v, *dead = PyList_New(0);
@@ -882,7 +941,7 @@ static PyObject *register_group(PyObject *module, PyObject *args)
 	PyObject *key = PyWeakref_NewRef(pg, NULL);
 	if (key == NULL)
 		return NULL;
-	PyObject *entry = PyTuple_Pack(3, info, seqs, gi);
+	PyObject *entry = PyTuple_Pack(5, info, seqs, gi, rank, ranks);
 	int rc = entry != NULL ? PyDict_SetItem(g.groups, key, entry) : -1;
 	Py_DECREF(key);
 	Py_XDECREF(entry);
@@ -918,7 +977,7 @@ static PyMethodDef methods[] = {
 	{"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
 	 "Hand over what the fast path calls and reads (tempotrace_sdk/torch/wrappers.py native_wrapper)."},
 	{"register", register_group, METH_VARARGS,
-	 "register(pg, info, seq_iterator, group_index): a host group the fast path may take."},
+	 "register(pg, info, seq_iterator, group_index, rank, ranks): a host group the fast path may take."},
 	{"forget_groups", forget_groups, METH_NOARGS, "Forget every registered group (uninstrument, fork)."},
 	{"registered", registered, METH_O, "Whether a process group is registered."},
 	{"stats", stats, METH_NOARGS, "Calls taken by the fast path and handed to the Python wrapper."},

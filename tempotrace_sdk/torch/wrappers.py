@@ -351,15 +351,19 @@ _configured = False
 def native_wrapper(spec: OpSpec, original: Callable[..., Any], slow: Callable[..., Any],
                    reader: Reader) -> Callable[..., Any] | None:
     """The C call wrapping ``original`` (``slow``: the Python wrapper, for every case it does not take), or None
-    when there is none: the op is not a blocking-capable, unrooted collective, or the module is not built or not
-    wanted (``TEMPOTRACE_PUREPYTHON``)."""
-    if (_opcall is None or not NATIVE_CALL or spec.kind is not Kind.COLLECTIVE or spec.root is not None
-            or spec.objects or spec.asynchronous == "always" or not _configure()):
+    when there is none: the op is not a collective that can block, or the module is not built or not wanted
+    (``TEMPOTRACE_PUREPYTHON``)."""
+    if (_opcall is None or not NATIVE_CALL or spec.kind is not Kind.COLLECTIVE or spec.objects
+            or spec.asynchronous == "always" or not _configure()):
         return None
+
+    def where(name: str | None) -> tuple[int, str, Any] | None:
+        return None if name is None else reader.where(name)
+
     fast = _opcall.HostOp(
-        original, slow, spec, reader, spec.name, SPEC_INDEX[spec.name], reader.where("group"),
-        reader.where(spec.data) if spec.data is not None else None, spec.data_list,
-        reader.where("async_op") if spec.asynchronous == "async_op" else None)
+        original, slow, spec, reader, spec.name, SPEC_INDEX[spec.name], where("group"), where(spec.data),
+        spec.data_list, where("async_op") if spec.asynchronous == "async_op" else None, where(spec.root),
+        where(spec.group_root), spec.root_data_only)
     return fast  # type: ignore[no-any-return]
 
 
@@ -397,7 +401,7 @@ def _register(info: GroupInfo) -> None:
     try:
         pg = info.pg
         if pg is not None:
-            _opcall.register(pg, info, info.coll_seq, recorder.group_index(info))
+            _opcall.register(pg, info, info.coll_seq, recorder.group_index(info), info.rank, tuple(info.ranks))
             info.native_registered = True
     except Exception:  # a group the C call cannot key: its ops stay with the Python wrapper
         _log.debug("tempotrace.torch: group %s not handed to the C call", info.key, exc_info=True)

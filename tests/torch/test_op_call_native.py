@@ -31,7 +31,7 @@ def native_stamp() -> None:
 
 
 def _ops() -> list[tuple[str, Callable[[], Any]]]:
-    """Blocking collectives gloo runs on one rank, called positionally and by keyword."""
+    """Blocking collectives gloo runs on one rank, called positionally and by keyword, rooted and not."""
     t = torch.ones(8)
     out = torch.empty(8)
     return [
@@ -42,6 +42,11 @@ def _ops() -> list[tuple[str, Callable[[], Any]]]:
         ("all_to_all_single", lambda: dist.all_to_all_single(out, t)),
         ("barrier", lambda: dist.barrier()),
         ("all_reduce", lambda: dist.all_reduce(t, group=dist.group.WORLD)),
+        ("broadcast", lambda: dist.broadcast(t, 0)),  # rooted: the root a global rank ...
+        ("broadcast", lambda: dist.broadcast(t, group_src=0)),  # ... or the group's
+        ("reduce", lambda: dist.reduce(t, dst=0)),
+        ("gather", lambda: dist.gather(t, gather_list=[torch.empty(8)], dst=0)),
+        ("scatter", lambda: dist.scatter(out, scatter_list=[t], src=0)),
     ]
 
 
