@@ -51,7 +51,8 @@ static struct {
 	PyObject *release;     /* opspans.release() */
 	PyObject *count;       /* counts.count(name) */
 	PyObject *tail;        /* wrappers.traced(spec, reader, original, info, seq, asynchronous, args, kwargs) */
-	PyObject *world;       /* c10d._world (its default_pg: the group None means) */
+	PyObject *world;       /* a weak reference to c10d._world (its default_pg: the group None means): torch's
+				  groups are not kept alive by us past the interpreter's end */
 	PyObject *target;      /* (stamp, mapping) -> (cmap address, counter address, keep) or None */
 	PyObject *tensor_type, *parameter_type;
 	PyObject *groups;      /* weakref(process group) -> (info, seq iterator, group index, rank, ranks) */
@@ -207,7 +208,10 @@ static PyObject *group_entry(HostOp *self, const Call *c)
 	PyObject *group = arg_of(c, self->group_pos, self->group_name, self->group_default);
 	if (group == NULL)
 		return NULL;
-	PyObject *pg = group == Py_None ? PyObject_GetAttr(g.world, s_default_pg) : (Py_INCREF(group), group);
+	PyObject *world = group == Py_None ? PyWeakref_GetObject(g.world) : NULL;
+	if (group == Py_None && (world == NULL || world == Py_None))
+		return NULL;
+	PyObject *pg = group == Py_None ? PyObject_GetAttr(world, s_default_pg) : (Py_INCREF(group), group);
 	if (pg == NULL)
 		return NULL;
 	PyObject *entry = NULL;
@@ -898,7 +902,7 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs)
 					 &start, &end_fn))
 		return NULL;
 	if (!PyType_Check(o[12]) || !PyType_Check(o[13]) || (o[14] != Py_None && !PyContextVar_CheckExact(o[14])) ||
-	    start == 0 || end_fn == 0) {
+	    !PyWeakref_CheckRef(o[10]) || start == 0 || end_fn == 0) {
 		PyErr_SetString(PyExc_ValueError, "configure: tensor types must be types, start and end addresses");
 		return NULL;
 	}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -388,9 +389,9 @@ def _configure() -> bool:
 
     _opcall.configure(
         settings=settings, inside=inside, owed_due=owed.due, get_state=get_state, get_current=get_current,
-        recorder=recorder, error_span=error_span, release=release, count=count, tail=_tail, world=c10d._world,
-        target=target, tensor_type=torch.Tensor, parameter_type=torch.nn.Parameter, context_var=context_var(),
-        release_at=RELEASE_AT,
+        recorder=recorder, error_span=error_span, release=release, count=count, tail=_tail,
+        world=weakref.ref(c10d._world), target=target, tensor_type=torch.Tensor, parameter_type=torch.nn.Parameter,
+        context_var=context_var(), release_at=RELEASE_AT,
         start=int(ffi.cast("uintptr_t", ffi.addressof(lib, "tt_oprec_start"))),
         end=int(ffi.cast("uintptr_t", ffi.addressof(lib, "tt_oprec_end"))))
     _configured = True
