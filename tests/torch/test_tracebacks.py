@@ -182,9 +182,11 @@ def test_a_failed_ddp_all_reduce_reads_as_it_does_untraced(tmp_path: Path) -> No
                 "TT_MODE": mode, "TEMPOTRACE_CLOCK": f"sim:ptp,seed={rank}", "TORCHELASTIC_RUN_ID": "job-tb"},
                 check=False)  # torchrun's run id: the first step needs no collective to agree on a job id
             runs[mode] = (codes, rank0_traceback(log(out, 0)))
-        # Untraced, gloo itself now and then aborts rank 0 (SIGABRT, -6) rather than raising when its peer
-        # dies (seen once in CI on a loaded 2-core machine): the reference is then not the reference. Again.
-        if runs["plain"][0] == [1, 7]:
+        # Traced or not, gloo itself now and then aborts rank 0 at exit (SIGABRT, -6: "terminate called
+        # without an active exception", its threads torn down after the peer died) rather than exiting with
+        # the error (seen in CI on a loaded 2-core machine, on either side): that run says nothing of tracing.
+        # Again; a difference tracing makes every time still fails below.
+        if -6 not in runs["plain"][0] + runs["traced"][0]:
             break
     (plain_codes, plain), (traced_codes, ours) = runs["plain"], runs["traced"]
     assert "Connection closed by peer" in plain and "tt-test: backward returned" not in plain
