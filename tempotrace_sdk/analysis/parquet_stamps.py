@@ -11,20 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..clocks._native import native
 from ..errors import StampsError
 from ..stamptext import decode as decode_stamps
 from . import parquet_layout as L
+from .stampsread import NativeStamps
 
 __all__ = ["QUALITY_NAMES", "SOURCE_NAMES", "StampsColumns", "stamps_row"]
 
 #: tt-ext numbers -> the names the attributes use (wire/layout.py ClockQuality, TsSource)
 QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
 SOURCE_NAMES = ("GTE", "SW_GCC", "CPU")
-_ABSENT_UNCERTAINTY, _ABSENT_QUALITY = 65535, 2
-#: what the C decoder is handed for a plain attribute present but out of its range: refused as Python refuses
-_OUT_OF_RANGE = 0xFFFFFFFF
-_SENDS_ROOM = 64
 
 
 def stamps_row(st: Any) -> dict[str, Any]:
@@ -53,15 +49,8 @@ class StampsColumns:
     """Decodes stamps texts into columns, reusing one set of C buffers (one per writer: not thread-safe)."""
 
     def __init__(self, use_native: bool = True) -> None:
-        bound = native() if use_native else None
-        self.native = bound is not None
-        if bound is not None:
-            self._lib, self._ffi = bound
-            self._slots = int(self._lib.TT_STAMPS_SLOTS)
-            self._out = self._ffi.new("int64_t[]", self._slots)
-            self._sketch = self._ffi.new("uint8_t[]", 32)
-            self._room = _SENDS_ROOM
-            self._sends = self._ffi.new("int64_t[]", 4 * self._room)
+        self.reader = NativeStamps() if use_native else None
+        self.native = self.reader is not None and self.reader.native
 
     def row(self, text: str, start: int, end: int, uncertainty: int | None, quality: int | None
             ) -> dict[str, Any] | None:
@@ -73,22 +62,11 @@ class StampsColumns:
                 return stamps_row(decode_stamps(text, start, end, uncertainty, quality))
             except StampsError:
                 return None
-        unc = _ABSENT_UNCERTAINTY if uncertainty is None else (
-            uncertainty if 0 <= uncertainty <= _ABSENT_UNCERTAINTY else _OUT_OF_RANGE)
-        qual = _ABSENT_QUALITY if quality is None else (quality if 0 <= quality <= _ABSENT_QUALITY else _OUT_OF_RANGE)
-        data = text.encode("utf-8", "surrogatepass")
-        lib, out = self._lib, self._out
-        status = lib.tt_stamps_read(data, len(data), start, end, unc, qual, out, self._sketch, self._sends, self._room)
-        if status == lib.TT_ST_MORE_ROOM:  # a text of many sends: room for all of them, and again
-            self._room = int(out[lib.TT_ST_SENDS])
-            self._sends = self._ffi.new("int64_t[]", 4 * self._room)
-            status = lib.tt_stamps_read(data, len(data), start, end, unc, qual, out, self._sketch, self._sends,
-                                        self._room)
-        if status == lib.TT_ST_NO_MEMORY:
-            raise MemoryError("the stamps decoder's room for a text of many sends")
-        if status != 0:
+        assert self.reader is not None
+        got = self.reader.slots(text, start, end, uncertainty, quality)
+        if got is None:
             return None
-        v = self._ffi.unpack(out, self._slots)
+        v, sketch, x = got
         row: dict[str, Any] = {
             L.STAMPS_SOURCE: SOURCE_NAMES[v[1]],
             L.STAMPS_START[0]: v[2], L.STAMPS_START[1]: v[3], L.STAMPS_START[2]: QUALITY_NAMES[v[4]],
@@ -103,11 +81,9 @@ class StampsColumns:
                         (r[4], v[16]), (r[5], v[17])))
             if v[18]:
                 row[L.STAMPS_RECV_LTS] = v[19]
-        if v[20]:
-            row[L.STAMPS_SKETCH] = self._ffi.buffer(self._sketch, 32)[:]
-        n = v[21]
-        if n:
-            x = self._ffi.unpack(self._sends, 4 * n)
+        if sketch is not None:
+            row[L.STAMPS_SKETCH] = sketch
+        if x:
             row[L.STAMPS_SENDS] = [{"lts": x[i], "ptp_ns": x[i + 1], "uncertainty_ns": x[i + 2],
-                                    "clk_quality": QUALITY_NAMES[x[i + 3]]} for i in range(0, 4 * n, 4)]
+                                    "clk_quality": QUALITY_NAMES[x[i + 3]]} for i in range(0, len(x), 4)]
         return row

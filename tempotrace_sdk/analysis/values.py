@@ -40,6 +40,7 @@ from .events import NO_STAMP, QUALITIES, DumpInfo, JobKey, Sends, SpanRecord, St
 from .groupkey import GROUP_KEY_PATTERN, MAX_GROUP, MAX_RANK, parse_key
 from .order import span_mask
 from .schema import BOOL, HEX, INT, INT64_MAX, INT_ARRAY, STRING, AttributeRuleError, Rule, Schema
+from .stampsread import Slots, thread_reader
 
 __all__ = [
     "COMPLETIONS", "EXPORT_DROPPED_SPANS", "EXPORT_WRITER_ID", "READ", "RESOURCE", "SPAN", "SPAN_RULES",
@@ -361,6 +362,22 @@ def torch_op(slots: list[Any]) -> TorchOp | None:
 _QUALITY_NUMBER = {name: i for i, name in enumerate(QUALITIES)}
 
 
+def _from_slots(got: Slots, span_id: str, parent_id: str,
+                degraded: bool) -> tuple[Stamp, Stamp | None, Stamp | None, int | None, Sends, int]:
+    """``_from_stamps`` from the C decoder's slots (stampsread.py: TT_STAMPS_SLOTS order)."""
+    v, written, x = got
+    start = Stamp(v[2], v[3], QUALITIES[v[4]], v[5], degraded)
+    end = Stamp(v[7], v[8], QUALITIES[v[9]], v[10], degraded) if v[6] else None
+    remote = Stamp(v[12], v[13], QUALITIES[v[14]], v[17]) if v[11] else None
+    recv = (v[19] if v[18] else None) if v[11] else None
+    sends = tuple((x[i], x[i + 1], x[i + 2]) for i in range(0, len(x), 4))
+    if written is not None:
+        sketch = int.from_bytes(written, "big")
+    else:
+        sketch = span_mask(span_id) | span_mask(parent_id) if parent_id else span_mask(span_id)
+    return start, end, remote, recv, sends, sketch
+
+
 def _from_stamps(text: str | SpanStamps, span_id: str, parent_id: str, otel_start_ns: int, otel_end_ns: int,
                  unc: int | None, qual: str | None,
                  degraded: bool) -> tuple[Stamp, Stamp | None, Stamp | None, int | None, Sends, int]:
@@ -371,8 +388,12 @@ def _from_stamps(text: str | SpanStamps, span_id: str, parent_id: str, otel_star
     if isinstance(text, SpanStamps):
         st = text
     else:
+        quality = None if qual is None else _QUALITY_NUMBER[qual]
+        got = thread_reader().slots(text, otel_start_ns, otel_end_ns, unc, quality)
+        if got is not None:  # the C decoder (the same values; what a refused text breaks is told below)
+            return _from_slots(got, span_id, parent_id, degraded)
         try:
-            st = decode_stamps(text, otel_start_ns, otel_end_ns, unc, None if qual is None else _QUALITY_NUMBER[qual])
+            st = decode_stamps(text, otel_start_ns, otel_end_ns, unc, quality)
         except StampsError as err:
             raise AttributeRuleError(S.STAMPS, err.rule + f" (token {err.token!r})", text) from None
     s = st.start

@@ -91,3 +91,31 @@ def test_mutated_texts_read_alike(case: tuple[Any, ...], at: int, insert: str, c
     mutated = text[:at] + insert + text[at + cut:]
     c, python = _both(mutated, *case[2:])
     assert c == python, mutated
+
+
+def test_the_analysis_reads_every_vector_alike_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analysis's span reader (values._from_stamps) decodes in C where it can; on every vector it gives the
+    readings, Lamport values, sends and sketch the Python decoder gives, and refuses the same texts."""
+    from tempotrace_sdk.analysis import values
+    from tempotrace_sdk.analysis.stampsread import NativeStamps
+    from tempotrace_sdk.analysis.values import AttributeRuleError
+
+    names = {v: k for k, v in QUALITY.items()}
+
+    def read(case: tuple[Any, ...]) -> Any:
+        _, text, start, end, unc, qual = case
+        if qual == -1:  # not a quality name: the rules refuse it before the text is read
+            return "not read"
+        try:
+            return values._from_stamps(text, "00f067aa0ba902b7", "53995c3f42cd8ad8", start, end, unc,
+                                       None if qual is None else names[qual], False)
+        except AttributeRuleError as err:
+            return err.rule.split(" (token")[0]
+
+    cases = [case for case in CASES if len(case[1]) < 10_000]
+    native_reads = [read(case) for case in cases]
+    python = NativeStamps()
+    python.native = False
+    monkeypatch.setattr(values, "thread_reader", lambda: python)
+    assert [read(case) for case in cases] == native_reads
+    assert sum(isinstance(r, tuple) for r in native_reads) > 40  # valid texts among them, and refused ones
