@@ -11,7 +11,9 @@ sides alternate round by round:
 - ``bare span``: the unit. A ``TracerProvider`` + ``BatchSpanProcessor`` + a
   null exporter, one span with two attributes started and ended, then the
   processor flushed;
-- ``plain``: torch's own function (``torch.distributed.distributed_c10d.X``);
+- ``plain``: torch's own function (``torch.distributed.distributed_c10d.X``),
+  inside a ``step()`` and flushed as the traced sides are (the step span's
+  export is every side's, not an op's);
 - ``ring``: ``instrument(retain="ring")``: records only, nothing exported;
 - ``export``: ``instrument()`` (retain="export"): every op's span exported to a
   JSON-lines file, as a user's would be;
@@ -117,6 +119,7 @@ def run(quick: bool) -> dict[str, Any]:
                 with tt.step():
                     for _ in range(K):
                         op(c10d)
+                handle.force_flush()  # the step span's export, as on the traced side: not an op's cost
 
             def traced(op: Any = op) -> None:
                 with tt.step():
