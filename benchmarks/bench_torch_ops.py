@@ -24,7 +24,11 @@ sides alternate round by round:
 rounds of the per-round values. Issue 23's targets: export <= 0.3, ring <=
 0.05; ring memory <= 128 octets per retained op. Each side's extra is also
 given for the calling thread alone (``time.thread_time``): the rest is other
-threads (gloo's, the export worker). Then where the time of an exported op
+threads (gloo's, the export worker). A target is met only when both figures
+meet it: every thread's can come out below the calling thread's own (even
+below zero) when other threads spend less in the traced rounds (seen here
+under ``ring``: noise, or an effect not explained yet), and an op's cost is
+not met by that. Then where the time of an exported op
 goes, measured apart in the same process: the whole ring path around a torch
 function that does nothing, recording (begin + end), making its span from the
 record, and encoding it (the file exporter's OTLP JSON); and how much more the
@@ -207,10 +211,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {op_name}: bare SDK span {row['bare_ns'] / 1e3:.1f} µs, plain op {row['plain_ns'] / 1e3:.1f} µs")
         for side, r in row["sides"].items():
             target = TARGETS.get(side)
-            met = target is not None and r["extra_over_bare"] <= target
+            # The calling thread's own extra is part of every thread's: where every thread's comes out below it,
+            # other threads spent less in the traced rounds, which meets no target (module doc).
+            main_over_bare = r["extra_main_thread_ns"] / row["bare_ns"]
+            met = target is not None and max(r["extra_over_bare"], main_over_bare) <= target
             verdict = "" if target is None else f"  target <= {target}: {'met' if met else 'NOT met'}"
+            noise = "; other threads less" if r["extra_ns"] < r["extra_main_thread_ns"] else ""
             print(f"    {side:<10} +{r['extra_ns'] / 1e3:7.1f} µs/op = {r['extra_over_bare']:5.2f} bare spans{verdict}"
-                  f"  (calling thread +{r['extra_main_thread_ns'] / 1e3:.1f} µs)")
+                  f"  (calling thread +{r['extra_main_thread_ns'] / 1e3:.1f} µs = {main_over_bare:.2f}{noise})")
     ring = results["ring"]
     print(f"  ring memory: {ring['bytes_per_op']:.0f} octets per retained op ({ring['record_bytes']} in the record)"
           f"  target <= {RING_BYTES_TARGET}: {'met' if ring['bytes_per_op'] <= RING_BYTES_TARGET else 'NOT met'}")
