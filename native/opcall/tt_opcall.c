@@ -202,7 +202,7 @@ static int data_bytes(HostOp *self, const Call *c, long long *nbytes)
 	return 1;
 }
 
-/* The group's entry (borrowed) when it is one the Python body registered; NULL (no error) when not. */
+/* The group's entry (a new reference) when it is one the Python body registered; NULL (no error) when not. */
 static PyObject *group_entry(HostOp *self, const Call *c)
 {
 	PyObject *group = arg_of(c, self->group_pos, self->group_name, self->group_default);
@@ -219,6 +219,7 @@ static PyObject *group_entry(HostOp *self, const Call *c)
 		PyObject *key = PyWeakref_NewRef(pg, NULL);
 		if (key != NULL) {
 			entry = PyDict_GetItemWithError(g.groups, key);
+			Py_XINCREF(entry); /* held before pg goes: its last reference may run Python (weakref callbacks) */
 			Py_DECREF(key);
 		}
 	}
@@ -621,17 +622,22 @@ static int fast_case(HostOp *self, const Call *c, PyObject **entry, long long *n
 	PyObject *found = group_entry(self, c);
 	if (found == NULL)
 		return PyErr_Occurred() ? -1 : 0;
-	if (!PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) != 5 || !PyTuple_CheckExact(PyTuple_GET_ITEM(found, 4)))
+	if (!PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) != 5 || !PyTuple_CheckExact(PyTuple_GET_ITEM(found, 4))) {
+		Py_DECREF(found);
 		return 0;
-	Py_INCREF(found); /* held before any Python runs (a tensor's attributes, the target) */
+	}
 	long long rank;
 	rc = root_of(self, c, PyTuple_GET_ITEM(found, 4), root);
 	if (rc == 1 && !as_int(PyTuple_GET_ITEM(found, 3), &rank))
 		rc = 0;
-	if (rc == 1)
+	/* wrappers.op_facts: only the root passes a scatter's data, so another rank's bytes are 0 (and its data
+	 * argument, usually None, is read only for its device) */
+	int others = self->root_data_only && *root != rank;
+	if (rc == 1 && others && arg_of(c, self->data_pos, self->data_name, self->data_default) == Py_None)
+		*nbytes = 0;
+	else if (rc == 1)
 		rc = data_bytes(self, c, nbytes);
-	/* wrappers.op_facts: only the root passes a scatter's data, so another rank's bytes are 0 */
-	if (rc == 1 && self->root_data_only && *root != rank)
+	if (rc == 1 && others)
 		*nbytes = 0;
 	if (rc == 1)
 		rc = resolve(clock, stamp, t);
@@ -642,26 +648,6 @@ static int fast_case(HostOp *self, const Call *c, PyObject **entry, long long *n
 	return rc;
 }
 
-/* The rest of the Python body (wrappers._tail), given the call as a tuple and a dict (a rare case). */
-static PyObject *call_tail(HostOp *self, const Call *c, PyObject *info, PyObject *seq)
-{
-	PyObject *args = PyTuple_New(c->nargs), *kwargs = PyDict_New(), *result = NULL;
-	if (args == NULL || kwargs == NULL)
-		goto out;
-	for (Py_ssize_t i = 0; i < c->nargs; i++)
-		PyTuple_SET_ITEM(args, i, Py_NewRef(c->argv[i]));
-	Py_ssize_t nk = c->kwnames != NULL ? PyTuple_GET_SIZE(c->kwnames) : 0;
-	for (Py_ssize_t i = 0; i < nk; i++)
-		if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(c->kwnames, i), c->argv[c->nargs + i]) < 0)
-			goto out;
-	result = PyObject_CallFunctionObjArgs(g.tail, self->spec, self->reader, self->original, info, seq, Py_False,
-					      args, kwargs, NULL);
-out:
-	Py_XDECREF(args);
-	Py_XDECREF(kwargs);
-	return result;
-}
-
 /* The call's result, unless an interrupt was held: then that, as the Python wrapper would have let it out. */
 static PyObject *returned(PyObject *result, Held *h)
 {
@@ -670,6 +656,63 @@ static PyObject *returned(PyObject *result, Held *h)
 	Py_XDECREF(result);
 	PyErr_Restore(h->type, h->value, h->tb);
 	return NULL;
+}
+
+/* torch's function, untraced, once its seq is taken and nothing could be recorded (cannot happen short of
+ * memory): inside set as for a traced op, torch's exception marked and winning over a held interrupt. */
+static PyObject *call_untraced(HostOp *self, const Call *c, Held *h)
+{
+	PyObject *token = PyContextVar_Set(g.inside, Py_True);
+	if (token == NULL)
+		swallow(h);
+	PyObject *result = PyObject_Vectorcall(self->original, c->argv, c->nargsf, c->kwnames);
+	PyObject *type = NULL, *exc = NULL, *tb = NULL;
+	if (result == NULL)
+		PyErr_Fetch(&type, &exc, &tb);
+	if (token != NULL) {
+		if (PyContextVar_Reset(g.inside, token) < 0)
+			swallow(h);
+		Py_DECREF(token);
+	}
+	if (result != NULL)
+		return returned(result, h);
+	PyErr_NormalizeException(&type, &exc, &tb);
+	if (exc != NULL) {
+		if (tb != NULL)
+			PyException_SetTraceback(exc, tb);
+		if (PyObject_SetAttr(exc, s_op_attr, self->name) < 0)
+			PyErr_Clear();
+	}
+	Py_XDECREF(h->type);
+	Py_XDECREF(h->value);
+	Py_XDECREF(h->tb);
+	PyErr_Restore(type, exc, tb);
+	return NULL;
+}
+
+/* The rest of the Python body (wrappers._tail), given the call as a tuple and a dict (a rare case); torch's
+ * function untraced when even those cannot be made. */
+static PyObject *call_tail(HostOp *self, const Call *c, PyObject *info, PyObject *seq, Held *h)
+{
+	PyObject *args = PyTuple_New(c->nargs), *kwargs = PyDict_New(), *result = NULL;
+	if (args == NULL || kwargs == NULL)
+		goto untraced;
+	for (Py_ssize_t i = 0; i < c->nargs; i++)
+		PyTuple_SET_ITEM(args, i, Py_NewRef(c->argv[i]));
+	Py_ssize_t nk = c->kwnames != NULL ? PyTuple_GET_SIZE(c->kwnames) : 0;
+	for (Py_ssize_t i = 0; i < nk; i++)
+		if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(c->kwnames, i), c->argv[c->nargs + i]) < 0)
+			goto untraced;
+	result = PyObject_CallFunctionObjArgs(g.tail, self->spec, self->reader, self->original, info, seq, Py_False,
+					      args, kwargs, NULL);
+	Py_DECREF(args);
+	Py_DECREF(kwargs);
+	return returned(result, h);
+untraced:
+	swallow(h);
+	Py_XDECREF(args);
+	Py_XDECREF(kwargs);
+	return call_untraced(self, c, h);
 }
 
 static PyObject *hostop_call(HostOp *self, const Call *c)
@@ -690,9 +733,10 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 	PyObject *info = Py_NewRef(PyTuple_GET_ITEM(entry, 0));
 	PyObject *seq_obj = PyIter_Next(PyTuple_GET_ITEM(entry, 1)); /* counted traced or not: equal on every rank */
 	long long seq = seq_obj != NULL ? PyLong_AsLongLong(seq_obj) : -1;
-	long long gi = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 2));
+	long long gi = -1, number = -1;
+	if (seq_obj != NULL && !PyErr_Occurred())
+		gi = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 2));
 	Py_DECREF(entry);
-	long long number = -1;
 	if (seq_obj == NULL || PyErr_Occurred()) { /* (no seq: cannot happen short of memory) the op runs untraced */
 		swallow(&h);
 		Py_XDECREF(seq_obj);
@@ -700,17 +744,18 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 		Py_DECREF(clock);
 		Py_DECREF(stamp);
 		Py_DECREF(t.keep);
-		return returned(PyObject_Vectorcall(self->original, c->argv, c->nargsf, c->kwnames), &h);
+		return call_untraced(self, c, &h);
 	}
 	number = begin(clock, stamp, &t, self->op_index | (gi << 16), seq, nbytes, root, &h);
 	Py_DECREF(clock);
 	Py_DECREF(stamp);
 	Py_DECREF(t.keep);
-	if (number < 0) { /* no record: the rest of the Python body makes the op's span, with this seq */
-		PyObject *result = h.type != NULL ? NULL : call_tail(self, c, info, seq_obj);
+	if (number < 0) { /* no record: the rest of the Python body makes the op's span, with this seq (the op runs
+			     even when an interrupt is held: its seq is taken, the other ranks count on it) */
+		PyObject *result = call_tail(self, c, info, seq_obj, &h);
 		Py_DECREF(seq_obj);
 		Py_DECREF(info);
-		return returned(result, &h);
+		return result;
 	}
 	Py_DECREF(seq_obj);
 	Py_DECREF(info);
