@@ -66,10 +66,10 @@ static struct {
 	unsigned long long fast, slow;
 } g;
 
-static PyObject *s_active, *s_sdk_spans, *s_carriage, *s_retain, *s_clock, *s_stamp, *s_raw_mapping, *s_slot_lock,
-	*s_acquire, *s_release, *s_numbers, *s_mask, *s_state, *s_buffer, *s_parents, *s_issued, *s_ended,
+static PyObject *s_active, *s_sdk_spans, *s_carriage, *s_retain, *s_clock, *s_stamp, *s_raw_mapping,
+	*s_acquire, *s_release, *s_issued, *s_ended,
 	*s_overwriting, *s_lamport, *s_saturate, *s_default_pg, *s_nbytes, *s_is_cpu, *s_op_attr, *s_start_words,
-	*s_end_words, *s_trace_failed, *s_overwritten, *s_ring_overwritten;
+	*s_end_words, *s_trace_failed, *s_overwritten, *s_ring_overwritten, *s_ring;
 
 static int64_t le64(const char *p)
 {
@@ -305,22 +305,32 @@ static void saturated(PyObject *stamp, Held *h)
 
 /* The ring's current objects (new references), read once per begin or end as Recorder.begin reads them. */
 typedef struct {
-	PyObject *states, *buffer, *lock;
+	PyObject *ring; /* Recorder.ring, held: the others are borrowed from it */
+	PyObject *states, *buffer, *lock, *numbers, *parents;
 	long long mask;
 } Ring;
 
 static int ring_of(Ring *r)
 {
-	r->states = PyObject_GetAttr(g.recorder, s_state);
-	r->buffer = r->states != NULL ? PyObject_GetAttr(g.recorder, s_buffer) : NULL;
-	r->lock = r->buffer != NULL ? PyObject_GetAttr(g.recorder, s_slot_lock) : NULL;
-	if (r->lock == NULL || attr_i64(g.recorder, s_mask, &r->mask) < 0 || !PyByteArray_CheckExact(r->states) ||
-	    !PyByteArray_CheckExact(r->buffer)) {
-		if (!PyErr_Occurred())
-			PyErr_SetString(PyExc_TypeError, "tempotrace: the recorder's ring is not bytearrays");
-		Py_XDECREF(r->states);
-		Py_XDECREF(r->buffer);
-		Py_XDECREF(r->lock);
+	/* (state, buffer, _slot_lock, mask, numbers, parents), replaced whole by a resize or a fork */
+	r->ring = PyObject_GetAttr(g.recorder, s_ring);
+	if (r->ring == NULL)
+		return -1;
+	if (!PyTuple_CheckExact(r->ring) || PyTuple_GET_SIZE(r->ring) != 6 ||
+	    !PyByteArray_CheckExact(PyTuple_GET_ITEM(r->ring, 0)) || !PyByteArray_CheckExact(PyTuple_GET_ITEM(r->ring, 1)) ||
+	    !PyLong_Check(PyTuple_GET_ITEM(r->ring, 3)) || !PyList_CheckExact(PyTuple_GET_ITEM(r->ring, 5))) {
+		PyErr_SetString(PyExc_TypeError, "tempotrace: the recorder's ring is not what the C call reads");
+		Py_DECREF(r->ring);
+		return -1;
+	}
+	r->states = PyTuple_GET_ITEM(r->ring, 0);
+	r->buffer = PyTuple_GET_ITEM(r->ring, 1);
+	r->lock = PyTuple_GET_ITEM(r->ring, 2);
+	r->numbers = PyTuple_GET_ITEM(r->ring, 4);
+	r->parents = PyTuple_GET_ITEM(r->ring, 5);
+	r->mask = PyLong_AsLongLong(PyTuple_GET_ITEM(r->ring, 3));
+	if (r->mask == -1 && PyErr_Occurred()) {
+		Py_DECREF(r->ring);
 		return -1;
 	}
 	return 0;
@@ -328,9 +338,7 @@ static int ring_of(Ring *r)
 
 static void ring_done(Ring *r)
 {
-	Py_DECREF(r->states);
-	Py_DECREF(r->buffer);
-	Py_DECREF(r->lock);
+	Py_DECREF(r->ring);
 }
 
 /* Recorder._overwriting(held, 1) for an op never exported, without its Python frame. */
@@ -380,9 +388,7 @@ static long long begin(PyObject *clock, PyObject *stamp, const Target *t, long l
 		swallow(h);
 		goto out;
 	}
-	PyObject *numbers = PyObject_GetAttr(g.recorder, s_numbers);
-	PyObject *num = numbers != NULL ? PyIter_Next(numbers) : NULL;
-	Py_XDECREF(numbers);
+	PyObject *num = PyIter_Next(r.numbers);
 	if (num != NULL) {
 		number = PyLong_AsLongLong(num);
 		Py_DECREF(num);
@@ -433,8 +439,8 @@ static long long begin(PyObject *clock, PyObject *stamp, const Target *t, long l
 		}
 	}
 	/* the parent: the context the op began in (its span is looked up when the record becomes one) */
-	PyObject *parents = PyObject_GetAttr(g.recorder, s_parents);
-	if (parents != NULL && PyList_CheckExact(parents) && slot < PyList_GET_SIZE(parents)) {
+	PyObject *parents = r.parents;
+	if (slot < PyList_GET_SIZE(parents)) {
 		PyObject *context = NULL;
 		if (g.context_var == Py_None)
 			context = PyObject_CallNoArgs(g.get_current);
@@ -443,7 +449,6 @@ static long long begin(PyObject *clock, PyObject *stamp, const Target *t, long l
 		if (context != NULL)
 			PyList_SetItem(parents, slot, context); /* (takes the reference) */
 	}
-	Py_XDECREF(parents);
 	swallow(h);
 	if (slot < PyByteArray_GET_SIZE(r.states))
 		PyByteArray_AS_STRING(r.states)[slot] = OPEN;
@@ -469,13 +474,13 @@ static int holds(Ring *r, Py_ssize_t slot, long long number, int a, int b)
 	return (s == a || s == b) && le64(PyByteArray_AS_STRING(r->buffer) + base) == number;
 }
 
-/* Recorder.end(number): 1 ended; 0 not (the ring moved on, the clock failed: as there). */
-static int end(long long number, Held *h)
+/* Recorder.end(number): 1 ended; 0 not (the ring moved on, the clock failed: as there). The end is read with
+ * the clock, counter and mapping its start was (an op's two readings from one source); a mapping that expired
+ * meanwhile refuses, and the recorder's Python reading takes it from the source as it is now. */
+static int end(long long number, PyObject *clock, PyObject *stamp, const Target *t, Held *h)
 {
 	Ring r;
-	PyObject *clock = NULL, *stamp = NULL;
-	Target t = {NULL, NULL, NULL};
-	int ok = 0, taken = 0;
+	int ok = 0, taken = 0, rc = -EAGAIN;
 	if (ring_of(&r) < 0) {
 		swallow(h);
 		return 0;
@@ -486,39 +491,37 @@ static int end(long long number, Held *h)
 		goto out;
 	}
 	if (holds(&r, slot, number, OPEN, DUMPED)) {
-		PyByteArray_AS_STRING(r.states)[slot] = ENDING;
 		taken = 1;
+		/* the native reading is pure C (no Python, the GIL held): made under the lock, one section, not two */
+		if (t->cmap != NULL)
+			rc = g.end(t->cmap, t->cell, PyByteArray_AS_STRING(r.buffer) + base + START_BYTES, 1);
+		PyByteArray_AS_STRING(r.states)[slot] = rc >= 0 ? ENDED : ENDING;
 	}
 	if (call_lock(r.lock, s_release) < 0 || !taken) {
 		swallow(h);
 		goto out;
 	}
-	int found = resolve(&clock, &stamp, &t);
-	swallow(h);
-	int rc = -EAGAIN;
-	if (found == 1 && t.cmap != NULL)
-		rc = g.end(t.cmap, t.cell, PyByteArray_AS_STRING(r.buffer) + base + START_BYTES, 1);
 	if (rc == 1)
 		saturated(stamp, h);
 	ok = rc >= 0;
-	if (!ok) { /* the recorder's own reading: it counts a failure */
-		PyObject *res = PyObject_CallMethod(g.recorder, "_end_words", "OOOni", found == 1 ? clock : Py_None,
-						    found == 1 ? stamp : Py_None, r.buffer, base + START_BYTES, 1);
+	if (!ok) { /* the recorder's own reading, outside the lock (it counts a failure), then the state */
+		PyObject *res = PyObject_CallMethod(g.recorder, "_end_words", "OOOni", clock, stamp, r.buffer,
+						    base + START_BYTES, 1);
 		ok = res != NULL && PyObject_IsTrue(res) == 1;
 		Py_XDECREF(res);
 		swallow(h);
+		if (call_lock(r.lock, s_acquire) < 0) { /* (cannot happen short of an interrupt: the slot stays ENDING) */
+			swallow(h);
+			ok = 0;
+			goto out;
+		}
+		if (!holds(&r, slot, number, ENDING, ENDING))
+			ok = 0; /* a begin took the slot meanwhile (a ring smaller than the ops in flight) */
+		else
+			PyByteArray_AS_STRING(r.states)[slot] = ok ? ENDED : EMPTY;
+		if (call_lock(r.lock, s_release) < 0)
+			swallow(h);
 	}
-	if (call_lock(r.lock, s_acquire) < 0) { /* (cannot happen short of an interrupt: the slot stays ENDING) */
-		swallow(h);
-		ok = 0;
-		goto out;
-	}
-	if (!holds(&r, slot, number, ENDING, ENDING))
-		ok = 0; /* a begin took the slot meanwhile (a ring smaller than the ops in flight) */
-	else
-		PyByteArray_AS_STRING(r.states)[slot] = ok ? ENDED : EMPTY;
-	if (call_lock(r.lock, s_release) < 0)
-		swallow(h);
 	if (ok) {
 		long long ended;
 		if (attr_i64(g.recorder, s_ended, &ended) == 0) {
@@ -530,9 +533,6 @@ static int end(long long number, Held *h)
 		swallow(h);
 	}
 out:
-	Py_XDECREF(clock);
-	Py_XDECREF(stamp);
-	Py_XDECREF(t.keep);
 	ring_done(&r);
 	return ok;
 }
@@ -747,11 +747,11 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 		return call_untraced(self, c, &h);
 	}
 	number = begin(clock, stamp, &t, self->op_index | (gi << 16), seq, nbytes, root, &h);
-	Py_DECREF(clock);
-	Py_DECREF(stamp);
-	Py_DECREF(t.keep);
 	if (number < 0) { /* no record: the rest of the Python body makes the op's span, with this seq (the op runs
 			     even when an interrupt is held: its seq is taken, the other ranks count on it) */
+		Py_DECREF(clock);
+		Py_DECREF(stamp);
+		Py_DECREF(t.keep);
 		PyObject *result = call_tail(self, c, info, seq_obj, &h);
 		Py_DECREF(seq_obj);
 		Py_DECREF(info);
@@ -786,6 +786,9 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 		Py_XDECREF(h.type); /* torch's exception wins over one of ours */
 		Py_XDECREF(h.value);
 		Py_XDECREF(h.tb);
+		Py_DECREF(clock);
+		Py_DECREF(stamp);
+		Py_DECREF(t.keep);
 		PyErr_Restore(type, exc, tb);
 		return NULL;
 	}
@@ -794,7 +797,11 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 			swallow(&h);
 		Py_DECREF(token);
 	}
-	if (end(number, &h)) {
+	int ended_ok = end(number, clock, stamp, &t, &h);
+	Py_DECREF(clock);
+	Py_DECREF(stamp);
+	Py_DECREF(t.keep);
+	if (ended_ok) {
 		long long ended;
 		int export = setting(s_retain, "export");
 		swallow(&h);
@@ -1047,14 +1054,8 @@ PyMODINIT_FUNC PyInit__opcall(void)
 		     {&s_clock, "_clock"},
 		     {&s_stamp, "stamp"},
 		     {&s_raw_mapping, "raw_mapping"},
-		     {&s_slot_lock, "_slot_lock"},
 		     {&s_acquire, "acquire"},
 		     {&s_release, "release"},
-		     {&s_numbers, "numbers"},
-		     {&s_mask, "mask"},
-		     {&s_state, "state"},
-		     {&s_buffer, "buffer"},
-		     {&s_parents, "parents"},
 		     {&s_issued, "issued"},
 		     {&s_ended, "ended"},
 		     {&s_overwriting, "_overwriting"},
@@ -1068,7 +1069,8 @@ PyMODINIT_FUNC PyInit__opcall(void)
 		     {&s_end_words, "_end_words"},
 		     {&s_trace_failed, "trace_failed"},
 		     {&s_overwritten, "overwritten"},
-		     {&s_ring_overwritten, "ring_overwritten"}};
+		     {&s_ring_overwritten, "ring_overwritten"},
+		     {&s_ring, "ring"}};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if ((*names[i].s = PyUnicode_InternFromString(names[i].text)) == NULL)
 			return NULL;

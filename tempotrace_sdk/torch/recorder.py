@@ -115,6 +115,12 @@ class Recorder:
         self._slot_lock = threading.Lock()
         #: Held while records are taken and made into spans (opspans.py): one maker at a time.
         self.lock = threading.Lock()
+        self._publish()
+
+    def _publish(self) -> None:
+        """``ring``: the objects the C call of a traced op (native/opcall) reads at each op, in one tuple, replaced
+        whole whenever one of them is (a resize, a fork)."""
+        self.ring = (self.state, self.buffer, self._slot_lock, self.mask, self.numbers, self.parents)
 
     def resize(self, size: int) -> None:
         """A new, empty ring of at least ``size`` slots (instrument() with another ``ring_ops``); ops it held
@@ -135,6 +141,8 @@ class Recorder:
         self.parents: list[Context | None] = [None] * slots
         self.next_due = self.issued  #: op numbers below this are exported, overwritten or forgotten
         self.ended = 0  #: ops ended since the last take (approximate: only a trigger for a release)
+        if hasattr(self, "_slot_lock"):  # (made after the first ring: __init__ publishes it then)
+            self._publish()
 
     # -- the hot path ------------------------------------------------------------------------------
     def group_index(self, info: GroupInfo) -> int:
@@ -374,6 +382,7 @@ class Recorder:
         self.lock = threading.Lock()
         self._group_lock = threading.Lock()
         self._slot_lock = threading.Lock()
+        self._publish()
 
 
 _NUMBER = struct.Struct("<q")

@@ -193,3 +193,20 @@ def test_uninstrument_restores_torchs_function(group: None, monkeypatch: pytest.
 def _no_instrumentation_left() -> Iterator[None]:
     yield
     tt.uninstrument()
+
+
+def test_the_ring_the_c_call_reads_is_the_recorders_after_a_resize_and_a_fork() -> None:
+    """The C call reads the ring's objects from ``Recorder.ring`` (one attribute an op): replaced whole, so it
+    never writes into a ring the recorder has let go."""
+    from tempotrace_sdk.torch.recorder import Recorder
+
+    rec = Recorder(8)
+
+    def current() -> tuple[Any, ...]:
+        return (rec.state, rec.buffer, rec._slot_lock, rec.mask, rec.numbers, rec.parents)
+
+    assert all(a is b for a, b in zip(rec.ring, current(), strict=True))
+    rec.resize(64)
+    assert rec.mask == 63 and all(a is b for a, b in zip(rec.ring, current(), strict=True))
+    rec.after_fork_in_child()
+    assert all(a is b for a, b in zip(rec.ring, current(), strict=True))
