@@ -191,8 +191,10 @@ class NativeStamp:
     def _cmap(self, clock: ClockSource) -> Any:
         """The struct tt_clock_map of ``clock``'s current mapping; None for a source without one."""
         mapping = getattr(clock, "raw_mapping", None)
-        if mapping is None:
-            return None
+        return None if mapping is None else self._struct_of(mapping)
+
+    def _struct_of(self, mapping: tuple[int, int, int, int, int, int, int]) -> Any:
+        """``mapping``'s struct tt_clock_map: the one last made while the source has not refreshed."""
         last = self._last
         return last[1] if last[0] is mapping else self._clock_map(mapping)
 
@@ -203,15 +205,8 @@ class NativeStamp:
         cast = self._ffi.cast
         if mapping is None:
             return 0, int(cast("uintptr_t", self._cell)), (self._cell,)
-        last = self._last
-        cmap = last[1] if last[0] is mapping else self._clock_map(mapping)
+        cmap = self._struct_of(mapping)
         return int(cast("uintptr_t", cmap)), int(cast("uintptr_t", self._cell)), (cmap, self._cell, mapping)
-
-    def op_functions(self) -> tuple[int, int]:
-        """The addresses of tt_oprec_start and tt_oprec_end, which the C call of a traced op calls."""
-        lib, cast = self.lamport._lib, self._ffi.cast
-        return (int(cast("uintptr_t", self._ffi.addressof(lib, "tt_oprec_start"))),
-                int(cast("uintptr_t", self._ffi.addressof(lib, "tt_oprec_end"))))
 
     def forget_buffer(self) -> None:
         """Let go of the ring buffer last written (the recorder replaced it: its memory is freed now)."""

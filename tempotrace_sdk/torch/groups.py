@@ -135,4 +135,3 @@ def forget_groups() -> None:
     """Drop every cached group (uninstrument(): sequence numbers restart with the next instrument())."""
     with _lock:
         _cache.clear()
-

@@ -106,16 +106,15 @@ class Recorder:
         self.overwritten = 0  #: ops overwritten (or dropped by a resize) before they were ever exported
         #: ops a dump exported pending, overwritten while still open: their ends are lost (a ring too small)
         self.dumped_overwritten = 0
+        self._group_lock = threading.Lock()
+        self._slot_lock = threading.Lock()
+        #: Held while records are taken and made into spans (opspans.py): one maker at a time.
+        self.lock = threading.Lock()
         self.resize(size)
         self.retain = "export"
         #: retain="ring": every N-th step's ops are exported in full as well (0: none).
         self.export_every = 0
         self.groups: list[GroupInfo] = []
-        self._group_lock = threading.Lock()
-        self._slot_lock = threading.Lock()
-        #: Held while records are taken and made into spans (opspans.py): one maker at a time.
-        self.lock = threading.Lock()
-        self._publish()
 
     def _publish(self) -> None:
         """``ring``: the objects the C call of a traced op (native/opcall) reads at each op, in one tuple, replaced
@@ -141,8 +140,7 @@ class Recorder:
         self.parents: list[Context | None] = [None] * slots
         self.next_due = self.issued  #: op numbers below this are exported, overwritten or forgotten
         self.ended = 0  #: ops ended since the last take (approximate: only a trigger for a release)
-        if hasattr(self, "_slot_lock"):  # (made after the first ring: __init__ publishes it then)
-            self._publish()
+        self._publish()
 
     # -- the hot path ------------------------------------------------------------------------------
     def group_index(self, info: GroupInfo) -> int:
@@ -234,12 +232,9 @@ class Recorder:
             return False
 
     def _end_words(self, clock: Any, stamp: Any, buffer: bytearray, offset: int, completion: int) -> bool:
-        """The end's reading and words at ``offset`` (``clock``/``stamp`` None: the current ones); False when the
-        clock failed (counted ``torch_clock``)."""
+        """The end's reading and words at ``offset``; False when the clock failed (counted ``torch_clock``)."""
         state = get_state()
         try:
-            if stamp is None:
-                clock, stamp = state.clock, state.stamp
             ptp, unc, source, quality, lts = stamp.tick(clock)
             _END.pack_into(buffer, offset, ptp, unc, lts, completion | (source << 8) | (quality << 16))
             return True
@@ -376,13 +371,12 @@ class Recorder:
         # The parent's records are the parent's to export; the child starts with an empty ring of the same size
         # (its numbering goes on; opspans renews the nonce its span ids start from).
         self.state = bytearray(self.size)
-        self.resize(self.size)
-        self.overwritten = 0
-        self.dumped_overwritten = 0
         self.lock = threading.Lock()
         self._group_lock = threading.Lock()
         self._slot_lock = threading.Lock()
-        self._publish()
+        self.resize(self.size)  # (publishes the new ring with the new locks)
+        self.overwritten = 0
+        self.dumped_overwritten = 0
 
 
 _NUMBER = struct.Struct("<q")

@@ -415,10 +415,10 @@ def forget_native_groups() -> None:
 
 
 def _tail(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo, seq: int,
-          asynchronous: bool, args: Any, kwargs: dict[str, Any] | None) -> Any:
+          asynchronous: bool, args: Any, kwargs: dict[str, Any]) -> Any:
     """``traced`` for the C call, which has no frame of its own to hide ours behind."""
     try:
-        return traced(spec, reader, original, info, seq, asynchronous, args, kwargs or {})
+        return traced(spec, reader, original, info, seq, asynchronous, args, kwargs)
     except BaseException as err:
         hide_our_frames(err)
         raise
