@@ -66,10 +66,9 @@ static struct {
 	unsigned long long fast, slow;
 } g;
 
-static PyObject *s_active, *s_sdk_spans, *s_carriage, *s_retain, *s_clock, *s_stamp, *s_raw_mapping,
-	*s_acquire, *s_release, *s_issued, *s_ended,
-	*s_overwriting, *s_lamport, *s_saturate, *s_default_pg, *s_nbytes, *s_is_cpu, *s_op_attr, *s_start_words,
-	*s_end_words, *s_trace_failed, *s_overwritten, *s_ring_overwritten, *s_ring;
+static PyObject *s_active, *s_sdk_spans, *s_carriage, *s_retain, *s_clock, *s_stamp, *s_raw_mapping, *s_acquire,
+	*s_release, *s_issued, *s_ended, *s_lamport, *s_saturate, *s_default_pg, *s_nbytes, *s_is_cpu, *s_op_attr,
+	*s_trace_failed, *s_overwritten, *s_ring_overwritten, *s_ring;
 
 static int64_t le64(const char *p)
 {
@@ -105,6 +104,15 @@ static int attr_i64(PyObject *obj, PyObject *name, long long *out)
 	*out = PyLong_AsLongLong(v);
 	Py_DECREF(v);
 	return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* A recorder counter set to value (an error left set for the caller's swallow). */
+static void store_i64(PyObject *name, long long value)
+{
+	PyObject *v = PyLong_FromLongLong(value);
+	if (v != NULL)
+		PyObject_SetAttr(g.recorder, name, v);
+	Py_XDECREF(v);
 }
 
 static int call_lock(PyObject *lock, PyObject *method)
@@ -345,12 +353,8 @@ static void ring_done(Ring *r)
 static void overwritten(Held *h)
 {
 	long long n;
-	if (attr_i64(g.recorder, s_overwritten, &n) == 0) {
-		PyObject *v = PyLong_FromLongLong(n + 1);
-		if (v != NULL)
-			PyObject_SetAttr(g.recorder, s_overwritten, v);
-		Py_XDECREF(v);
-	}
+	if (attr_i64(g.recorder, s_overwritten, &n) == 0)
+		store_i64(s_overwritten, n + 1);
 	swallow(h);
 	PyObject *r = PyObject_CallOneArg(g.count, s_ring_overwritten);
 	Py_XDECREF(r);
@@ -452,12 +456,8 @@ static long long begin(PyObject *clock, PyObject *stamp, const Target *t, long l
 	swallow(h);
 	if (slot < PyByteArray_GET_SIZE(r.states))
 		PyByteArray_AS_STRING(r.states)[slot] = OPEN;
-	if (attr_i64(g.recorder, s_issued, &issued) == 0 && number >= issued) {
-		PyObject *v = PyLong_FromLongLong(number + 1);
-		if (v != NULL)
-			PyObject_SetAttr(g.recorder, s_issued, v);
-		Py_XDECREF(v);
-	}
+	if (attr_i64(g.recorder, s_issued, &issued) == 0 && number >= issued)
+		store_i64(s_issued, number + 1);
 	swallow(h);
 out:
 	ring_done(&r);
@@ -524,12 +524,8 @@ static int end(long long number, PyObject *clock, PyObject *stamp, const Target 
 	}
 	if (ok) {
 		long long ended;
-		if (attr_i64(g.recorder, s_ended, &ended) == 0) {
-			PyObject *v = PyLong_FromLongLong(ended + 1);
-			if (v != NULL)
-				PyObject_SetAttr(g.recorder, s_ended, v);
-			Py_XDECREF(v);
-		}
+		if (attr_i64(g.recorder, s_ended, &ended) == 0)
+			store_i64(s_ended, ended + 1);
 		swallow(h);
 	}
 out:
@@ -658,36 +654,59 @@ static PyObject *returned(PyObject *result, Held *h)
 	return NULL;
 }
 
-/* torch's function, untraced, once its seq is taken and nothing could be recorded (cannot happen short of
- * memory): inside set as for a traced op, torch's exception marked and winning over a held interrupt. */
-static PyObject *call_untraced(HostOp *self, const Call *c, Held *h)
+/* What a held interrupt comes to when torch's own exception wins over it. */
+static void held_drop(Held *h)
+{
+	Py_CLEAR(h->type);
+	Py_CLEAR(h->value);
+	Py_CLEAR(h->tb);
+}
+
+/* torch's function as the Python wrapper calls it: ``inside`` set; its exception marked as an op's (step()
+ * knows it came from torch), op ``number``'s error span made while ``inside`` is still set (-1: no record),
+ * and winning over a held interrupt; no frame of ours in its traceback. */
+static PyObject *call_op(HostOp *self, const Call *c, long long number, Held *h)
 {
 	PyObject *token = PyContextVar_Set(g.inside, Py_True);
-	if (token == NULL)
+	if (token == NULL) /* cannot happen short of memory: the op runs all the same */
 		swallow(h);
 	PyObject *result = PyObject_Vectorcall(self->original, c->argv, c->nargsf, c->kwnames);
 	PyObject *type = NULL, *exc = NULL, *tb = NULL;
-	if (result == NULL)
+	if (result == NULL) {
 		PyErr_Fetch(&type, &exc, &tb);
+		PyErr_NormalizeException(&type, &exc, &tb);
+		if (exc != NULL && tb != NULL)
+			PyException_SetTraceback(exc, tb);
+		if (exc != NULL) {
+			if (PyObject_SetAttr(exc, s_op_attr, self->name) < 0)
+				PyErr_Clear();
+			if (number >= 0) {
+				PyObject *n = PyLong_FromLongLong(number);
+				PyObject *r = n != NULL ? PyObject_CallFunctionObjArgs(g.error_span, n, exc, NULL) : NULL;
+				Py_XDECREF(r);
+				Py_XDECREF(n);
+				PyErr_Clear();
+			}
+		}
+	}
 	if (token != NULL) {
 		if (PyContextVar_Reset(g.inside, token) < 0)
 			swallow(h);
 		Py_DECREF(token);
 	}
-	if (result != NULL)
-		return returned(result, h);
-	PyErr_NormalizeException(&type, &exc, &tb);
-	if (exc != NULL) {
-		if (tb != NULL)
-			PyException_SetTraceback(exc, tb);
-		if (PyObject_SetAttr(exc, s_op_attr, self->name) < 0)
-			PyErr_Clear();
+	if (result == NULL) {
+		held_drop(h);
+		PyErr_Restore(type, exc, tb);
 	}
-	Py_XDECREF(h->type);
-	Py_XDECREF(h->value);
-	Py_XDECREF(h->tb);
-	PyErr_Restore(type, exc, tb);
-	return NULL;
+	return result;
+}
+
+/* torch's function, untraced, once its seq is taken and nothing could be recorded (cannot happen short of
+ * memory). */
+static PyObject *call_untraced(HostOp *self, const Call *c, Held *h)
+{
+	PyObject *result = call_op(self, c, -1, h);
+	return result != NULL ? returned(result, h) : NULL;
 }
 
 /* The rest of the Python body (wrappers._tail), given the call as a tuple and a dict (a rare case); torch's
@@ -759,43 +778,12 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 	}
 	Py_DECREF(seq_obj);
 	Py_DECREF(info);
-	PyObject *token = PyContextVar_Set(g.inside, Py_True);
-	if (token == NULL) /* cannot happen short of memory: the op runs all the same, its record ends */
-		swallow(&h);
-	PyObject *result = PyObject_Vectorcall(self->original, c->argv, c->nargsf, c->kwnames);
-	if (result == NULL) { /* torch's exception, held while its span is made: no frame of ours in its traceback */
-		PyObject *type, *exc, *tb;
-		PyErr_Fetch(&type, &exc, &tb);
-		PyErr_NormalizeException(&type, &exc, &tb);
-		if (exc != NULL && tb != NULL)
-			PyException_SetTraceback(exc, tb);
-		if (exc != NULL) {
-			if (PyObject_SetAttr(exc, s_op_attr, self->name) < 0) /* marked: step() knows it came from torch */
-				PyErr_Clear();
-			PyObject *n = PyLong_FromLongLong(number); /* (inside still set, as in the Python wrapper) */
-			PyObject *r = n != NULL ? PyObject_CallFunctionObjArgs(g.error_span, n, exc, NULL) : NULL;
-			Py_XDECREF(r);
-			Py_XDECREF(n);
-			PyErr_Clear();
-		}
-		if (token != NULL) {
-			if (PyContextVar_Reset(g.inside, token) < 0)
-				PyErr_Clear();
-			Py_DECREF(token);
-		}
-		Py_XDECREF(h.type); /* torch's exception wins over one of ours */
-		Py_XDECREF(h.value);
-		Py_XDECREF(h.tb);
+	PyObject *result = call_op(self, c, number, &h);
+	if (result == NULL) { /* torch's exception: its span is made */
 		Py_DECREF(clock);
 		Py_DECREF(stamp);
 		Py_DECREF(t.keep);
-		PyErr_Restore(type, exc, tb);
 		return NULL;
-	}
-	if (token != NULL) {
-		if (PyContextVar_Reset(g.inside, token) < 0)
-			swallow(&h);
-		Py_DECREF(token);
 	}
 	int ended_ok = end(number, clock, stamp, &t, &h);
 	Py_DECREF(clock);
@@ -1058,15 +1046,12 @@ PyMODINIT_FUNC PyInit__opcall(void)
 		     {&s_release, "release"},
 		     {&s_issued, "issued"},
 		     {&s_ended, "ended"},
-		     {&s_overwriting, "_overwriting"},
 		     {&s_lamport, "lamport"},
 		     {&s_saturate, "_saturate"},
 		     {&s_default_pg, "default_pg"},
 		     {&s_nbytes, "nbytes"},
 		     {&s_is_cpu, "is_cpu"},
 		     {&s_op_attr, "_tempotrace_torch_op"},
-		     {&s_start_words, "_start_words"},
-		     {&s_end_words, "_end_words"},
 		     {&s_trace_failed, "trace_failed"},
 		     {&s_overwritten, "overwritten"},
 		     {&s_ring_overwritten, "ring_overwritten"},
