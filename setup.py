@@ -4,7 +4,8 @@ setuptools runs cffi's builder (native/build_phc.py) during ``pip install .``
 and ``pip install -e .``, compiling ``tempotrace_sdk._phc``, and builds
 ``tempotrace_sdk._opcall`` (native/opcall/tt_opcall.c: a traced torch
 collective's common case, a CPython extension because it calls torch and
-Python objects without a Python frame). Both are Linux-only, as the clocks
+Python objects without a Python frame; native/opcall/tt_opspans.c: ended
+op records straight into OTLP JSON spans). Both are Linux-only, as the clocks
 are; elsewhere the package installs without them and runs in Python.
 """
 
@@ -15,7 +16,7 @@ from setuptools import Extension, setup
 LINUX = sys.platform.startswith("linux")
 OPCALL = Extension(
     "tempotrace_sdk._opcall",
-    sources=["native/opcall/tt_opcall.c"],
+    sources=["native/opcall/tt_opcall.c", "native/opcall/tt_opspans.c"],
     extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Werror=implicit-function-declaration"],
 )
 

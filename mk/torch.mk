@@ -7,7 +7,7 @@
 # appears. torch is deliberately not in EXTRAS: the [torch] extra's range
 # (pyproject) is for users, and resolving it here could pick another build.
 
-INSTALL_DEPS += $(wildcard native/opcall/*.c)
+INSTALL_DEPS += $(wildcard native/opcall/*.c native/opcall/*.h)
 
 TORCH_PIN ?= torch==2.13.0
 TORCH_STAMP := $(VENV)/.torch-installed

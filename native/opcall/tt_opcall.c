@@ -29,14 +29,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tt_opspans.h"
+#include "tt_ring.h"
+
 typedef int (*oprec_start_fn)(const void *clock, int64_t *lamport, char *rec, int64_t number, int64_t facts,
 			      int64_t seq, int64_t nbytes, int64_t root);
 typedef int (*oprec_end_fn)(const void *clock, int64_t *lamport, char *rec, int64_t completion);
 
-/* A slot's state octet, as tempotrace_sdk/torch/recorder.py names them. */
-enum { EMPTY = 0, OPEN = 1, ENDED = 2, WRITING = 3, ENDING = 4, DUMPED = 5 };
-/* A record: 64 octets of start, 32 of end (recorder.py RECORD_BYTES). */
-enum { START_BYTES = 64, RECORD_BYTES = 96 };
 
 /* What configure() was given, and the native target last resolved. */
 static struct {
@@ -64,19 +63,12 @@ static struct {
 	const void *t_cmap;
 	int64_t *t_cell;
 	unsigned long long fast, slow;
+	unsigned long long overwritten; /* records this begin overwrote never exported (Recorder._overwriting's n=1) */
 } g;
 
 static PyObject *s_active, *s_sdk_spans, *s_carriage, *s_retain, *s_clock, *s_stamp, *s_raw_mapping, *s_acquire,
 	*s_release, *s_issued, *s_ended, *s_lamport, *s_saturate, *s_default_pg, *s_nbytes, *s_is_cpu, *s_op_attr,
-	*s_trace_failed, *s_overwritten, *s_ring_overwritten, *s_ring;
-
-static int64_t le64(const char *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | (unsigned char)p[i];
-	return (int64_t)v;
-}
+	*s_trace_failed, *s_ring, *s_owed_list, *s_payer, *s_global_state, *s_world_pg;
 
 /* An interrupt (KeyboardInterrupt, SystemExit: not an Exception) met while tracing, held until the call
  * returns, as the Python wrapper lets one out; any other error is tracing's and is dropped. */
@@ -113,15 +105,6 @@ static void store_i64(PyObject *name, long long value)
 	if (v != NULL)
 		PyObject_SetAttr(g.recorder, name, v);
 	Py_XDECREF(v);
-}
-
-static int call_lock(PyObject *lock, PyObject *method)
-{
-	PyObject *r = PyObject_CallMethodNoArgs(lock, method);
-	if (r == NULL)
-		return -1;
-	Py_DECREF(r);
-	return 0;
 }
 
 /* The type of one wrapped entry point. */
@@ -210,6 +193,40 @@ static int data_bytes(HostOp *self, const Call *c, long long *nbytes)
 	return 1;
 }
 
+/* A module global of fn's module (borrowed; NULL, no error, when fn is not a Python function or lacks it): what
+ * a one-line Python function would return, read without calling it (a Python call an op is ~0.1 µs). */
+static PyObject *global_of(PyObject *fn, PyObject *name)
+{
+	if (!PyFunction_Check(fn))
+		return NULL;
+	return PyDict_GetItemWithError(PyFunction_GetGlobals(fn), name);
+}
+
+/* carriage.owed.due(): 1 an exchange is owed or being paid, 0 not, -1 error. */
+static int owed_is_due(void)
+{
+	PyObject *owed = global_of(g.owed_due, s_owed_list), *payer = owed != NULL ? global_of(g.owed_due, s_payer) : NULL;
+	if (owed != NULL && payer != NULL && PyList_CheckExact(owed))
+		return PyList_GET_SIZE(owed) > 0 || payer != Py_None;
+	if (PyErr_Occurred())
+		return -1;
+	PyObject *due = PyObject_CallNoArgs(g.owed_due);
+	int is_due = due == NULL ? -1 : PyObject_IsTrue(due);
+	Py_XDECREF(due);
+	return is_due;
+}
+
+/* otel.context.get_state() (a new reference): its _GLOBAL once made, else the call (which makes it). */
+static PyObject *current_state(void)
+{
+	PyObject *state = global_of(g.get_state, s_global_state);
+	if (state != NULL && state != Py_None)
+		return Py_NewRef(state);
+	if (PyErr_Occurred())
+		return NULL;
+	return PyObject_CallNoArgs(g.get_state);
+}
+
 /* The group's entry (a new reference) when it is one the Python body registered; NULL (no error) when not. */
 static PyObject *group_entry(HostOp *self, const Call *c)
 {
@@ -219,7 +236,13 @@ static PyObject *group_entry(HostOp *self, const Call *c)
 	PyObject *world = group == Py_None ? PyWeakref_GetObject(g.world) : NULL;
 	if (group == Py_None && (world == NULL || world == Py_None))
 		return NULL;
-	PyObject *pg = group == Py_None ? PyObject_GetAttr(world, s_default_pg) : (Py_INCREF(group), group);
+	PyObject *pg = NULL;
+	if (group != Py_None) {
+		pg = Py_NewRef(group);
+	} else if ((pg = PyObject_GetAttr(world, s_world_pg)) == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+		PyErr_Clear(); /* the attribute behind torch's default_pg property (a Python call), where it has one */
+		pg = PyObject_GetAttr(world, s_default_pg);
+	}
 	if (pg == NULL)
 		return NULL;
 	PyObject *entry = NULL;
@@ -252,7 +275,7 @@ static int resolve(PyObject **clock, PyObject **stamp, Target *t)
 	int rc = -1;
 	*clock = *stamp = NULL;
 	t->keep = NULL;
-	PyObject *state = PyObject_CallNoArgs(g.get_state);
+	PyObject *state = current_state();
 	if (state == NULL)
 		return -1;
 	*clock = PyObject_GetAttr(state, s_clock);
@@ -349,18 +372,6 @@ static void ring_done(Ring *r)
 	Py_DECREF(r->ring);
 }
 
-/* Recorder._overwriting(held, 1) for an op never exported, without its Python frame. */
-static void overwritten(Held *h)
-{
-	long long n;
-	if (attr_i64(g.recorder, s_overwritten, &n) == 0)
-		store_i64(s_overwritten, n + 1);
-	swallow(h);
-	PyObject *r = PyObject_CallOneArg(g.count, s_ring_overwritten);
-	Py_XDECREF(r);
-	swallow(h);
-}
-
 /* Under the lock: a slot this begin marked WRITING goes back to the op it held (Recorder._start_words). */
 static void give_back(Ring *r, Py_ssize_t slot, int held, Held *h)
 {
@@ -409,8 +420,9 @@ static long long begin(PyObject *clock, PyObject *stamp, const Target *t, long l
 			PyObject *c = PyObject_CallMethod(g.recorder, "_overwriting", "ii", held, 1);
 			Py_XDECREF(c);
 			swallow(h);
-		} else if (held != EMPTY) { /* an op never exported (the ring's steady state under retain="ring") */
-			overwritten(h);
+		} else if (held != EMPTY) { /* an op never exported (the ring's steady state under retain="ring"): counted
+					     here, read by Recorder.overwritten and carriage_counts() (no Python call an op) */
+			g.overwritten++;
 		}
 		PyByteArray_AS_STRING(r.states)[slot] = WRITING;
 	}
@@ -595,9 +607,7 @@ static int fast_case(HostOp *self, const Call *c, PyObject **entry, long long *n
 		return rc;
 	if ((rc = setting(s_sdk_spans, NULL)) != 0 || (rc = setting(s_carriage, "op")) != 0)
 		return rc < 0 ? -1 : 0;
-	PyObject *due = PyObject_CallNoArgs(g.owed_due); /* an owed exchange goes first: the Python body pays it */
-	int is_due = due == NULL ? -1 : PyObject_IsTrue(due);
-	Py_XDECREF(due);
+	int is_due = owed_is_due(); /* an owed exchange goes first: the Python body pays it */
 	if (is_due != 0)
 		return is_due < 0 ? -1 : 0;
 	PyObject *in;
@@ -1017,6 +1027,11 @@ static PyObject *stats(PyObject *module, PyObject *unused)
 	return Py_BuildValue("{sKsK}", "fast", g.fast, "slow", g.slow);
 }
 
+static PyObject *overwritten(PyObject *module, PyObject *unused)
+{
+	return PyLong_FromUnsignedLongLong(g.overwritten);
+}
+
 static PyMethodDef methods[] = {
 	{"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
 	 "Hand over what the fast path calls and reads (tempotrace_sdk/torch/wrappers.py native_wrapper)."},
@@ -1025,6 +1040,9 @@ static PyMethodDef methods[] = {
 	{"forget_groups", forget_groups, METH_NOARGS, "Forget every registered group (uninstrument, fork)."},
 	{"registered", registered, METH_O, "Whether a process group is registered."},
 	{"stats", stats, METH_NOARGS, "Calls taken by the fast path and handed to the Python wrapper."},
+	{"overwritten", overwritten, METH_NOARGS, "Records the C call overwrote never exported, since the process began."},
+	{"encode_ended", (PyCFunction)(void (*)(void))tt_encode_ended, METH_FASTCALL,
+	 "Ended op records taken straight into OTLP JSON spans (native/opcall/tt_opspans.h)."},
 	{NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tempotrace_sdk._opcall",
@@ -1053,9 +1071,11 @@ PyMODINIT_FUNC PyInit__opcall(void)
 		     {&s_is_cpu, "is_cpu"},
 		     {&s_op_attr, "_tempotrace_torch_op"},
 		     {&s_trace_failed, "trace_failed"},
-		     {&s_overwritten, "overwritten"},
-		     {&s_ring_overwritten, "ring_overwritten"},
-		     {&s_ring, "ring"}};
+		     {&s_ring, "ring"},
+		     {&s_owed_list, "_owed"},
+		     {&s_payer, "_payer"},
+		     {&s_global_state, "_GLOBAL"},
+		     {&s_world_pg, "_default_pg"}};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if ((*names[i].s = PyUnicode_InternFromString(names[i].text)) == NULL)
 			return NULL;

@@ -357,6 +357,7 @@ def _renew_after_fork() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_renew_after_fork)
 
+#: (Read directly by the C call of a traced torch op, native/opcall, once it is not None.)
 _GLOBAL: TempoTraceState | None = None
 _GLOBAL_LOCK = threading.Lock()
 

@@ -10,7 +10,12 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-__all__ = ["carriage_counts", "count"]
+try:
+    from .. import _opcall
+except ImportError:  # not built: every op is counted here
+    _opcall = None
+
+__all__ = ["carriage_counts", "count", "native_overwritten"]
 
 _counts: Counter[str] = Counter()
 _counts_lock = threading.Lock()
@@ -24,4 +29,14 @@ def count(what: str, n: int = 1) -> None:
 def carriage_counts() -> dict[str, int]:
     """Records sent and merged, and those refused or missing by error class, since the process started."""
     with _counts_lock:
-        return dict(_counts)
+        out = dict(_counts)
+    native = native_overwritten()
+    if native:
+        out["ring_overwritten"] = out.get("ring_overwritten", 0) + native
+    return out
+
+
+def native_overwritten() -> int:
+    """Ring records the C call of a traced op overwrote never exported (native/opcall: counted there, not by a
+    Python call an op)."""
+    return int(_opcall.overwritten()) if _opcall is not None else 0

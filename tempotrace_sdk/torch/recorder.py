@@ -37,7 +37,7 @@ from opentelemetry.trace import SpanContext
 from ..errors import TempoTraceError
 from ..otel import lifecycle
 from ..otel.context import get_state
-from .counts import count
+from .counts import count, native_overwritten
 from .groups import GroupInfo
 
 __all__ = ["DEFAULT_HANG_TIMEOUT_S", "DEFAULT_RING_OPS", "RECORD_BYTES", "RELEASE_AT", "OpRecord", "Recorder",
@@ -103,7 +103,8 @@ class Recorder:
         self.numbers = itertools.count()
         #: Every op number below this has been taken by a ``begin`` (it may lag a concurrent one).
         self.issued = 0
-        self.overwritten = 0  #: ops overwritten (or dropped by a resize) before they were ever exported
+        self._overwritten = 0  #: Python's share of ``overwritten``
+        self._native_base = native_overwritten()  #: the C call's count when this process's began
         #: ops a dump exported pending, overwritten while still open: their ends are lost (a ring too small)
         self.dumped_overwritten = 0
         self._group_lock = threading.Lock()
@@ -115,6 +116,16 @@ class Recorder:
         #: retain="ring": every N-th step's ops are exported in full as well (0: none).
         self.export_every = 0
         self.groups: list[GroupInfo] = []
+
+    @property
+    def overwritten(self) -> int:
+        """Ops overwritten (or dropped by a resize) before they were ever exported: Python's count and the C
+        call's."""
+        return self._overwritten + native_overwritten() - self._native_base
+
+    @overwritten.setter
+    def overwritten(self, value: int) -> None:
+        self._overwritten = value - (native_overwritten() - self._native_base)
 
     def _publish(self) -> None:
         """``ring``: the objects the C call of a traced op (native/opcall) reads at each op, in one tuple, replaced
@@ -375,7 +386,7 @@ class Recorder:
         self._group_lock = threading.Lock()
         self._slot_lock = threading.Lock()
         self.resize(self.size)  # (publishes the new ring with the new locks)
-        self.overwritten = 0
+        self._overwritten, self._native_base = 0, native_overwritten()
         self.dumped_overwritten = 0
 
 

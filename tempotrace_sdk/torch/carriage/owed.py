@@ -77,7 +77,8 @@ def owe(item: Owed) -> None:
 
 
 def due() -> bool:
-    """An exchange is owed or being paid: ``pay()`` has work (the cheap test every traced op makes first)."""
+    """An exchange is owed or being paid: ``pay()`` has work (the cheap test every traced op makes first; the C
+    call, native/opcall, makes it by reading ``_owed`` (a list, never rebound) and ``_payer`` itself)."""
     return bool(_owed) or _payer is not None
 
 
