@@ -37,6 +37,7 @@ typedef struct {
 	PyObject *context; /* parents[slot] when scanned; a reference of ours while held is set */
 	PyObject *parent;  /* parent_of's answer (borrowed from the cache), for WITH_PARENT */
 	int how, held;
+	Py_ssize_t epoch; /* which of the config's tails its span carries */
 	char rec[RECORD_BYTES];
 } Candidate;
 
@@ -47,11 +48,20 @@ typedef struct {
 	int n;
 } Parents;
 
+/* A clock epoch as clocks/domain.py epoch_of tests a reading against it. */
 typedef struct {
-	PyObject *groups, *ops, *completions, *qualities, *keys, *tail, *parent_of;
+	long long mid, half, since, limit;
+} Window;
+
+enum { MAX_WINDOWS = 64 }; /* domain.py MAX_EPOCHS: beyond it, label_windows gives None */
+
+typedef struct {
+	PyObject *groups, *ops, *completions, *qualities, *keys, *tails, *parent_of;
 	uint64_t nonce, nonce_high;
-	int roots, has_epoch;
-	long long boundary, offset, base, mid, half, since, before;
+	int roots;
+	long long boundary, offset, base;
+	Py_ssize_t n_windows; /* 0: no host clock domain (one tail) */
+	Window windows[MAX_WINDOWS];
 } Config;
 
 typedef struct {
@@ -121,14 +131,24 @@ static uint64_t span_id_of(const Config *c, long long number)
 	return id != 0 ? id : 1;
 }
 
-static int in_epoch(const Config *c, long long v)
+/* The one epoch a reading can have been taken in (HostDomain.epoch_of), -1 when it fits two or none. */
+static Py_ssize_t epoch_of(const Config *c, long long v)
 {
-	/* clocks/domain.py HostDomain.label with one epoch: strictly inside (since, before) by its bound */
-	return v - c->mid + c->half > c->since && v - c->mid - c->half < c->before;
+	Py_ssize_t found = -1;
+	for (Py_ssize_t i = 0; i < c->n_windows; i++) {
+		const Window *w = &c->windows[i];
+		if (v - w->mid + w->half > w->since && v - w->mid - w->half < w->limit) {
+			if (found >= 0)
+				return -1;
+			found = i;
+		}
+	}
+	return found;
 }
 
-/* Whether the span of this record is one this encoder writes (its words alone decide). */
-static int encodable(const Config *c, const char *rec)
+/* Whether the span of this record is one this encoder writes (its words alone decide): the index of the tail it
+ * carries (its readings' one clock epoch), -1 when not. */
+static Py_ssize_t encodable(const Config *c, const char *rec)
 {
 	long long facts = le64(rec + 8), efacts = le64(rec + START_BYTES + 24);
 	long long op = facts & 0xFFFF, gi = (facts >> 16) & 0xFFFFFF, source = (facts >> 40) & 0xFF;
@@ -136,14 +156,18 @@ static int encodable(const Config *c, const char *rec)
 	long long ptp = le64(rec + 40), eptp = le64(rec + START_BYTES);
 	if (op >= PyTuple_GET_SIZE(c->ops) || gi >= PyList_GET_SIZE(c->groups) ||
 	    !PyBytes_CheckExact(PyList_GET_ITEM(c->groups, gi)))
-		return 0;
+		return -1;
 	if (source > 2 || quality >= PyTuple_GET_SIZE(c->qualities) || equality > 2 ||
 	    completion >= PyTuple_GET_SIZE(c->completions))
-		return 0;
+		return -1;
 	/* one TAI-UTC offset for both readings, a second clear of the last leap (a float compares there) */
 	if (ptp < c->boundary || eptp < c->boundary || ptp - c->offset == 0 || eptp - c->offset == 0)
+		return -1;
+	if (c->n_windows == 0)
 		return 0;
-	return !c->has_epoch || (in_epoch(c, ptp) && in_epoch(c, eptp));
+	/* HostDomain.label: one epoch for both readings, else the span says the clock may have stepped (Python's) */
+	Py_ssize_t epoch = epoch_of(c, ptp);
+	return epoch >= 0 && epoch_of(c, eptp) == epoch ? epoch : -1;
 }
 
 /* parent_of(context), asked once per context: its answer, borrowed from the cache (False: not cached). */
@@ -265,9 +289,10 @@ static void put_span(Out *o, const Config *c, const Candidate *k)
 	put_s(o, "}}");
 	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_QUALITY), PyTuple_GET_ITEM(c->qualities, quality));
 	put_int_value(o, PyTuple_GET_ITEM(keys, KEY_UNCERTAINTY), unc);
-	if (PyBytes_GET_SIZE(c->tail) > 0) {
+	PyObject *tail = PyTuple_GET_ITEM(c->tails, k->epoch);
+	if (PyBytes_GET_SIZE(tail) > 0) {
 		*o->at++ = ',';
-		put_bytes(o, c->tail);
+		put_bytes(o, tail);
 	}
 	put_s(o, "],\"status\":{}}");
 }
@@ -275,7 +300,7 @@ static void put_span(Out *o, const Config *c, const Candidate *k)
 /* The most octets put_span writes for this config (every variable part at its longest). */
 static Py_ssize_t span_max(const Config *c, const Candidate *k)
 {
-	Py_ssize_t n = 1024 + PyBytes_GET_SIZE(c->tail);
+	Py_ssize_t n = 1024 + PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->tails, k->epoch));
 	for (Py_ssize_t i = 0; i < N_KEYS; i++)
 		n += PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->keys, i));
 	long long facts = le64(k->rec + 8);
@@ -301,13 +326,13 @@ static int config_of(Config *c, PyObject *const *args)
 	c->parent_of = args[8];
 	c->roots = PyObject_IsTrue(args[9]);
 	c->keys = args[12];
-	c->tail = args[13];
+	c->tails = args[13];
 	c->completions = args[14];
 	c->qualities = args[15];
 	if (PyErr_Occurred() || c->roots < 0)
 		return -1;
 	if (!PyList_CheckExact(c->groups) || !PyTuple_CheckExact(c->ops) || !PyTuple_CheckExact(c->keys) ||
-	    PyTuple_GET_SIZE(c->keys) != N_KEYS || !PyBytes_CheckExact(c->tail) || !PyTuple_CheckExact(c->completions) ||
+	    PyTuple_GET_SIZE(c->keys) != N_KEYS || !PyTuple_CheckExact(c->tails) || !PyTuple_CheckExact(c->completions) ||
 	    !PyTuple_CheckExact(c->qualities) || !PyCallable_Check(c->parent_of) ||
 	    !PyArg_ParseTuple(args[10], "LLL", &c->boundary, &c->offset, &c->base))
 		goto bad;
@@ -326,10 +351,21 @@ static int config_of(Config *c, PyObject *const *args)
 	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->qualities); i++)
 		if (!PyBytes_CheckExact(PyTuple_GET_ITEM(c->qualities, i)))
 			goto bad;
-	if (args[11] != Py_None) {
-		if (!PyArg_ParseTuple(args[11], "LLLL", &c->mid, &c->half, &c->since, &c->before))
+	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->tails); i++)
+		if (!PyBytes_CheckExact(PyTuple_GET_ITEM(c->tails, i)))
 			goto bad;
-		c->has_epoch = 1;
+	if (args[11] != Py_None) {
+		if (!PyTuple_CheckExact(args[11]) || PyTuple_GET_SIZE(args[11]) > MAX_WINDOWS ||
+		    PyTuple_GET_SIZE(args[11]) != PyTuple_GET_SIZE(c->tails))
+			goto bad;
+		c->n_windows = PyTuple_GET_SIZE(args[11]);
+		for (Py_ssize_t i = 0; i < c->n_windows; i++) {
+			Window *w = &c->windows[i];
+			if (!PyArg_ParseTuple(PyTuple_GET_ITEM(args[11], i), "LLLL", &w->mid, &w->half, &w->since, &w->limit))
+				goto bad;
+		}
+	} else if (PyTuple_GET_SIZE(c->tails) != 1) {
+		goto bad;
 	}
 	return 0;
 bad:
@@ -374,7 +410,7 @@ PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t na
 	Candidate *k = NULL;
 	PyObject *items = NULL, *left = NULL, *result = NULL;
 	long long low, last, mask, first_waiting = -1;
-	Py_ssize_t n = 0;
+	Py_ssize_t n = 0, lost = 0;
 	if (nargs != 16) {
 		PyErr_SetString(PyExc_TypeError, "encode_ended takes 16 arguments");
 		return NULL;
@@ -401,15 +437,19 @@ PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t na
 		PyErr_SetString(PyExc_ValueError, "encode_ended: a ring or a range not the recorder's");
 		return NULL;
 	}
+	/* Phase 1, the GIL held and no lock: the ENDED records (counted first: the range may be the whole ring), and
+	 * how each span is written */
+	const char *st = PyByteArray_AS_STRING(states), *buf = PyByteArray_AS_STRING(buffer);
+	Py_ssize_t ended = 0;
+	for (long long number = low; number < last; number++)
+		ended += (unsigned char)st[number & mask] == ENDED;
 	items = PyList_New(0);
 	left = PyList_New(0);
-	k = PyMem_Calloc(last > low ? (size_t)(last - low) : 1, sizeof *k);
+	k = PyMem_Calloc(ended > 0 ? (size_t)ended : 1, sizeof *k);
 	if (items == NULL || left == NULL || k == NULL) {
 		PyErr_NoMemory();
 		goto out;
 	}
-	/* Phase 1, the GIL held and no lock: the ENDED records, and how each span is written */
-	const char *st = PyByteArray_AS_STRING(states), *buf = PyByteArray_AS_STRING(buffer);
 	for (long long number = low; number < last; number++) {
 		Py_ssize_t slot = (Py_ssize_t)(number & mask);
 		int s = (unsigned char)st[slot];
@@ -423,11 +463,18 @@ PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t na
 				first_waiting = number;
 			continue;
 		}
+		if (n == ended)
+			break; /* (cannot happen: nothing ran since the count) */
 		Candidate *x = &k[n++];
 		x->number = number;
 		x->slot = slot;
-		x->how = encodable(&c, buf + slot * RECORD_BYTES) ? ROOT : LEFT;
-		x->context = PyList_GET_ITEM(parents, slot);
+		x->epoch = encodable(&c, buf + slot * RECORD_BYTES);
+		x->how = x->epoch >= 0 ? ROOT : LEFT;
+		if (x->how != LEFT) {
+			/* held now, before parent_of runs Python: another thread may replace the slot's context meanwhile */
+			x->context = Py_NewRef(PyList_GET_ITEM(parents, slot));
+			x->held = 1;
+		}
 	}
 	/* parent_of runs Python (other threads may run): the slots are checked again under the lock */
 	for (Py_ssize_t i = 0; i < n; i++) {
@@ -443,25 +490,23 @@ PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t na
 			x->how = how_of(answer, &c);
 			x->parent = answer;
 		}
-		if (x->how != LEFT) {
-			Py_INCREF(x->context); /* held to the end: taking it drops the list's reference */
-			x->held = 1;
-		}
 	}
 	if (call_lock(lock, s_acquire_name) < 0)
 		goto out; /* (an interrupt: nothing taken) */
 	take(states, buffer, parents, k, n, &first_waiting);
 	if (call_lock(lock, s_release_name) < 0)
 		goto out;
-	/* Phase 3, no lock: the spans of the records taken */
+	/* Phase 3, no lock: the spans of the records taken (they are out of the ring: one that cannot be written is
+	 * counted lost, the others are returned all the same) */
 	for (Py_ssize_t i = 0; i < n; i++) {
 		Candidate *x = &k[i];
 		if (x->how == LEFT) {
 			if (x->number >= 0) {
 				PyObject *num = PyLong_FromLongLong(x->number);
-				if (num == NULL || PyList_Append(left, num) < 0) {
+				if (num == NULL || PyList_Append(left, num) < 0) { /* (no memory: still ENDED, the next take's) */
 					Py_XDECREF(num);
-					goto out;
+					PyErr_Clear();
+					continue;
 				}
 				Py_DECREF(num);
 			}
@@ -469,22 +514,22 @@ PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t na
 		}
 		if (x->how == UNSAMPLED)
 			continue;
-		PyObject *bytes = PyBytes_FromStringAndSize(NULL, span_max(&c, x));
-		if (bytes == NULL)
-			goto out;
-		Out o = {PyBytes_AS_STRING(bytes), PyBytes_AS_STRING(bytes) + PyBytes_GET_SIZE(bytes)};
-		put_span(&o, &c, x);
-		if (_PyBytes_Resize(&bytes, o.at - PyBytes_AS_STRING(bytes)) < 0)
-			goto out;
-		PyObject *item = PyTuple_Pack(2, args[3], bytes);
-		Py_DECREF(bytes);
-		if (item == NULL || PyList_Append(items, item) < 0) {
-			Py_XDECREF(item);
-			goto out;
+		PyObject *bytes = PyBytes_FromStringAndSize(NULL, span_max(&c, x)), *item = NULL;
+		if (bytes != NULL) {
+			Out o = {PyBytes_AS_STRING(bytes), PyBytes_AS_STRING(bytes) + PyBytes_GET_SIZE(bytes)};
+			put_span(&o, &c, x);
+			if (_PyBytes_Resize(&bytes, o.at - PyBytes_AS_STRING(bytes)) == 0) {
+				item = PyTuple_Pack(2, args[3], bytes);
+				Py_DECREF(bytes);
+			}
 		}
-		Py_DECREF(item);
+		if (item == NULL || PyList_Append(items, item) < 0) { /* (no memory) */
+			PyErr_Clear();
+			lost++;
+		}
+		Py_XDECREF(item);
 	}
-	result = Py_BuildValue("(OOL)", items, left, first_waiting);
+	result = Py_BuildValue("(OOLn)", items, left, first_waiting, lost);
 out:
 	for (Py_ssize_t i = 0; k != NULL && i < n; i++)
 		if (k[i].held)

@@ -11,14 +11,15 @@
 #include <Python.h>
 
 /*
- * encode_ended(ring, low, last, owner, nonce, nonce_high, groups, ops, parent_of, roots, leap, epoch, keys,
- *              tail) -> (items, left, first_waiting)
+ * encode_ended(ring, low, last, owner, nonce, nonce_high, groups, ops, parent_of, roots, leap, windows, keys,
+ *              tails, completions, qualities) -> (items, left, first_waiting, lost)
  *
  * Takes, as Recorder.take_ended does, every ENDED record numbered low..last-1 whose span it can write
  * exactly as torch/opspans.py make_span and otel/otlp_json.py would, and returns:
  *   items          [(owner, span JSON bytes)], oldest first (an unsampled op's record is taken, no item);
  *   left           the numbers of the ENDED records it left for Python, still ENDED;
- *   first_waiting  the first number still open, being written or ended (-1: none).
+ *   first_waiting  the first number still open, being written or ended (-1: none);
+ *   lost           records taken whose span could not be written (no memory): counted by the caller.
  * The arguments are what torch/opjson.py builds once per release (its docstring says what each is).
  */
 PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t nargs);

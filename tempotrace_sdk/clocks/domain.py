@@ -188,6 +188,17 @@ class HostDomain:
                 found = epoch
         return found
 
+    def label_windows(self) -> list[tuple[Epoch, int, int]] | None:
+        """Check (as ``label`` does), then each epoch with the CLOCK_MONOTONIC window its readings lie in
+        (``epoch_of``'s: since, until or the check's bound): what ``label`` decides by, for a labeller outside
+        Python (torch's op spans written in C); None when epochs are no longer told apart."""
+        before = getattr(_batch, "before", None)
+        if before is None:
+            before = self.check()
+        if len(self._epochs) > MAX_EPOCHS:
+            return None
+        return [(epoch, since, before if until is None else min(before, until)) for epoch, since, until in self._epochs]
+
     def label(self, readings: tuple[int, ...]) -> Epoch | None:
         """Check, then the one epoch every reading was taken in; None when one may lie across a change,
         before the domain was made or in another clock. Inside ``checked_once()`` on this thread, the check

@@ -35,6 +35,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context, attach, detach, set_value
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -178,7 +179,8 @@ class TempoTraceBatchProcessor(SpanProcessor):
         self.block_s = (block_millis if block_millis is not None else block_millis_from_env()) / 1000
         if min(self.max_queue_size, self.max_export_batch_size) < 1 or self.schedule_delay_s <= 0 or self.block_s < 0:
             raise ValueError("queue and batch sizes must be >= 1, the delay > 0 and the wait >= 0")
-        self._queue: deque[ReadableSpan] = deque()
+        #: ReadableSpans, and (group, JSON) pairs from on_end_encoded
+        self._queue: deque[Any] = deque()
         self._shutdown = False
         self._init_threading()
         lifecycle.renew_after_fork(self)
@@ -230,6 +232,23 @@ class TempoTraceBatchProcessor(SpanProcessor):
         if len(queue) >= self.max_queue_size and not self._room_made():
             return
         queue.append(span)
+        if len(queue) >= self.max_export_batch_size and not self._wake.is_set():
+            self._wake.set()
+
+    def on_end_encoded(self, items: list[Any]) -> None:
+        """Spans already encoded (torch's op spans written in C, torch/opjson.py: (group, JSON) pairs), queued as
+        ``on_end`` queues spans, one place each, waiting for room or dropped and counted alike."""
+        if self._shutdown or not items:
+            return
+        if self._worker is None:
+            self._start_worker()
+        queue = self._queue
+        room = max(0, self.max_queue_size - len(queue))
+        queue.extend(items[:room])
+        for item in items[room:]:
+            if len(queue) >= self.max_queue_size and not self._room_made():
+                continue
+            queue.append(item)
         if len(queue) >= self.max_export_batch_size and not self._wake.is_set():
             self._wake.set()
 

@@ -47,7 +47,7 @@ MAX_PENDING_BYTES = 8 * 1024 * 1024
 _SHUTDOWN_LOCK_TIMEOUT_S = 5.0
 
 
-def encode_batch(spans: Sequence[ReadableSpan]) -> bytes | None:
+def encode_batch(spans: Sequence[Any]) -> bytes | None:
     """One OTLP JSON line (ExportTraceServiceRequest) for ``spans``; None when there is nothing to write.
 
     ``otlp_json`` encodes it; where it cannot (a value of a type it does not
@@ -60,7 +60,12 @@ def encode_batch(spans: Sequence[ReadableSpan]) -> bytes | None:
         return otlp_json.encode_request(spans) + b"\n"
     except Exception as err:  # never lose a batch to the fast path: upstream's encoder writes every value
         _log.debug("tempotrace: OTLP JSON batch encoded by upstream's encoder: %s: %s", type(err).__name__, err)
-    return encode_batch_upstream(spans)
+    written = [s for s in spans if type(s) is tuple]  # op spans torch wrote as JSON: a line of their own
+    if not written:
+        return encode_batch_upstream(spans)
+    rest = encode_batch_upstream([s for s in spans if type(s) is not tuple])
+    # (their Resource and scope were checked encodable here when they were written: torch/opjson.py)
+    return otlp_json.encode_request(written) + b"\n" + (rest or b"")
 
 
 def encode_batch_upstream(spans: Sequence[ReadableSpan]) -> bytes | None:
@@ -136,7 +141,7 @@ class JsonLinesSpanExporter(SpanExporter):
         self.ledger.after_fork_in_child()
         self.stream.after_fork_in_child()
 
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+    def export(self, spans: Sequence[Any]) -> SpanExportResult:  # (ReadableSpans, and on_end_encoded's pairs)
         if self._shutdown:  # shut down on purpose (configure() replaced it): not a loss to report
             return SpanExportResult.FAILURE
         try:
@@ -147,7 +152,8 @@ class JsonLinesSpanExporter(SpanExporter):
         if line is None:
             return SpanExportResult.SUCCESS
         if self.resource is None:
-            self.resource = spans[0].resource
+            first = spans[0]
+            self.resource = first[0].resource if type(first) is tuple else first.resource
         if not self._lock.acquire():  # re-entered from a signal handler mid-write on this thread
             self.ledger.drop(len(spans), "write_failed", "export re-entered from a signal handler")
             return SpanExportResult.FAILURE

@@ -231,7 +231,7 @@ def _resource(resource: Resource, seen: _Seen) -> dict[str, Any]:
     return {"attributes": attributes} if attributes else {}
 
 
-def _scope_spans(scope: InstrumentationScope | None, spans: list[_Span], seen: _Seen) -> dict[str, Any]:
+def _scope_spans(scope: InstrumentationScope | None, spans: list[Any], seen: _Seen) -> dict[str, Any]:
     if scope is None:
         return {"scope": {}, "spans": spans}
     encoded: dict[str, Any] = {}
@@ -249,21 +249,26 @@ def _scope_spans(scope: InstrumentationScope | None, spans: list[_Span], seen: _
 
 
 #: Encoded spans by resource, then by scope.
-_Groups = dict[Resource, dict[InstrumentationScope | None, list[_Span]]]
+_Groups = dict[Resource, dict[InstrumentationScope | None, list[Any]]]
 
 
-def _grouped(spans: Sequence[ReadableSpan], seen: _Seen) -> _Groups:
+def _grouped(spans: Sequence[Any], seen: _Seen) -> _Groups:
     """Encoded spans by resource and scope, as upstream groups them (dicts keyed by the SDK objects).
 
     A Resource's hash serialises its attributes, so the lookup is made once per
     distinct object, not per span; spans from one tracer usually come in runs.
     """
     groups: _Groups = {}
-    by_identity: dict[tuple[int, int], list[_Span]] = {}
+    by_identity: dict[tuple[int, int], list[Any]] = {}
     last: tuple[object, object] | None = None
-    current: list[_Span] = []
+    current: list[Any] = []
     for span in spans:
-        resource, scope = span.resource, span.instrumentation_scope
+        if type(span) is tuple:  # a span torch/opjson.py had written: (its group, its JSON)
+            group, encoded = span
+            resource, scope = group.resource, group.scope
+        else:
+            resource, scope = span.resource, span.instrumentation_scope
+            encoded = None
         if last is None or last[0] is not resource or last[1] is not scope:
             identity = (id(resource), id(scope))  # both live as long as the batch: the ids are theirs
             found = by_identity.get(identity)
@@ -271,12 +276,29 @@ def _grouped(spans: Sequence[ReadableSpan], seen: _Seen) -> _Groups:
                 found = groups.setdefault(resource, {}).setdefault(scope, [])
                 by_identity[identity] = found
             current, last = found, (resource, scope)
-        current.append(_span(span, seen))
+        current.append(_span(span, seen) if encoded is None else msgspec.Raw(encoded))
     return groups
 
 
-def encode_request(spans: Sequence[ReadableSpan]) -> bytes:
-    """The ExportTraceServiceRequest for ``spans`` as compact JSON (no newline).
+def key_values_json(attributes: dict[str, Any]) -> bytes:
+    """The KeyValues of ``attributes`` as a span's are written here, comma-separated, without brackets: what
+    torch/opjson.py puts into the op spans it writes itself."""
+    return _encode_json([_key_value(k, v) for k, v in attributes.items()])[1:-1]
+
+
+def encodes_group(resource: Resource, scope: InstrumentationScope | None) -> bool:
+    """Whether this encoder writes ``resource`` and ``scope`` itself (no UnsupportedValue among their values)."""
+    try:
+        _resource(resource, {})
+        _scope_spans(scope, [], {})
+    except Exception:
+        return False
+    return True
+
+
+def encode_request(spans: Sequence[Any]) -> bytes:
+    """The ExportTraceServiceRequest for ``spans`` (ReadableSpans, and (group, JSON) pairs from
+    ``TempoTraceBatchProcessor.on_end_encoded``) as compact JSON (no newline).
 
     Raises UnsupportedValue (or whatever a value's own methods raise) where
     upstream's encoder must be used instead.

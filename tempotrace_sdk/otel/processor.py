@@ -182,6 +182,12 @@ def _attributes(
     return attrs
 
 
+def process_needs(state: TempoTraceState, resource: Any) -> dict[str, Any] | None:
+    """The per-process attributes a span of ``resource`` carries itself (those its Resource lacks; None: none),
+    as ``_attributes`` adds them (for torch's op spans written in C, torch/opjson.py)."""
+    return _PROCESS.for_span(state, resource)
+
+
 def _fit(state: TempoTraceState, span: Span, attrs: dict[str, Any]) -> dict[str, Any]:
     """``attrs`` for the public path: a stamps text longer than the span's value-length limit
     (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT) loses whole tokens from its end (counted), never cut mid-token."""

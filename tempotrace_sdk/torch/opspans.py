@@ -25,6 +25,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
@@ -41,6 +42,7 @@ from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH
 from ..torchops import SPECS, Kind
 from . import spans as torch_spans
 from .counts import count
+from .opjson import json_spans
 from .recorder import COMPLETIONS, ERROR, OpRecord, recorder
 
 __all__ = ["deliver", "error_span", "make_span", "pending_spans", "release", "span_id_of"]
@@ -242,7 +244,9 @@ def sampled(record: OpRecord, sampler: Any) -> bool:
     if sampler is None:
         return True
     try:
-        result = sampler.should_sample(None, _trace_id_of(record.number), "torch." + SPECS[record.op].name,
+        # an empty context: the op had no span around it (a ParentBased sampler given None would read the
+        # releasing thread's current span instead)
+        result = sampler.should_sample(Context(), _trace_id_of(record.number), "torch." + SPECS[record.op].name,
                                        SpanKind.INTERNAL, op_attributes(record))
         return bool(result.decision.is_sampled())
     except Exception:  # a sampler that raises: the SDK would have failed the span; record it, counted
@@ -280,12 +284,28 @@ def release(*, since: int | None = None, force: bool = False) -> None:
         return
     try:
         with recorder.lock:
-            records = recorder.take_ended(since)
-            if not records:
-                return
             state = get_state()
             resource, scope, processors = destination()
-            deliver(make_spans(state, records, resource, scope), processors)
+            with checked_once(state.domain):
+                try:
+                    native = json_spans(state, resource, scope, processors, recorder.groups, _sampler(),
+                                        _Nonce.value, _Nonce.high)
+                except Exception:  # (a value its encoder refuses): this release the old way
+                    count("trace_failed")
+                    _log.debug("tempotrace.torch: op spans not writable in C", exc_info=True)
+                    native = None
+                try:
+                    items, records = recorder.take_ended(since, native)
+                except Exception:  # the C pass failed: what it had taken is lost (counted), the rest goes on
+                    if native is None:
+                        raise
+                    count("trace_failed")
+                    _log.debug("tempotrace.torch: op spans not written in C", exc_info=True)
+                    items, records = recorder.take_ended(since)
+                if items:
+                    native.processor.on_end_encoded(items)  # type: ignore[union-attr]
+            if records:
+                deliver(make_spans(state, records, resource, scope), processors)
     except Exception:
         count("trace_failed")
         _log.debug("tempotrace.torch: op spans not made", exc_info=True)

@@ -104,7 +104,7 @@ class Recorder:
         #: Every op number below this has been taken by a ``begin`` (it may lag a concurrent one).
         self.issued = 0
         self._overwritten = 0  #: Python's share of ``overwritten``
-        self._native_base = native_overwritten()  #: the C call's count when this process's began
+        self._native_base = native_overwritten()  #: the C call's count when this one began (0 but after a fork)
         #: ops a dump exported pending, overwritten while still open: their ends are lost (a ring too small)
         self.dumped_overwritten = 0
         self._group_lock = threading.Lock()
@@ -123,10 +123,6 @@ class Recorder:
         call's."""
         return self._overwritten + native_overwritten() - self._native_base
 
-    @overwritten.setter
-    def overwritten(self, value: int) -> None:
-        self._overwritten = value - (native_overwritten() - self._native_base)
-
     def _publish(self) -> None:
         """``ring``: the objects the C call of a traced op (native/opcall) reads at each op, in one tuple, replaced
         whole whenever one of them is (a resize, a fork)."""
@@ -137,7 +133,7 @@ class Recorder:
         that were never exported are counted overwritten. Numbering goes on."""
         old = getattr(self, "state", None)
         if old is not None:
-            self.overwritten += sum(1 for s in old if s in (OPEN, ENDED, ENDING, WRITING))
+            self._overwritten += sum(1 for s in old if s in (OPEN, ENDED, ENDING, WRITING))
         slots = 1 << max(0, int(size) - 1).bit_length()
         self.size = slots
         self.mask = slots - 1
@@ -261,7 +257,7 @@ class Recorder:
             self.dumped_overwritten += n
             count("ring_overwrote_dumped", n)
         elif held != EMPTY:
-            self.overwritten += n
+            self._overwritten += n
             count("ring_overwritten", n)
 
     # -- reading records back ---------------------------------------------------------------------
@@ -297,12 +293,37 @@ class Recorder:
             self.parents[slot] = None
         return record
 
-    def take_ended(self, since: int | None = None) -> list[OpRecord]:
+    def take_ended(self, since: int | None = None, native: Any = None) -> tuple[list[Any], list[OpRecord]]:
         """Every ended op not yet exported (numbered ``since`` or later), oldest first, marked exported. Open
-        ops, and ops being written or ended, stay: the next take starts at the first of them."""
-        taken: list[OpRecord] = []
+        ops, and ops being written or ended, stay: the next take starts at the first of them. ``native``
+        (opjson.JsonSpans) writes the spans it can itself: (its items, the records left to make)."""
         last = self.issued
         low = max(self.next_due if since is None else since, last - self.size)
+        if native is not None:
+            items, left, first_waiting, lost = native.take(self.ring, low, last)
+            if lost:
+                count("trace_failed", lost)
+            taken = []
+            try:  # (what C took is out of the ring: it is returned whatever happens to the rest)
+                for number in left:
+                    record = self._take(number & self.mask, number, (ENDED,))
+                    if record is not None:
+                        taken.append(record)
+                    elif first_waiting < 0 or number < first_waiting:  # changed since: as a failed take below
+                        first_waiting = number
+            except Exception:
+                count("trace_failed")
+                _log.debug("tempotrace.torch: records left by the C pass not taken", exc_info=True)
+                first_waiting = low
+        else:
+            items, (taken, first_waiting) = [], self._take_ended(low, last)
+        if since is None:
+            self.next_due = first_waiting if first_waiting >= 0 else last
+            self.ended = 0
+        return items, taken
+
+    def _take_ended(self, low: int, last: int) -> tuple[list[OpRecord], int]:
+        taken: list[OpRecord] = []
         first_waiting = -1
         states, mask, buffer = self.state, self.mask, self.buffer
         for number in range(low, last):
@@ -322,10 +343,7 @@ class Recorder:
                 taken.append(record)
             elif first_waiting < 0:
                 first_waiting = number
-        if since is None:
-            self.next_due = first_waiting if first_waiting >= 0 else last
-            self.ended = 0
-        return taken
+        return taken, first_waiting
 
     def take_all(self) -> list[OpRecord]:
         """Every op in the ring not yet exported, open ones included, oldest first (a dump). Ended ones are
