@@ -71,6 +71,7 @@ def sink(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.Fixtur
                                                             else {})})
     made = Sink(tmp_path / "spans.jsonl", resource, TraceIdRatioBased(0.5) if kind == "ratio" else None)
     monkeypatch.setattr(torch_spans, "tracer", lambda: made.provider.get_tracer("test"))
+    recorder.take_ended()  # what earlier tests left ended in the ring is not this test's
     yield made
     tt.uninstrument()
     made.close()
