@@ -61,6 +61,7 @@ typedef struct {
 	int roots;
 	long long boundary, offset, base;
 	Py_ssize_t n_windows; /* 0: no host clock domain (one tail) */
+	Py_ssize_t fixed_max; /* what every span may write besides its own group, op, parent and tail */
 	Window windows[MAX_WINDOWS];
 } Config;
 
@@ -116,9 +117,10 @@ static void put_int_value(Out *o, PyObject *key, long long v)
 	put_s(o, "\"}}");
 }
 
-static void put_string_value(Out *o, PyObject *key, PyObject *json_text)
+static void put_string_value(Out *o, PyObject *key, PyObject *json_text, int comma)
 {
-	*o->at++ = ',';
+	if (comma)
+		*o->at++ = ',';
 	put_bytes(o, key);
 	put_s(o, "{\"stringValue\":");
 	put_bytes(o, json_text);
@@ -270,24 +272,19 @@ static void put_span(Out *o, const Config *c, const Candidate *k)
 	/* the group's attributes, then the op's (opspans.op_attributes), then the stamps' (processor._attributes) */
 	PyObject *group = PyList_GET_ITEM(c->groups, (facts >> 16) & 0xFFFFFF);
 	put_bytes(o, group);
-	char *op_at = o->at;
-	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_OP), PyTuple_GET_ITEM(op, 1));
-	if (PyBytes_GET_SIZE(group) == 0) { /* the op's is the first attribute: no comma before it */
-		memmove(op_at, op_at + 1, (size_t)(o->at - op_at - 1));
-		o->at--;
-	}
+	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_OP), PyTuple_GET_ITEM(op, 1), PyBytes_GET_SIZE(group) > 0);
 	if (nbytes >= 0)
 		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_BYTES), nbytes);
 	if (root >= 0 && PyObject_IsTrue(PyTuple_GET_ITEM(op, 2)) == 1)
 		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_ROOT), root);
 	put_int_value(o, PyTuple_GET_ITEM(keys, KEY_SEQ), seq);
-	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_COMPLETION), PyTuple_GET_ITEM(c->completions, completion));
+	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_COMPLETION), PyTuple_GET_ITEM(c->completions, completion), 1);
 	*o->at++ = ',';
 	put_bytes(o, PyTuple_GET_ITEM(keys, KEY_STAMPS));
 	put_s(o, "{\"stringValue\":");
 	put_stamps(o, c, rec);
 	put_s(o, "}}");
-	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_QUALITY), PyTuple_GET_ITEM(c->qualities, quality));
+	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_QUALITY), PyTuple_GET_ITEM(c->qualities, quality), 1);
 	put_int_value(o, PyTuple_GET_ITEM(keys, KEY_UNCERTAINTY), unc);
 	PyObject *tail = PyTuple_GET_ITEM(c->tails, k->epoch);
 	if (PyBytes_GET_SIZE(tail) > 0) {
@@ -300,17 +297,11 @@ static void put_span(Out *o, const Config *c, const Candidate *k)
 /* The most octets put_span writes for this config (every variable part at its longest). */
 static Py_ssize_t span_max(const Config *c, const Candidate *k)
 {
-	Py_ssize_t n = 1024 + PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->tails, k->epoch));
-	for (Py_ssize_t i = 0; i < N_KEYS; i++)
-		n += PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->keys, i));
+	Py_ssize_t n = c->fixed_max + PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->tails, k->epoch));
 	long long facts = le64(k->rec + 8);
 	PyObject *op = PyTuple_GET_ITEM(c->ops, facts & 0xFFFF);
 	n += PyBytes_GET_SIZE(PyTuple_GET_ITEM(op, 0)) + PyBytes_GET_SIZE(PyTuple_GET_ITEM(op, 1));
 	n += PyBytes_GET_SIZE(PyList_GET_ITEM(c->groups, (facts >> 16) & 0xFFFFFF));
-	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->completions); i++)
-		n += PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->completions, i));
-	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->qualities); i++)
-		n += PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->qualities, i));
 	if (k->how == WITH_PARENT)
 		n += PyBytes_GET_SIZE(PyTuple_GET_ITEM(k->parent, 1));
 	return n;
@@ -345,12 +336,20 @@ static int config_of(Config *c, PyObject *const *args)
 		    !PyBytes_CheckExact(PyTuple_GET_ITEM(op, 1)))
 			goto bad;
 	}
-	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->completions); i++)
+	/* the fixed text and numbers (1024 covers them), every key, the longest completion and quality */
+	c->fixed_max = 1024;
+	for (Py_ssize_t i = 0; i < N_KEYS; i++)
+		c->fixed_max += PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->keys, i));
+	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->completions); i++) {
 		if (!PyBytes_CheckExact(PyTuple_GET_ITEM(c->completions, i)))
 			goto bad;
-	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->qualities); i++)
+		c->fixed_max += PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->completions, i));
+	}
+	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->qualities); i++) {
 		if (!PyBytes_CheckExact(PyTuple_GET_ITEM(c->qualities, i)))
 			goto bad;
+		c->fixed_max += PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->qualities, i));
+	}
 	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->tails); i++)
 		if (!PyBytes_CheckExact(PyTuple_GET_ITEM(c->tails, i)))
 			goto bad;
@@ -377,8 +376,8 @@ bad:
 static PyObject *s_acquire_name, *s_release_name;
 
 /* Phase 2, under the lock: each candidate still ENDED with its number and context is copied and emptied. */
-static int take(PyObject *states, PyObject *buffer, PyObject *parents, Candidate *k, Py_ssize_t n,
-		long long *first_waiting)
+static void take(PyObject *states, PyObject *buffer, PyObject *parents, Candidate *k, Py_ssize_t n,
+		 long long *first_waiting)
 {
 	char *st = PyByteArray_AS_STRING(states), *buf = PyByteArray_AS_STRING(buffer);
 	for (Py_ssize_t i = 0; i < n; i++) {
@@ -400,7 +399,6 @@ static int take(PyObject *states, PyObject *buffer, PyObject *parents, Candidate
 		PyList_SET_ITEM(parents, x->slot, Py_NewRef(Py_None));
 		Py_DECREF(x->context);
 	}
-	return 0;
 }
 
 PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t nargs)

@@ -75,7 +75,7 @@ _ON_ENDING_CALLED = PROBE["on_ending"]
 #: freeze can be lifted). Otherwise a span the end might not be able to write gets its start at on_start.
 _LATE_WRITE = _ON_ENDING_CALLED and PROBE["immutable_flag"]
 
-_QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
+QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
 
 #: The most attributes one span gets: stamps, clk_quality, uncertainty_ns, 9 per-process, 2 policy, and a
 #: clock epoch (2) or the stepped mark.
@@ -146,7 +146,7 @@ def _attributes(
     attrs: dict[str, Any] = {
         STAMPS: encode(record.lts, record.ptp_ns, unc, quality, record.ts_source, span.start_time or 0, end, end_ns,
                        remote, recv, sketch, sends),
-        CLK_QUALITY: _QUALITY_NAMES[quality],
+        CLK_QUALITY: QUALITY_NAMES[quality],
         UNCERTAINTY_NS: unc,
     }  # fmt: skip
     resource = span.resource

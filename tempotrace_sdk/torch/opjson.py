@@ -25,7 +25,7 @@ from ..otel.batching import TempoTraceBatchProcessor
 from ..otel.context import TempoTraceState
 from ..otel.file_export import JsonLinesSpanExporter
 from ..otel.otlp_json import encodes_group, key_values_json
-from ..otel.processor import process_needs
+from ..otel.processor import QUALITY_NAMES, process_needs
 from ..semconv import (
     CLK_QUALITY,
     CLOCK_EPOCH_BOUND_NS,
@@ -52,17 +52,15 @@ except ImportError:  # no native build: every span is made the old way
 __all__ = ["JsonSpans", "json_spans"]
 
 _json = msgspec.json.encode
-#: The names the SDK's quality attribute takes (processor._QUALITY_NAMES), by ClockQuality.
-_QUALITIES = tuple(_json(q) for q in ("OK", "DEGRADED", "UNKNOWN"))
+#: The names the quality attribute takes, by ClockQuality (the processor's own list).
+_QUALITIES = tuple(_json(q) for q in QUALITY_NAMES)
 _COMPLETIONS = tuple(_json(c) for c in COMPLETIONS)
 #: Per op index: the span name, the op attribute's value (both as JSON strings), whether a root is written.
 _OPS = tuple((_json("torch." + s.name), _json(s.name), s.kind is Kind.COLLECTIVE) for s in SPECS)
-#: The KeyValue fragment before each value the C pass writes, in its order (tt_opspans.c KEY_*).
-_KEYS = tuple(b'{"key":' + _json(k) + b',"value":'
-              for k in (TORCH_OP, TORCH_BYTES, TORCH_ROOT, TORCH_SEQ, TORCH_COMPLETION, STAMPS, CLK_QUALITY,
-                        UNCERTAINTY_NS))
-_OP_KEYS = frozenset((TORCH_OP, TORCH_BYTES, TORCH_ROOT, TORCH_SEQ, TORCH_COMPLETION, STAMPS, CLK_QUALITY,
-                      UNCERTAINTY_NS))
+#: The attributes the C pass writes itself, in its order (tt_opspans.c KEY_*), and the fragment before each value.
+_OP_KEY_NAMES = (TORCH_OP, TORCH_BYTES, TORCH_ROOT, TORCH_SEQ, TORCH_COMPLETION, STAMPS, CLK_QUALITY, UNCERTAINTY_NS)
+_KEYS = tuple(b'{"key":' + _json(k) + b',"value":' for k in _OP_KEY_NAMES)
+_OP_KEYS = frozenset(_OP_KEY_NAMES)
 #: Roots are sampled without asking these samplers (the SDK's default is DEFAULT_ON).
 _ALWAYS = (sampling.ALWAYS_ON, sampling.DEFAULT_ON)
 
