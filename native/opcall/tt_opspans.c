@@ -56,7 +56,9 @@ typedef struct {
 enum { MAX_WINDOWS = 64 }; /* domain.py MAX_EPOCHS: beyond it, label_windows gives None */
 
 typedef struct {
-	PyObject *groups, *ops, *completions, *qualities, *keys, *tails, *parent_of;
+	PyObject *groups, *ops, *completions, *qualities, *keys, *parent_of, *epochs;
+	PyObject *clock; /* epochs()'s answer, ours: (windows or None, tails); None until asked */
+	PyObject *tails; /* borrowed from clock */
 	uint64_t nonce, nonce_high;
 	int roots;
 	long long boundary, offset, base;
@@ -148,9 +150,8 @@ static Py_ssize_t epoch_of(const Config *c, long long v)
 	return found;
 }
 
-/* Whether the span of this record is one this encoder writes (its words alone decide): the index of the tail it
- * carries (its readings' one clock epoch), -1 when not. */
-static Py_ssize_t encodable(const Config *c, const char *rec)
+/* Whether the span of this record is one this encoder writes, its clock epoch aside (its words alone decide). */
+static int encodable(const Config *c, const char *rec)
 {
 	long long facts = le64(rec + 8), efacts = le64(rec + START_BYTES + 24);
 	long long op = facts & 0xFFFF, gi = (facts >> 16) & 0xFFFFFF, source = (facts >> 40) & 0xFF;
@@ -161,15 +162,19 @@ static Py_ssize_t encodable(const Config *c, const char *rec)
 		return -1;
 	if (source > 2 || quality >= PyTuple_GET_SIZE(c->qualities) || equality > 2 ||
 	    completion >= PyTuple_GET_SIZE(c->completions))
-		return -1;
+		return 0;
 	/* one TAI-UTC offset for both readings, a second clear of the last leap (a float compares there) */
-	if (ptp < c->boundary || eptp < c->boundary || ptp - c->offset == 0 || eptp - c->offset == 0)
-		return -1;
+	return !(ptp < c->boundary || eptp < c->boundary || ptp - c->offset == 0 || eptp - c->offset == 0);
+}
+
+/* HostDomain.label: the index of the tail a record's span carries (both readings' one clock epoch), -1 when its
+ * readings may lie across a change (the span says the clock may have stepped: Python's). */
+static Py_ssize_t epoch_index(const Config *c, const char *rec)
+{
 	if (c->n_windows == 0)
 		return 0;
-	/* HostDomain.label: one epoch for both readings, else the span says the clock may have stepped (Python's) */
-	Py_ssize_t epoch = epoch_of(c, ptp);
-	return epoch >= 0 && epoch_of(c, eptp) == epoch ? epoch : -1;
+	Py_ssize_t epoch = epoch_of(c, le64(rec + 40));
+	return epoch >= 0 && epoch_of(c, le64(rec + START_BYTES)) == epoch ? epoch : -1;
 }
 
 /* parent_of(context), asked once per context: its answer, borrowed from the cache (False: not cached). */
@@ -307,6 +312,8 @@ static Py_ssize_t span_max(const Config *c, const Candidate *k)
 	return n;
 }
 
+static const char BAD_ARGS[] = "encode_ended: arguments not as torch/opjson.py builds them";
+
 static int config_of(Config *c, PyObject *const *args)
 {
 	memset(c, 0, sizeof *c);
@@ -316,15 +323,15 @@ static int config_of(Config *c, PyObject *const *args)
 	c->ops = args[7];
 	c->parent_of = args[8];
 	c->roots = PyObject_IsTrue(args[9]);
+	c->epochs = args[11];
 	c->keys = args[12];
-	c->tails = args[13];
-	c->completions = args[14];
-	c->qualities = args[15];
+	c->completions = args[13];
+	c->qualities = args[14];
 	if (PyErr_Occurred() || c->roots < 0)
 		return -1;
 	if (!PyList_CheckExact(c->groups) || !PyTuple_CheckExact(c->ops) || !PyTuple_CheckExact(c->keys) ||
-	    PyTuple_GET_SIZE(c->keys) != N_KEYS || !PyTuple_CheckExact(c->tails) || !PyTuple_CheckExact(c->completions) ||
-	    !PyTuple_CheckExact(c->qualities) || !PyCallable_Check(c->parent_of) ||
+	    PyTuple_GET_SIZE(c->keys) != N_KEYS || !PyTuple_CheckExact(c->completions) ||
+	    !PyTuple_CheckExact(c->qualities) || !PyCallable_Check(c->parent_of) || !PyCallable_Check(c->epochs) ||
 	    !PyArg_ParseTuple(args[10], "LLL", &c->boundary, &c->offset, &c->base))
 		goto bad;
 	for (Py_ssize_t i = 0; i < N_KEYS; i++)
@@ -350,26 +357,48 @@ static int config_of(Config *c, PyObject *const *args)
 			goto bad;
 		c->fixed_max += PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->qualities, i));
 	}
-	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->tails); i++)
-		if (!PyBytes_CheckExact(PyTuple_GET_ITEM(c->tails, i)))
-			goto bad;
-	if (args[11] != Py_None) {
-		if (!PyTuple_CheckExact(args[11]) || PyTuple_GET_SIZE(args[11]) > MAX_WINDOWS ||
-		    PyTuple_GET_SIZE(args[11]) != PyTuple_GET_SIZE(c->tails))
-			goto bad;
-		c->n_windows = PyTuple_GET_SIZE(args[11]);
-		for (Py_ssize_t i = 0; i < c->n_windows; i++) {
-			Window *w = &c->windows[i];
-			if (!PyArg_ParseTuple(PyTuple_GET_ITEM(args[11], i), "LLLL", &w->mid, &w->half, &w->since, &w->limit))
-				goto bad;
-		}
-	} else if (PyTuple_GET_SIZE(c->tails) != 1) {
-		goto bad;
-	}
 	return 0;
 bad:
 	if (!PyErr_Occurred())
-		PyErr_SetString(PyExc_TypeError, "encode_ended: arguments not as torch/opjson.py builds them");
+		PyErr_SetString(PyExc_TypeError, BAD_ARGS);
+	return -1;
+}
+
+/* Asks epochs() -- a fresh clock-domain check, so after every candidate's readings were taken (they had ended
+ * when the scan saw them) -- for each epoch's window and tail. 1: asked, 0: epochs no longer told apart (every
+ * candidate is Python's), -1: an error. */
+static int clock_of(Config *c)
+{
+	c->clock = PyObject_CallNoArgs(c->epochs);
+	if (c->clock == NULL)
+		return -1;
+	if (c->clock == Py_None)
+		return 0;
+	PyObject *windows, *tails;
+	if (!PyTuple_CheckExact(c->clock) || PyTuple_GET_SIZE(c->clock) != 2)
+		goto bad;
+	windows = PyTuple_GET_ITEM(c->clock, 0);
+	tails = c->tails = PyTuple_GET_ITEM(c->clock, 1);
+	if (!PyTuple_CheckExact(tails))
+		goto bad;
+	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tails); i++)
+		if (!PyBytes_CheckExact(PyTuple_GET_ITEM(tails, i)))
+			goto bad;
+	if (windows == Py_None) /* no host clock domain: one tail */
+		return PyTuple_GET_SIZE(tails) == 1 ? 1 : (PyErr_SetString(PyExc_TypeError, BAD_ARGS), -1);
+	if (!PyTuple_CheckExact(windows) || PyTuple_GET_SIZE(windows) > MAX_WINDOWS ||
+	    PyTuple_GET_SIZE(windows) != PyTuple_GET_SIZE(tails) || PyTuple_GET_SIZE(windows) == 0)
+		goto bad;
+	c->n_windows = PyTuple_GET_SIZE(windows);
+	for (Py_ssize_t i = 0; i < c->n_windows; i++) {
+		Window *w = &c->windows[i];
+		if (!PyArg_ParseTuple(PyTuple_GET_ITEM(windows, i), "LLLL", &w->mid, &w->half, &w->since, &w->limit))
+			goto bad;
+	}
+	return 1;
+bad:
+	if (!PyErr_Occurred())
+		PyErr_SetString(PyExc_TypeError, BAD_ARGS);
 	return -1;
 }
 
@@ -409,8 +438,8 @@ PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t na
 	PyObject *items = NULL, *left = NULL, *result = NULL;
 	long long low, last, mask, first_waiting = -1;
 	Py_ssize_t n = 0, lost = 0;
-	if (nargs != 16) {
-		PyErr_SetString(PyExc_TypeError, "encode_ended takes 16 arguments");
+	if (nargs != 15) {
+		PyErr_SetString(PyExc_TypeError, "encode_ended takes 15 arguments");
 		return NULL;
 	}
 	if (s_acquire_name == NULL && ((s_acquire_name = PyUnicode_InternFromString("acquire")) == NULL ||
@@ -436,15 +465,18 @@ PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t na
 		return NULL;
 	}
 	/* Phase 1, the GIL held and no lock: the ENDED records (counted first: the range may be the whole ring), and
-	 * how each span is written */
+	 * how each span is written. The lists come first: making one may run the GC, and Python code with it, in
+	 * which more records may end (no Python code runs from the count to the scan's end). */
+	items = PyList_New(0);
+	left = PyList_New(0);
+	if (items == NULL || left == NULL)
+		goto out;
 	const char *st = PyByteArray_AS_STRING(states), *buf = PyByteArray_AS_STRING(buffer);
 	Py_ssize_t ended = 0;
 	for (long long number = low; number < last; number++)
 		ended += (unsigned char)st[number & mask] == ENDED;
-	items = PyList_New(0);
-	left = PyList_New(0);
 	k = PyMem_Calloc(ended > 0 ? (size_t)ended : 1, sizeof *k);
-	if (items == NULL || left == NULL || k == NULL) {
+	if (k == NULL) {
 		PyErr_NoMemory();
 		goto out;
 	}
@@ -461,24 +493,36 @@ PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t na
 				first_waiting = number;
 			continue;
 		}
-		if (n == ended)
-			break; /* (cannot happen: nothing ran since the count) */
+		if (n == ended) { /* (cannot happen: nothing ran since the count) the rest waits for the next take */
+			if (first_waiting < 0)
+				first_waiting = number;
+			break;
+		}
 		Candidate *x = &k[n++];
 		x->number = number;
 		x->slot = slot;
-		x->epoch = encodable(&c, buf + slot * RECORD_BYTES);
-		x->how = x->epoch >= 0 ? ROOT : LEFT;
+		x->how = encodable(&c, buf + slot * RECORD_BYTES) ? ROOT : LEFT;
 		if (x->how != LEFT) {
 			/* held now, before parent_of runs Python: another thread may replace the slot's context meanwhile */
 			x->context = Py_NewRef(PyList_GET_ITEM(parents, slot));
 			x->held = 1;
 		}
 	}
-	/* parent_of runs Python (other threads may run): the slots are checked again under the lock */
+	/* The clock is checked after the scan, as make_spans checks after its take: a reading taken after the check,
+	 * across a backward step, could fit the old epoch's window. epochs() and parent_of run Python (other threads
+	 * may run): the slots are checked again under the lock. */
+	int told = n > 0 ? clock_of(&c) : 0;
+	if (told < 0)
+		goto out;
 	for (Py_ssize_t i = 0; i < n; i++) {
 		Candidate *x = &k[i];
 		if (x->how == LEFT)
 			continue;
+		x->epoch = told ? epoch_index(&c, buf + x->slot * RECORD_BYTES) : -1;
+		if (x->epoch < 0) {
+			x->how = LEFT;
+			continue;
+		}
 		if (x->context == Py_None) {
 			x->how = c.roots ? ROOT : LEFT;
 		} else {
@@ -504,6 +548,8 @@ PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t na
 				if (num == NULL || PyList_Append(left, num) < 0) { /* (no memory: still ENDED, the next take's) */
 					Py_XDECREF(num);
 					PyErr_Clear();
+					if (first_waiting < 0 || x->number < first_waiting)
+						first_waiting = x->number;
 					continue;
 				}
 				Py_DECREF(num);
@@ -537,6 +583,7 @@ out:
 		Py_DECREF(p.answer[i]);
 	}
 	PyMem_Free(k);
+	Py_XDECREF(c.clock);
 	Py_XDECREF(items);
 	Py_XDECREF(left);
 	return result;

@@ -11,8 +11,8 @@
 #include <Python.h>
 
 /*
- * encode_ended(ring, low, last, owner, nonce, nonce_high, groups, ops, parent_of, roots, leap, windows, keys,
- *              tails, completions, qualities) -> (items, left, first_waiting, lost)
+ * encode_ended(ring, low, last, owner, nonce, nonce_high, groups, ops, parent_of, roots, leap, epochs, keys,
+ *              completions, qualities) -> (items, left, first_waiting, lost)
  *
  * Takes, as Recorder.take_ended does, every ENDED record numbered low..last-1 whose span it can write
  * exactly as torch/opspans.py make_span and otel/otlp_json.py would, and returns:
@@ -20,7 +20,8 @@
  *   left           the numbers of the ENDED records it left for Python, still ENDED;
  *   first_waiting  the first number still open, being written or ended (-1: none);
  *   lost           records taken whose span could not be written (no memory): counted by the caller.
- * The arguments are what torch/opjson.py builds once per release (its docstring says what each is).
+ * The arguments are what torch/opjson.py builds once per release (its docstring says what each is);
+ * epochs() checks the host clock domain, after the scan has seen every record it takes ended.
  */
 PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 

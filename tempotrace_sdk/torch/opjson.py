@@ -124,26 +124,38 @@ def _parent_of(context: Any) -> tuple[bytes, bytes] | bool | None:
     return parent.trace_id.to_bytes(16, "big").hex().encode(), tail
 
 
-def _epochs(state: TempoTraceState, needed: Mapping[str, Any] | None,
-            resource: Any) -> tuple[Any, list[dict[str, Any]]] | None:
-    """(each epoch's window as the C pass tests a reading against it, or None without a domain; per epoch, the
-    epoch attributes its spans carry); None when the domain no longer tells epochs apart (Python labels)."""
-    domain = state.domain
-    if domain is None:
-        return None, [{}]
-    windows = domain.label_windows()
-    if windows is None:
-        return None
-    carried = needed if needed is not None else resource.attributes if resource is not None else {}
-    extras = [{} if carried.get(CLOCK_EPOCH_NS) == epoch.mid_ns else {
-        CLOCK_EPOCH_NS: epoch.mid_ns, CLOCK_EPOCH_BOUND_NS: epoch.half_ns} for epoch, _, _ in windows]
-    return tuple((epoch.mid_ns, epoch.half_ns, since, limit) for epoch, since, limit in windows), extras
+class _Epochs:
+    """The C pass's ``epochs()``: a fresh check of the host clock domain (after the pass has seen every record it
+    takes ended, so each reading was taken before the check, as make_spans's ``checked_once`` after its take),
+    then (each epoch's window as the pass tests a reading against it, or None without a domain; per epoch, the
+    attributes its spans carry besides the stamps, as JSON); None when the domain no longer tells epochs apart
+    (Python labels)."""
+
+    __slots__ = ("domain", "needed", "resource")
+
+    def __init__(self, domain: Any, needed: Mapping[str, Any] | None, resource: Any) -> None:
+        self.domain = domain
+        self.needed = needed
+        self.resource = resource
+
+    def __call__(self) -> tuple[Any, tuple[bytes, ...]] | None:
+        needed = dict(self.needed or {})
+        if self.domain is None:
+            return None, (key_values_json(needed),)
+        windows = self.domain.label_windows()  # (not inside checked_once: release's take comes first)
+        if windows is None:
+            return None
+        resource = self.resource
+        carried = self.needed if self.needed is not None else resource.attributes if resource is not None else {}
+        tails = tuple(key_values_json(needed if carried.get(CLOCK_EPOCH_NS) == epoch.mid_ns else {
+            **needed, CLOCK_EPOCH_NS: epoch.mid_ns, CLOCK_EPOCH_BOUND_NS: epoch.half_ns}) for epoch, _, _ in windows)
+        return tuple((epoch.mid_ns, epoch.half_ns, since, limit) for epoch, since, limit in windows), tails
 
 
 def json_spans(state: TempoTraceState, resource: Any, scope: Any, processors: Sequence[Any], groups: Sequence[Any],
                sampler: Any, nonce: int, nonce_high: int) -> JsonSpans | None:
-    """The C pass for this release, or None where the spans must be made the old way. Call inside
-    ``checked_once(state.domain)``, as make_spans is."""
+    """The C pass for this release, or None where the spans must be made the old way. Not inside
+    ``checked_once``: the pass checks the clock itself, after its scan."""
     if _encode_ended is None or len(processors) != 1 or native() is None:  # (TEMPOTRACE_PUREPYTHON)
         return None
     processor = processors[0]
@@ -155,17 +167,13 @@ def json_spans(state: TempoTraceState, resource: Any, scope: Any, processors: Se
     if not encodes_group(resource, scope):
         return None  # a Resource or scope value otlp_json leaves to upstream's encoder, which reads ReadableSpans
     needed = process_needs(state, resource)
-    epochs = _epochs(state, needed, resource)
-    if epochs is None:
-        return None
-    windows, extras = epochs
-    tails = [{**(needed or {}), **extra} for extra in extras]
-    tail_keys = frozenset(k for tail in tails for k in tail)
+    # every key a span's tail may carry, whichever epochs the check finds
+    tail_keys = frozenset(needed or ()) | {CLOCK_EPOCH_NS, CLOCK_EPOCH_BOUND_NS}
     table = leap_table()
     # every reading a second past the last leap maps by its offset (offset_at_tai compares a float there)
     boundary = (table.starts[-1] + table.offsets[-1] + 1) * 1_000_000_000
     leap = (boundary, table.offsets[-1] * 1_000_000_000, TAI_UTC_BASE_NS)
     args = (SpanGroup(resource, scope), nonce, nonce_high, _groups(groups, tail_keys), _OPS, _parent_of,
-            sampler is None or any(sampler is s for s in _ALWAYS), leap, windows, _KEYS,
-            tuple(key_values_json(tail) for tail in tails), _COMPLETIONS, _QUALITIES)
+            sampler is None or any(sampler is s for s in _ALWAYS), leap, _Epochs(state.domain, needed, resource),
+            _KEYS, _COMPLETIONS, _QUALITIES)
     return JsonSpans(processor, args)

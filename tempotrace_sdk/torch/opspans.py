@@ -286,24 +286,28 @@ def release(*, since: int | None = None, force: bool = False) -> None:
         with recorder.lock:
             state = get_state()
             resource, scope, processors = destination()
-            with checked_once(state.domain):
+            # no checked_once around the take: the clock is checked after it (the C pass's epochs(), make_spans)
+            try:
+                native = json_spans(state, resource, scope, processors, recorder.groups, _sampler(),
+                                    _Nonce.value, _Nonce.high)
+            except Exception:  # (a value its encoder refuses): this release the old way
+                count("trace_failed")
+                _log.debug("tempotrace.torch: op spans not writable in C", exc_info=True)
+                native = None
+            try:
+                items, records = recorder.take_ended(since, native)
+            except Exception:  # the C pass failed: what it had taken is lost (counted), the rest goes on
+                if native is None:
+                    raise
+                count("trace_failed")
+                _log.debug("tempotrace.torch: op spans not written in C", exc_info=True)
+                items, records = recorder.take_ended(since)
+            if items:
                 try:
-                    native = json_spans(state, resource, scope, processors, recorder.groups, _sampler(),
-                                        _Nonce.value, _Nonce.high)
-                except Exception:  # (a value its encoder refuses): this release the old way
-                    count("trace_failed")
-                    _log.debug("tempotrace.torch: op spans not writable in C", exc_info=True)
-                    native = None
-                try:
-                    items, records = recorder.take_ended(since, native)
-                except Exception:  # the C pass failed: what it had taken is lost (counted), the rest goes on
-                    if native is None:
-                        raise
-                    count("trace_failed")
-                    _log.debug("tempotrace.torch: op spans not written in C", exc_info=True)
-                    items, records = recorder.take_ended(since)
-                if items:
                     native.processor.on_end_encoded(items)  # type: ignore[union-attr]
+                except Exception:  # counted as deliver() counts a refusal: the records Python took still go
+                    count("export_failed")
+                    _log.debug("tempotrace.torch: the processor refused op spans", exc_info=True)
             if records:
                 deliver(make_spans(state, records, resource, scope), processors)
     except Exception:

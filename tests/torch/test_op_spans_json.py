@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.sampling import TraceIdRatioBased  # noqa: E402
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState  # noqa: E402
 
 from tempotrace_sdk import torch as tt  # noqa: E402
-from tempotrace_sdk.clocks.domain import Epoch, checked_once  # noqa: E402
+from tempotrace_sdk.clocks.domain import Epoch  # noqa: E402
 from tempotrace_sdk.otel import otlp_json  # noqa: E402
 from tempotrace_sdk.otel.batching import TempoTraceBatchProcessor  # noqa: E402
 from tempotrace_sdk.otel.context import get_state  # noqa: E402
@@ -34,10 +34,10 @@ from tempotrace_sdk.otel.file_export import JsonLinesSpanExporter  # noqa: E402
 from tempotrace_sdk.otel.process import process_attributes  # noqa: E402
 from tempotrace_sdk.otel.processor import TempoTraceSpanProcessor  # noqa: E402
 from tempotrace_sdk.otel.stamp import NativeStamp  # noqa: E402
-from tempotrace_sdk.semconv import CLOCK_EPOCH_NS  # noqa: E402
+from tempotrace_sdk.semconv import CLOCK_EPOCH_NS, CLOCK_STEPPED  # noqa: E402
 from tempotrace_sdk.torch import opjson, opspans  # noqa: E402
 from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
-from tempotrace_sdk.torch.recorder import RECORD_BYTES, recorder  # noqa: E402
+from tempotrace_sdk.torch.recorder import ENDED, OPEN, RECORD_BYTES, recorder  # noqa: E402
 
 pytest.importorskip("tempotrace_sdk._opcall", reason="the C pass is not built (not Linux, no compiler)")
 
@@ -133,11 +133,10 @@ def _both_ways(mutate: Callable[[bytearray], None] | None = None) -> tuple[dict[
     old = _by_id([msgspec.json.encode(otlp_json._span(sp, {}))
                   for sp in opspans.make_spans(state, records, resource, scope)])
     _restore(snap)
-    with checked_once(state.domain):
-        native = opjson.json_spans(state, resource, scope, processors, recorder.groups, opspans._sampler(),
-                                   opspans._Nonce.value, opspans._Nonce.high)
-        assert native is not None
-        items, left = recorder.take_ended(None, native)
+    native = opjson.json_spans(state, resource, scope, processors, recorder.groups, opspans._sampler(),
+                               opspans._Nonce.value, opspans._Nonce.high)
+    assert native is not None
+    items, left = recorder.take_ended(None, native)  # (the C pass checks the clock itself, after its scan)
     made = [msgspec.json.encode(otlp_json._span(sp, {})) for sp in opspans.make_spans(state, left, resource, scope)]
     new = _by_id([b for _, b in items] + made)
     assert len(new) == len(items) + len(made)  # no span both ways
@@ -267,3 +266,70 @@ def test_a_root_op_made_while_an_unsampled_span_is_current_is_still_sampled(grou
     old, new, left = _in(_remote(False), _both_ways)
     assert left == 0
     assert len(old) == 2 and new == old
+
+
+def test_an_op_that_ends_while_a_release_checks_the_clock_waits_for_the_next(group: None, native_stamp: None,
+                                                                             sink: Sink,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clock is checked after the scan: an op still open when a release scanned the ring, ending (its reading
+    taken) only after that release's check, is the next release's, labelled by the next check. Checked before
+    the scan, its reading would lie past that check's window: its span would say the clock may have stepped."""
+    tt.instrument(carriage="none", hang_timeout=0)
+    domain = get_state().domain
+    if domain is None:
+        pytest.skip("no host clock domain for this clock")
+    t = torch.ones(8)
+    dist.all_reduce(t)
+    dist.all_reduce(t)
+    late = recorder.issued - 1
+    slot = late & recorder.mask
+    recorder.state[slot] = OPEN  # as though it were still running
+    check = domain.label_windows
+    calls = []
+
+    def check_then_end() -> Any:
+        windows = check()
+        if not calls:  # the op ends now: its end reading after this check
+            _poke(late, 8, 0, 64, domain._read())
+            recorder.state[slot] = ENDED
+        calls.append(windows)
+        return windows
+
+    monkeypatch.setattr(domain, "label_windows", check_then_end)
+    opspans.release(force=True)
+    assert recorder.state[slot] == ENDED  # not this release's: it was open when the ring was scanned
+    opspans.release(force=True)
+    assert len(calls) == 2
+    tt.uninstrument()
+    assert sink.provider.force_flush()
+    spans = {int(sp["spanId"], 16): sp for line in Path(sink.path).read_text().splitlines()
+             for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]}
+    span = spans[opspans.span_id_of(late)]
+    assert CLOCK_STEPPED not in {a["key"] for a in span["attributes"]}
+    assert opspans.span_id_of(late - 1) in spans
+
+
+def test_a_processor_refusing_the_written_spans_still_gets_those_python_made(group: None, native_stamp: None,
+                                                                             sink: Sink,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch processor raises on the spans the C pass wrote: counted (export_failed), never raised, and the
+    span Python made in the same release (a start before the last leap second) is still handed on."""
+    tt.instrument(carriage="none", hang_timeout=0)
+    t = torch.ones(8)
+    dist.all_reduce(t)
+    dist.all_reduce(t)
+    old = recorder.issued - 1
+    _poke(old, 5, 0, 64, 1_000_000_000)
+
+    def refuse(items: Any) -> None:
+        raise RuntimeError("queue gone")
+
+    monkeypatch.setattr(sink.processor, "on_end_encoded", refuse)
+    before = tt.carriage_counts().get("export_failed", 0)
+    opspans.release(force=True)
+    assert tt.carriage_counts().get("export_failed", 0) == before + 1
+    tt.uninstrument()
+    assert sink.provider.force_flush()
+    ids = {int(sp["spanId"], 16) for line in Path(sink.path).read_text().splitlines()
+           for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]}
+    assert opspans.span_id_of(old) in ids and opspans.span_id_of(old - 1) not in ids
