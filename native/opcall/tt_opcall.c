@@ -40,7 +40,7 @@ typedef int (*oprec_end_fn)(const void *clock, int64_t *lamport, char *rec, int6
 /* What configure() was given, and the native target last resolved. */
 static struct {
 	PyObject *settings;    /* wrappers.settings */
-	PyObject *inside;      /* the re-entrancy ContextVar */
+	PyObject *inside;      /* wrappers.inside: an Inside (this file's thread-local flag) */
 	PyObject *owed_due;    /* carriage.owed.due */
 	PyObject *get_state;   /* otel.context.get_state */
 	PyObject *get_current; /* opentelemetry.context.get_current */
@@ -75,6 +75,17 @@ static PyObject *s_active, *s_sdk_spans, *s_carriage, *s_retain, *s_clock, *s_st
 typedef struct {
 	PyObject *type, *value, *tb;
 } Held;
+
+/* wrappers.settings as the C call reads it, copied by settings_changed() (which Settings.__setattr__ calls):
+ * an op reads four ints, not four attributes. valid 0: read the attributes (not copied, or a copy failed). */
+static struct {
+	int valid, active, sdk_spans, carriage_op, retain_export;
+} now;
+
+/* True while this thread runs a traced op (wrappers.inside, an Inside): a thread-local flag rather than a
+ * ContextVar, whose set and reset allocate an op. An op never yields to another context of its thread (it is
+ * one synchronous call), so the two say the same: code run on the thread during the op is inside it. */
+static _Thread_local int inside_now;
 
 static void swallow(Held *h)
 {
@@ -486,11 +497,13 @@ static int holds(Ring *r, Py_ssize_t slot, long long number, int a, int b)
 	return (s == a || s == b) && le64(PyByteArray_AS_STRING(r->buffer) + base) == number;
 }
 
-/* Recorder.end(number): 1 ended; 0 not (the ring moved on, the clock failed: as there). The end is read with
+/* Recorder.end(number): 1 ended (*ended: the recorder's count of ended ops after it, -1 unknown); 0 not (the
+ * ring moved on, the clock failed: as there). The end is read with
  * the clock, counter and mapping its start was (an op's two readings from one source); a mapping that expired
  * meanwhile refuses, and the recorder's Python reading takes it from the source as it is now. */
-static int end(long long number, PyObject *clock, PyObject *stamp, const Target *t, Held *h)
+static int end(long long number, PyObject *clock, PyObject *stamp, const Target *t, Held *h, long long *ended)
 {
+	*ended = -1;
 	Ring r;
 	int ok = 0, taken = 0, rc = -EAGAIN;
 	if (ring_of(&r) < 0) {
@@ -535,9 +548,11 @@ static int end(long long number, PyObject *clock, PyObject *stamp, const Target 
 			swallow(h);
 	}
 	if (ok) {
-		long long ended;
-		if (attr_i64(g.recorder, s_ended, &ended) == 0)
-			store_i64(s_ended, ended + 1);
+		long long before;
+		if (attr_i64(g.recorder, s_ended, &before) == 0) {
+			*ended = before + 1;
+			store_i64(s_ended, *ended);
+		}
 		swallow(h);
 	}
 out:
@@ -602,20 +617,20 @@ static int fast_case(HostOp *self, const Call *c, PyObject **entry, long long *n
 {
 	if (g.settings == NULL)
 		return 0;
-	int rc = setting(s_active, NULL);
-	if (rc != 1)
-		return rc;
-	if ((rc = setting(s_sdk_spans, NULL)) != 0 || (rc = setting(s_carriage, "op")) != 0)
-		return rc < 0 ? -1 : 0;
+	int rc;
+	if (now.valid) {
+		if (!now.active || now.sdk_spans || now.carriage_op)
+			return 0;
+	} else {
+		if ((rc = setting(s_active, NULL)) != 1)
+			return rc;
+		if ((rc = setting(s_sdk_spans, NULL)) != 0 || (rc = setting(s_carriage, "op")) != 0)
+			return rc < 0 ? -1 : 0;
+	}
 	int is_due = owed_is_due(); /* an owed exchange goes first: the Python body pays it */
 	if (is_due != 0)
 		return is_due < 0 ? -1 : 0;
-	PyObject *in;
-	if (PyContextVar_Get(g.inside, NULL, &in) < 0)
-		return -1;
-	int nested = in == NULL || in != Py_False;
-	Py_XDECREF(in);
-	if (nested)
+	if (inside_now)
 		return 0;
 	if (self->has_async) {
 		PyObject *a = arg_of(c, self->async_pos, self->async_name, self->async_default);
@@ -677,9 +692,8 @@ static void held_drop(Held *h)
  * and winning over a held interrupt; no frame of ours in its traceback. */
 static PyObject *call_op(HostOp *self, const Call *c, long long number, Held *h)
 {
-	PyObject *token = PyContextVar_Set(g.inside, Py_True);
-	if (token == NULL) /* cannot happen short of memory: the op runs all the same */
-		swallow(h);
+	int was_inside = inside_now;
+	inside_now = 1;
 	PyObject *result = PyObject_Vectorcall(self->original, c->argv, c->nargsf, c->kwnames);
 	PyObject *type = NULL, *exc = NULL, *tb = NULL;
 	if (result == NULL) {
@@ -699,11 +713,7 @@ static PyObject *call_op(HostOp *self, const Call *c, long long number, Held *h)
 			}
 		}
 	}
-	if (token != NULL) {
-		if (PyContextVar_Reset(g.inside, token) < 0)
-			swallow(h);
-		Py_DECREF(token);
-	}
+	inside_now = was_inside;
 	if (result == NULL) {
 		held_drop(h);
 		PyErr_Restore(type, exc, tb);
@@ -795,15 +805,15 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 		Py_DECREF(t.keep);
 		return NULL;
 	}
-	int ended_ok = end(number, clock, stamp, &t, &h);
+	long long ended;
+	int ended_ok = end(number, clock, stamp, &t, &h, &ended);
 	Py_DECREF(clock);
 	Py_DECREF(stamp);
 	Py_DECREF(t.keep);
 	if (ended_ok) {
-		long long ended;
-		int export = setting(s_retain, "export");
+		int export = now.valid ? now.retain_export : setting(s_retain, "export");
 		swallow(&h);
-		if (export == 1 && attr_i64(g.recorder, s_ended, &ended) == 0 && ended >= g.release_at) {
+		if (export == 1 && ended >= g.release_at) {
 			PyObject *r = PyObject_CallNoArgs(g.release);
 			if (r == NULL && PyErr_ExceptionMatches(PyExc_Exception)) {
 				PyErr_Clear();
@@ -939,6 +949,73 @@ static PyTypeObject HostOpType = {
 	.tp_getset = hostop_getset,
 };
 
+/* The thread-local flag as wrappers.py reads and sets it: the ContextVar methods it replaces. */
+typedef struct {
+	PyObject_HEAD
+} Inside;
+
+static PyObject *inside_get(PyObject *self, PyObject *unused)
+{
+	return PyBool_FromLong(inside_now);
+}
+
+/* set(value) -> token: the value before (reset(token) puts it back). */
+static PyObject *inside_set(PyObject *self, PyObject *value)
+{
+	int v = PyObject_IsTrue(value);
+	if (v < 0)
+		return NULL;
+	PyObject *token = PyBool_FromLong(inside_now);
+	inside_now = v;
+	return token;
+}
+
+static PyObject *inside_reset(PyObject *self, PyObject *token)
+{
+	if (!PyBool_Check(token)) {
+		PyErr_SetString(PyExc_TypeError, "Inside.reset: a token is what set() returned");
+		return NULL;
+	}
+	inside_now = token == Py_True;
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef inside_methods[] = {
+	{"get", inside_get, METH_NOARGS, "Whether this thread runs a traced op."},
+	{"set", inside_set, METH_O, "set(value) -> token: the flag set on this thread; reset(token) undoes it."},
+	{"reset", inside_reset, METH_O, "reset(token): the flag as it was before the set() that gave token."},
+	{NULL, NULL, 0, NULL}};
+
+static PyTypeObject InsideType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tempotrace_sdk._opcall.Inside",
+	.tp_basicsize = sizeof(Inside),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "True while this thread runs a traced op: a thread-local flag with a ContextVar's get/set/reset.",
+	.tp_methods = inside_methods,
+	.tp_new = PyType_GenericNew,
+};
+
+/* Copies wrappers.settings' four fields the fast path reads (each op then reads ints): called by configure()
+ * and by Settings.__setattr__ after each change. A field it cannot read leaves the fast path reading them. */
+static PyObject *settings_changed(PyObject *module, PyObject *unused)
+{
+	now.valid = 0;
+	if (g.settings == NULL)
+		Py_RETURN_NONE;
+	int active = setting(s_active, NULL), sdk_spans = setting(s_sdk_spans, NULL);
+	int carriage_op = setting(s_carriage, "op"), retain_export = setting(s_retain, "export");
+	if (active < 0 || sdk_spans < 0 || carriage_op < 0 || retain_export < 0) {
+		PyErr_Clear();
+		Py_RETURN_NONE;
+	}
+	now.active = active;
+	now.sdk_spans = sdk_spans;
+	now.carriage_op = carriage_op;
+	now.retain_export = retain_export;
+	now.valid = 1;
+	Py_RETURN_NONE;
+}
+
 static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs)
 {
 	static char *kw[] = {"settings", "inside", "owed_due", "get_state", "get_current", "recorder", "error_span",
@@ -952,8 +1029,9 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs)
 					 &start, &end_fn))
 		return NULL;
 	if (!PyType_Check(o[12]) || !PyType_Check(o[13]) || (o[14] != Py_None && !PyContextVar_CheckExact(o[14])) ||
-	    !PyWeakref_CheckRef(o[10]) || start == 0 || end_fn == 0) {
-		PyErr_SetString(PyExc_ValueError, "configure: tensor types must be types, start and end addresses");
+	    !PyWeakref_CheckRef(o[10]) || start == 0 || end_fn == 0 || !Py_IS_TYPE(o[1], &InsideType)) {
+		PyErr_SetString(PyExc_ValueError,
+				"configure: tensor types must be types, inside an Inside, start and end addresses");
 		return NULL;
 	}
 	PyObject **slots[] = {&g.settings, &g.inside,  &g.owed_due, &g.get_state, &g.get_current,
@@ -969,7 +1047,7 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs)
 	Py_CLEAR(g.t_keep);
 	g.t_cmap = NULL;
 	g.t_cell = NULL;
-	Py_RETURN_NONE;
+	return settings_changed(module, NULL);
 }
 
 static PyObject *register_group(PyObject *module, PyObject *args)
@@ -1041,6 +1119,8 @@ static PyMethodDef methods[] = {
 	{"registered", registered, METH_O, "Whether a process group is registered."},
 	{"stats", stats, METH_NOARGS, "Calls taken by the fast path and handed to the Python wrapper."},
 	{"overwritten", overwritten, METH_NOARGS, "Records the C call overwrote never exported, since the process began."},
+	{"settings_changed", settings_changed, METH_NOARGS,
+	 "Copy wrappers.settings' fields the fast path reads (Settings.__setattr__ calls it after each change)."},
 	{"encode_ended", (PyCFunction)(void (*)(void))tt_encode_ended, METH_FASTCALL,
 	 "Ended op records taken straight into OTLP JSON spans (native/opcall/tt_opspans.h)."},
 	{NULL, NULL, 0, NULL}};
@@ -1080,12 +1160,13 @@ PyMODINIT_FUNC PyInit__opcall(void)
 		if ((*names[i].s = PyUnicode_InternFromString(names[i].text)) == NULL)
 			return NULL;
 	g.groups = PyDict_New();
-	if (g.groups == NULL || PyType_Ready(&HostOpType) < 0)
+	if (g.groups == NULL || PyType_Ready(&HostOpType) < 0 || PyType_Ready(&InsideType) < 0)
 		return NULL;
 	PyObject *m = PyModule_Create(&module);
 	if (m == NULL)
 		return NULL;
-	if (PyModule_AddObjectRef(m, "HostOp", (PyObject *)&HostOpType) < 0) {
+	if (PyModule_AddObjectRef(m, "HostOp", (PyObject *)&HostOpType) < 0 ||
+	    PyModule_AddObjectRef(m, "Inside", (PyObject *)&InsideType) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -52,8 +52,16 @@ ORIGINAL_ATTR = "__tempotrace_original__"
 #: Set on an exception that came out of a traced op (the name of the op).
 OP_ERROR_ATTR = "_tempotrace_torch_op"
 
-#: True while this thread runs a traced op: calls made inside it are not traced again.
-inside: contextvars.ContextVar[bool] = contextvars.ContextVar("tempotrace_torch_inside", default=False)
+try:
+    from .. import _opcall
+except ImportError:  # a source tree never built, or not Linux: the Python wrapper does it all
+    _opcall = None
+
+#: True while this thread runs a traced op: calls made inside it are not traced again. Where the C call is
+#: built, its thread-local flag (get/set/reset as a ContextVar's, but without the allocations a set and a reset
+#: cost an op); else a ContextVar. An op is one synchronous call: its thread runs no other context meanwhile.
+inside: Any = (_opcall.Inside() if _opcall is not None
+               else contextvars.ContextVar("tempotrace_torch_inside", default=False))
 
 
 @dataclass
@@ -66,6 +74,11 @@ class Settings:
     retain: str = "export"
     #: True: every op gets an SDK span at once, which a provider's other processors see (spec/torch.md §1.4).
     sdk_spans: bool = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if _opcall is not None:  # the C call reads a copy of the fields it needs (an op then reads no attribute)
+            _opcall.settings_changed()
 
 
 settings = Settings()
@@ -338,11 +351,6 @@ def failed(name: str, sp: Span) -> None:
 # record). Every other case, and any it is unsure of, it hands to the Python
 # wrapper before taking anything. It knows only the groups this module has
 # registered (a group's first op always runs here).
-
-try:
-    from .. import _opcall
-except ImportError:  # a source tree never built, or not Linux: the Python wrapper does it all
-    _opcall = None
 
 #: The C call is used (tests turn it off to compare the two).
 NATIVE_CALL = True

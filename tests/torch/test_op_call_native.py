@@ -159,6 +159,55 @@ def test_a_case_the_c_call_does_not_take_goes_to_the_python_wrapper(
     assert names == ([] if case == "inside" else ["torch.all_reduce"])
 
 
+def test_a_setting_changed_after_instrument_reaches_the_c_call_at_once(
+        group: None, native_stamp: None, exporter: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C call reads its copy of wrappers.settings (Settings.__setattr__ renews it): a change made by hand
+    decides the very next op, as the attribute it copies would."""
+    monkeypatch.setattr(wrappers, "NATIVE_CALL", True)
+    tt.instrument(carriage="none")
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    exporter.clear()
+
+    def taken(**changes: Any) -> tuple[int, int]:
+        saved = {name: getattr(wrappers.settings, name) for name in changes}
+        before = opcall.stats()
+        for name, value in changes.items():
+            setattr(wrappers.settings, name, value)
+        try:
+            dist.all_reduce(t)
+        finally:
+            for name, value in saved.items():
+                setattr(wrappers.settings, name, value)
+        after = opcall.stats()
+        return after["fast"] - before["fast"], after["slow"] - before["slow"]
+
+    assert taken(sdk_spans=True) == (0, 1)
+    assert taken(carriage="op") == (0, 1)
+    assert taken(active=False) == (0, 1)  # the Python wrapper then calls torch untraced
+    assert taken() == (1, 0)  # each put back: the C call again
+
+
+def test_the_inside_flag_is_the_threads_own(group: None, native_stamp: None) -> None:
+    """wrappers.inside (the C call's thread-local flag) set on one thread says nothing on another, and reset
+    puts back what set found."""
+    import threading
+
+    inside = wrappers.inside
+    seen: list[bool] = []
+    token = inside.set(True)
+    try:
+        worker = threading.Thread(target=lambda: seen.append(inside.get()))
+        worker.start()
+        worker.join()
+        inner = inside.set(True)
+        inside.reset(inner)
+        assert inside.get() is True
+    finally:
+        inside.reset(token)
+    assert seen == [False] and inside.get() is False
+
+
 def test_a_full_ring_counts_what_the_c_call_overwrote(group: None, native_stamp: None,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from tempotrace_sdk.torch.counts import carriage_counts
