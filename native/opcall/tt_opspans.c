@@ -159,7 +159,7 @@ static int encodable(const Config *c, const char *rec)
 	long long ptp = le64(rec + 40), eptp = le64(rec + START_BYTES);
 	if (op >= PyTuple_GET_SIZE(c->ops) || gi >= PyList_GET_SIZE(c->groups) ||
 	    !PyBytes_CheckExact(PyList_GET_ITEM(c->groups, gi)))
-		return -1;
+		return 0;
 	if (source > 2 || quality >= PyTuple_GET_SIZE(c->qualities) || equality > 2 ||
 	    completion >= PyTuple_GET_SIZE(c->completions))
 		return 0;
@@ -514,6 +514,7 @@ PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t na
 	int told = n > 0 ? clock_of(&c) : 0;
 	if (told < 0)
 		goto out;
+	buf = PyByteArray_AS_STRING(buffer); /* (epochs() ran Python: the ring's storage is read again, not assumed) */
 	for (Py_ssize_t i = 0; i < n; i++) {
 		Candidate *x = &k[i];
 		if (x->how == LEFT)

@@ -194,6 +194,35 @@ def test_a_record_either_way_gives_the_same_span_or_none(group: None, native_sta
     assert new == old
 
 
+@pytest.mark.parametrize("how", ["no JSON for its group", "its group past the list"])
+def test_a_record_whose_group_the_c_pass_cannot_write_is_left_to_python(group: None, native_stamp: None,
+                                                                        sink: Sink, how: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The group list the C pass is given holds None for a group whose attributes it must not write (a key the op
+    writes again), and may be shorter than the ring's group indices: those records are Python's, the same bytes."""
+    tt.instrument(carriage="none", retain="ring", hang_timeout=0)
+    t = torch.ones(8)
+    dist.all_reduce(t)
+    with tt.step():
+        dist.all_reduce(t)
+        dist.barrier()
+    at = (recorder.issued - 1 & recorder.mask) * RECORD_BYTES + 8
+    index = int.from_bytes(recorder.buffer[at:at + 8], "little") >> 16 & 0xFFFFFF
+    given = opjson._groups
+
+    def groups(infos: Any, tail_keys: frozenset[str]) -> list[bytes | None]:
+        out = given(infos, tail_keys)
+        if how == "its group past the list":
+            return out[:index]
+        out[index] = None
+        return out
+
+    monkeypatch.setattr(opjson, "_groups", groups)
+    old, new, left = _both_ways()
+    assert left == 3  # every op is of that group
+    assert new == old
+
+
 @pytest.mark.parametrize("sink", ["ratio"], indirect=True)
 def test_root_ops_under_a_sampler_that_decides_are_left_to_it(group: None, native_stamp: None, sink: Sink) -> None:
     """A ratio sampler must be asked for each root op: the C pass leaves those records, writes the others."""
