@@ -949,6 +949,75 @@ static PyTypeObject HostOpType = {
 	.tp_getset = hostop_getset,
 };
 
+/* SlotLock (tt_ring.h) as Python takes it: ``with lock:``, acquire() and release(), as a threading.Lock. */
+static PyObject *slotlock_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+	SlotLock *self = (SlotLock *)type->tp_alloc(type, 0);
+	if (self == NULL)
+		return NULL;
+	self->lock = PyThread_allocate_lock();
+	if (self->lock == NULL) {
+		Py_DECREF(self);
+		return PyErr_NoMemory();
+	}
+	return (PyObject *)self;
+}
+
+static void slotlock_dealloc(SlotLock *self)
+{
+	if (self->lock != NULL)
+		PyThread_free_lock(self->lock);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *slotlock_acquire(SlotLock *self, PyObject *unused)
+{
+	slot_lock_take(self);
+	Py_RETURN_TRUE;
+}
+
+static PyObject *slotlock_release(SlotLock *self, PyObject *unused)
+{
+	if (!self->held) {
+		PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
+		return NULL;
+	}
+	slot_lock_give(self);
+	Py_RETURN_NONE;
+}
+
+static PyObject *slotlock_exit(SlotLock *self, PyObject *args)
+{
+	PyObject *r = slotlock_release(self, NULL);
+	if (r == NULL)
+		return NULL;
+	Py_DECREF(r);
+	Py_RETURN_FALSE;
+}
+
+static PyObject *slotlock_locked(SlotLock *self, PyObject *unused)
+{
+	return PyBool_FromLong(self->held);
+}
+
+static PyMethodDef slotlock_methods[] = {
+	{"acquire", (PyCFunction)slotlock_acquire, METH_NOARGS, "Take the lock, waiting (the GIL released) while held."},
+	{"release", (PyCFunction)slotlock_release, METH_NOARGS, "Let the lock go (taken by this thread)."},
+	{"locked", (PyCFunction)slotlock_locked, METH_NOARGS, "Whether the lock is held."},
+	{"__enter__", (PyCFunction)slotlock_acquire, METH_NOARGS, NULL},
+	{"__exit__", (PyCFunction)slotlock_exit, METH_VARARGS, NULL},
+	{NULL, NULL, 0, NULL}};
+
+PyTypeObject tt_SlotLockType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tempotrace_sdk._opcall.SlotLock",
+	.tp_basicsize = sizeof(SlotLock),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "The recorder's _slot_lock: a lock the C call takes with no Python call (tt_ring.h).",
+	.tp_methods = slotlock_methods,
+	.tp_new = slotlock_new,
+	.tp_dealloc = (destructor)slotlock_dealloc,
+};
+
 /* The thread-local flag as wrappers.py reads and sets it: the ContextVar methods it replaces. */
 typedef struct {
 	PyObject_HEAD
@@ -1160,13 +1229,15 @@ PyMODINIT_FUNC PyInit__opcall(void)
 		if ((*names[i].s = PyUnicode_InternFromString(names[i].text)) == NULL)
 			return NULL;
 	g.groups = PyDict_New();
-	if (g.groups == NULL || PyType_Ready(&HostOpType) < 0 || PyType_Ready(&InsideType) < 0)
+	if (g.groups == NULL || PyType_Ready(&HostOpType) < 0 || PyType_Ready(&InsideType) < 0 ||
+	    PyType_Ready(&tt_SlotLockType) < 0)
 		return NULL;
 	PyObject *m = PyModule_Create(&module);
 	if (m == NULL)
 		return NULL;
 	if (PyModule_AddObjectRef(m, "HostOp", (PyObject *)&HostOpType) < 0 ||
-	    PyModule_AddObjectRef(m, "Inside", (PyObject *)&InsideType) < 0) {
+	    PyModule_AddObjectRef(m, "Inside", (PyObject *)&InsideType) < 0 ||
+	    PyModule_AddObjectRef(m, "SlotLock", (PyObject *)&tt_SlotLockType) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

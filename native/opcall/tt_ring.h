@@ -23,9 +23,45 @@ static inline int64_t le64(const char *p)
 	return (int64_t)v;
 }
 
-/* lock.acquire() or lock.release() (a threading.Lock: an acquire waits with the GIL released). */
+/* The recorder's _slot_lock where the extension is built: a lock both halves take with no Python call (a
+ * threading.Lock's acquire and release are method calls, four an op). tt_opcall.c defines the type. */
+typedef struct {
+	PyObject_HEAD
+	PyThread_type_lock lock;
+	char held; /* (as a threading.Lock's: releasing a free lock is an error, not a second permit) */
+} SlotLock;
+
+extern PyTypeObject tt_SlotLockType;
+
+/* Takes a SlotLock: at once when it is free, else waiting with the GIL released (its holders never wait for the
+ * GIL while they hold it for long: a C section runs no Python, a Python one a few lines). */
+static inline void slot_lock_take(SlotLock *l)
+{
+	if (!PyThread_acquire_lock(l->lock, NOWAIT_LOCK)) {
+		Py_BEGIN_ALLOW_THREADS
+		PyThread_acquire_lock(l->lock, WAIT_LOCK);
+		Py_END_ALLOW_THREADS
+	}
+	l->held = 1;
+}
+
+static inline void slot_lock_give(SlotLock *l)
+{
+	l->held = 0;
+	PyThread_release_lock(l->lock);
+}
+
+/* lock.acquire() or lock.release() (method: the interned name): a SlotLock's directly, another lock's (a
+ * threading.Lock: an acquire waits with the GIL released) by its method. */
 static inline int call_lock(PyObject *lock, PyObject *method)
 {
+	if (Py_IS_TYPE(lock, &tt_SlotLockType)) {
+		if (PyUnicode_READ_CHAR(method, 0) == 'a')
+			slot_lock_take((SlotLock *)lock);
+		else
+			slot_lock_give((SlotLock *)lock);
+		return 0;
+	}
 	PyObject *r = PyObject_CallMethodNoArgs(lock, method);
 	if (r == NULL)
 		return -1;

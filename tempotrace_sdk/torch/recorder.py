@@ -40,6 +40,11 @@ from ..otel.context import get_state
 from .counts import count, native_overwritten
 from .groups import GroupInfo
 
+try:
+    from .. import _opcall
+except ImportError:  # not built: the recorder's own lock
+    _opcall = None
+
 __all__ = ["DEFAULT_HANG_TIMEOUT_S", "DEFAULT_RING_OPS", "RECORD_BYTES", "RELEASE_AT", "OpRecord", "Recorder",
            "Retention", "recorder"]
 
@@ -86,6 +91,12 @@ COMPLETIONS = ("pending", "return", "error")
 ERROR = 2
 
 
+def _slot_lock() -> Any:
+    """The lock of the ring's slot states: the C call's own where it is built (it takes it with no Python call,
+    twice an op), else a threading.Lock."""
+    return _opcall.SlotLock() if _opcall is not None else threading.Lock()
+
+
 class Recorder:
     """The process's op records: a ring of ``size`` slots (a power of two), ops numbered from 0.
 
@@ -108,7 +119,7 @@ class Recorder:
         #: ops a dump exported pending, overwritten while still open: their ends are lost (a ring too small)
         self.dumped_overwritten = 0
         self._group_lock = threading.Lock()
-        self._slot_lock = threading.Lock()
+        self._slot_lock = _slot_lock()
         #: Held while records are taken and made into spans (opspans.py): one maker at a time.
         self.lock = threading.Lock()
         self.resize(size)
@@ -402,7 +413,7 @@ class Recorder:
         self.state = bytearray(self.size)
         self.lock = threading.Lock()
         self._group_lock = threading.Lock()
-        self._slot_lock = threading.Lock()
+        self._slot_lock = _slot_lock()
         self.resize(self.size)  # (publishes the new ring with the new locks)
         self._overwritten, self._native_base = 0, native_overwritten()
         self.dumped_overwritten = 0

@@ -208,6 +208,35 @@ def test_the_inside_flag_is_the_threads_own(group: None, native_stamp: None) -> 
     assert seen == [False] and inside.get() is False
 
 
+def test_the_c_call_waits_for_the_slot_lock_python_holds(group: None, native_stamp: None, exporter: Any,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorder's _slot_lock is the C call's own (taken with no Python call): while a Python section holds
+    it, an op on another thread waits (the GIL released, so the holder runs on), then records as usual."""
+    import threading
+
+    monkeypatch.setattr(wrappers, "NATIVE_CALL", True)
+    tt.instrument(carriage="none")
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    lock = recorder._slot_lock
+    assert type(lock) is opcall.SlotLock
+    before = recorder.issued
+    fast = opcall.stats()["fast"]
+    with lock:
+        assert lock.locked()
+        worker = threading.Thread(target=dist.all_reduce, args=(t,))
+        worker.start()
+        worker.join(0.3)
+        assert worker.is_alive() and recorder.issued == before  # its begin waits for the lock
+    worker.join(10)
+    assert not worker.is_alive() and not lock.locked()
+    assert recorder.issued == before + 1 and opcall.stats()["fast"] == fast + 1
+    with pytest.raises(RuntimeError):  # as a threading.Lock: a free lock released is an error, not a permit
+        lock.release()
+    assert lock.acquire() and lock.locked()
+    lock.release()
+
+
 def test_a_full_ring_counts_what_the_c_call_overwrote(group: None, native_stamp: None,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from tempotrace_sdk.torch.counts import carriage_counts
