@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "structmember.h"
 #include "tt_opspans.h"
 #include "tt_ring.h"
 
@@ -64,7 +65,17 @@ static struct {
 	int64_t *t_cell;
 	unsigned long long fast, slow;
 	unsigned long long overwritten; /* records this begin overwrote never exported (Recorder._overwriting's n=1) */
+	/* Read at each op without an attribute lookup: the recorder's ring as it last published it (None until
+	 * then), its counters (a Counts, or NULL: the attributes), the group entry last found and its key. */
+	PyObject *ring, *counts, *last_key, *last_entry;
 } g;
+
+/* Recorder.issued and .ended where the extension is built (recorder.py's properties read them): two ints the C
+ * call reads and writes at each op, rather than two attributes it reads and sets (a new int each). */
+typedef struct {
+	PyObject_HEAD
+	long long issued, ended;
+} Counts;
 
 static PyObject *s_active, *s_sdk_spans, *s_carriage, *s_retain, *s_clock, *s_stamp, *s_raw_mapping, *s_acquire,
 	*s_release, *s_issued, *s_ended, *s_lamport, *s_saturate, *s_default_pg, *s_nbytes, *s_is_cpu, *s_op_attr,
@@ -116,6 +127,26 @@ static void store_i64(PyObject *name, long long value)
 	if (v != NULL)
 		PyObject_SetAttr(g.recorder, name, v);
 	Py_XDECREF(v);
+}
+
+/* recorder.issued (issued 1) or .ended (0): 0 read, -1 an error set. */
+static int counter(int issued, long long *out)
+{
+	if (g.counts != NULL) {
+		*out = issued ? ((Counts *)g.counts)->issued : ((Counts *)g.counts)->ended;
+		return 0;
+	}
+	return attr_i64(g.recorder, issued ? s_issued : s_ended, out);
+}
+
+static void counter_set(int issued, long long value)
+{
+	if (g.counts == NULL)
+		store_i64(issued ? s_issued : s_ended, value);
+	else if (issued)
+		((Counts *)g.counts)->issued = value;
+	else
+		((Counts *)g.counts)->ended = value;
 }
 
 /* The type of one wrapped entry point. */
@@ -257,11 +288,17 @@ static PyObject *group_entry(HostOp *self, const Call *c)
 	if (pg == NULL)
 		return NULL;
 	PyObject *entry = NULL;
-	if (pg != Py_None) {
+	if (g.last_key != NULL && PyWeakref_GET_OBJECT(g.last_key) == pg) { /* (a dead group's key holds None) */
+		entry = Py_NewRef(g.last_entry);
+	} else if (pg != Py_None) {
 		PyObject *key = PyWeakref_NewRef(pg, NULL);
 		if (key != NULL) {
 			entry = PyDict_GetItemWithError(g.groups, key);
 			Py_XINCREF(entry); /* held before pg goes: its last reference may run Python (weakref callbacks) */
+			if (entry != NULL) {
+				Py_XSETREF(g.last_key, Py_NewRef(key));
+				Py_XSETREF(g.last_entry, Py_NewRef(entry));
+			}
 			Py_DECREF(key);
 		}
 	}
@@ -354,8 +391,9 @@ typedef struct {
 
 static int ring_of(Ring *r)
 {
-	/* (state, buffer, _slot_lock, mask, numbers, parents), replaced whole by a resize or a fork */
-	r->ring = PyObject_GetAttr(g.recorder, s_ring);
+	/* (state, buffer, _slot_lock, mask, numbers, parents), replaced whole by a resize or a fork, which publish
+	 * it (ring_published); held for the op: Python run meanwhile may publish another */
+	r->ring = g.ring != NULL ? Py_NewRef(g.ring) : PyObject_GetAttr(g.recorder, s_ring);
 	if (r->ring == NULL)
 		return -1;
 	if (!PyTuple_CheckExact(r->ring) || PyTuple_GET_SIZE(r->ring) != 6 ||
@@ -479,8 +517,8 @@ static long long begin(PyObject *clock, PyObject *stamp, const Target *t, long l
 	swallow(h);
 	if (slot < PyByteArray_GET_SIZE(r.states))
 		PyByteArray_AS_STRING(r.states)[slot] = OPEN;
-	if (attr_i64(g.recorder, s_issued, &issued) == 0 && number >= issued)
-		store_i64(s_issued, number + 1);
+	if (counter(1, &issued) == 0 && number >= issued)
+		counter_set(1, number + 1);
 	swallow(h);
 out:
 	ring_done(&r);
@@ -549,9 +587,9 @@ static int end(long long number, PyObject *clock, PyObject *stamp, const Target 
 	}
 	if (ok) {
 		long long before;
-		if (attr_i64(g.recorder, s_ended, &before) == 0) {
+		if (counter(0, &before) == 0) {
 			*ended = before + 1;
-			store_i64(s_ended, *ended);
+			counter_set(0, *ended);
 		}
 		swallow(h);
 	}
@@ -1064,6 +1102,20 @@ static PyTypeObject InsideType = {
 	.tp_new = PyType_GenericNew,
 };
 
+static PyMemberDef counts_members[] = {
+	{"issued", T_LONGLONG, offsetof(Counts, issued), 0, "Every op number below this has been taken by a begin."},
+	{"ended", T_LONGLONG, offsetof(Counts, ended), 0, "Ops ended since the last take (a release's trigger)."},
+	{NULL, 0, 0, 0, NULL}};
+
+static PyTypeObject CountsType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tempotrace_sdk._opcall.Counts",
+	.tp_basicsize = sizeof(Counts),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "The recorder's issued and ended counters, as ints the C call reads (recorder.py's properties).",
+	.tp_members = counts_members,
+	.tp_new = PyType_GenericNew,
+};
+
 /* Copies wrappers.settings' four fields the fast path reads (each op then reads ints): called by configure()
  * and by Settings.__setattr__ after each change. A field it cannot read leaves the fast path reading them. */
 static PyObject *settings_changed(PyObject *module, PyObject *unused)
@@ -1082,6 +1134,25 @@ static PyObject *settings_changed(PyObject *module, PyObject *unused)
 	now.carriage_op = carriage_op;
 	now.retain_export = retain_export;
 	now.valid = 1;
+	Py_RETURN_NONE;
+}
+
+/* The group entry last found is dropped whenever the registered groups change. */
+static void forget_last_group(void)
+{
+	Py_CLEAR(g.last_key);
+	Py_CLEAR(g.last_entry);
+}
+
+/* Recorder._publish: the ring the C call reads from now on, when it is configured for this recorder. */
+static PyObject *ring_published(PyObject *module, PyObject *recorder)
+{
+	if (recorder != g.recorder)
+		Py_RETURN_NONE;
+	PyObject *ring = PyObject_GetAttr(recorder, s_ring);
+	if (ring == NULL)
+		return NULL;
+	Py_XSETREF(g.ring, ring);
 	Py_RETURN_NONE;
 }
 
@@ -1116,6 +1187,18 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs)
 	Py_CLEAR(g.t_keep);
 	g.t_cmap = NULL;
 	g.t_cell = NULL;
+	forget_last_group();
+	Py_CLEAR(g.ring); /* read as an attribute until the recorder publishes its next */
+	PyObject *counts = PyObject_GetAttrString(g.recorder, "_counts");
+	if (counts == NULL)
+		PyErr_Clear();
+	else if (!Py_IS_TYPE(counts, &CountsType))
+		Py_CLEAR(counts);
+	Py_XSETREF(g.counts, counts);
+	PyObject *published = ring_published(module, g.recorder);
+	if (published == NULL)
+		return NULL;
+	Py_DECREF(published);
 	return settings_changed(module, NULL);
 }
 
@@ -1139,6 +1222,7 @@ static PyObject *register_group(PyObject *module, PyObject *args)
 		if (PyDict_DelItem(g.groups, PyList_GET_ITEM(dead, i)) < 0)
 			PyErr_Clear();
 	Py_DECREF(dead);
+	forget_last_group();
 	PyObject *key = PyWeakref_NewRef(pg, NULL);
 	if (key == NULL)
 		return NULL;
@@ -1153,6 +1237,7 @@ static PyObject *register_group(PyObject *module, PyObject *args)
 
 static PyObject *forget_groups(PyObject *module, PyObject *unused)
 {
+	forget_last_group();
 	PyDict_Clear(g.groups);
 	Py_RETURN_NONE;
 }
@@ -1186,6 +1271,7 @@ static PyMethodDef methods[] = {
 	 "register(pg, info, seq_iterator, group_index, rank, ranks): a host group the fast path may take."},
 	{"forget_groups", forget_groups, METH_NOARGS, "Forget every registered group (uninstrument, fork)."},
 	{"registered", registered, METH_O, "Whether a process group is registered."},
+	{"ring_published", ring_published, METH_O, "Recorder._publish: the ring the C call reads from now on."},
 	{"stats", stats, METH_NOARGS, "Calls taken by the fast path and handed to the Python wrapper."},
 	{"overwritten", overwritten, METH_NOARGS, "Records the C call overwrote never exported, since the process began."},
 	{"settings_changed", settings_changed, METH_NOARGS,
@@ -1230,14 +1316,15 @@ PyMODINIT_FUNC PyInit__opcall(void)
 			return NULL;
 	g.groups = PyDict_New();
 	if (g.groups == NULL || PyType_Ready(&HostOpType) < 0 || PyType_Ready(&InsideType) < 0 ||
-	    PyType_Ready(&tt_SlotLockType) < 0)
+	    PyType_Ready(&tt_SlotLockType) < 0 || PyType_Ready(&CountsType) < 0)
 		return NULL;
 	PyObject *m = PyModule_Create(&module);
 	if (m == NULL)
 		return NULL;
 	if (PyModule_AddObjectRef(m, "HostOp", (PyObject *)&HostOpType) < 0 ||
 	    PyModule_AddObjectRef(m, "Inside", (PyObject *)&InsideType) < 0 ||
-	    PyModule_AddObjectRef(m, "SlotLock", (PyObject *)&tt_SlotLockType) < 0) {
+	    PyModule_AddObjectRef(m, "SlotLock", (PyObject *)&tt_SlotLockType) < 0 ||
+	    PyModule_AddObjectRef(m, "Counts", (PyObject *)&CountsType) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -91,6 +91,15 @@ COMPLETIONS = ("pending", "return", "error")
 ERROR = 2
 
 
+class _Counts:
+    """Recorder.issued and .ended where the extension is not built (else its Counts: ints the C call reads)."""
+
+    __slots__ = ("ended", "issued")
+
+    def __init__(self) -> None:
+        self.issued = self.ended = 0
+
+
 def _slot_lock() -> Any:
     """The lock of the ring's slot states: the C call's own where it is built (it takes it with no Python call,
     twice an op), else a threading.Lock."""
@@ -112,8 +121,7 @@ class Recorder:
     def __init__(self, size: int = DEFAULT_RING_OPS) -> None:
         #: next() is atomic under the GIL: one op number per op, never reset (span ids derive from it).
         self.numbers = itertools.count()
-        #: Every op number below this has been taken by a ``begin`` (it may lag a concurrent one).
-        self.issued = 0
+        self._counts = _opcall.Counts() if _opcall is not None else _Counts()
         self._overwritten = 0  #: Python's share of ``overwritten``
         self._native_base = native_overwritten()  #: the C call's count when this one began (0 but after a fork)
         #: ops a dump exported pending, overwritten while still open: their ends are lost (a ring too small)
@@ -129,6 +137,24 @@ class Recorder:
         self.groups: list[GroupInfo] = []
 
     @property
+    def issued(self) -> int:
+        """Every op number below this has been taken by a ``begin`` (it may lag a concurrent one)."""
+        return int(self._counts.issued)
+
+    @issued.setter
+    def issued(self, value: int) -> None:
+        self._counts.issued = value
+
+    @property
+    def ended(self) -> int:
+        """Ops ended since the last take (approximate: only a trigger for a release)."""
+        return int(self._counts.ended)
+
+    @ended.setter
+    def ended(self, value: int) -> None:
+        self._counts.ended = value
+
+    @property
     def overwritten(self) -> int:
         """Ops overwritten (or dropped by a resize) before they were ever exported: Python's count and the C
         call's."""
@@ -138,6 +164,8 @@ class Recorder:
         """``ring``: the objects the C call of a traced op (native/opcall) reads at each op, in one tuple, replaced
         whole whenever one of them is (a resize, a fork)."""
         self.ring = (self.state, self.buffer, self._slot_lock, self.mask, self.numbers, self.parents)
+        if _opcall is not None:
+            _opcall.ring_published(self)
 
     def resize(self, size: int) -> None:
         """A new, empty ring of at least ``size`` slots (instrument() with another ``ring_ops``); ops it held
@@ -157,7 +185,7 @@ class Recorder:
         #: Each slot's context when its op began (shared by a step's ops: one reference a slot).
         self.parents: list[Context | None] = [None] * slots
         self.next_due = self.issued  #: op numbers below this are exported, overwritten or forgotten
-        self.ended = 0  #: ops ended since the last take (approximate: only a trigger for a release)
+        self.ended = 0
         self._publish()
 
     # -- the hot path ------------------------------------------------------------------------------
