@@ -80,6 +80,27 @@ def _cpu_per(fn: Any, n: int, main: list[float] | None = None) -> float:
     return (time.process_time_ns() - c0) / n
 
 
+def _after_syscall(ring_op: Any, bare_span: Any, n: int = 2000, rounds: int = 7) -> dict[str, float]:
+    """What a ring op and a bare span cost the calling thread each right after a system call (``time.sleep(0)``:
+    the GIL let go, the kernel entered, as a real op does), over the sleep's own cost, and each in a loop of its
+    own: caches cooled by the kernel (and, in a VM, by its exits) cost a small path more than a long one."""
+    sleep = time.sleep
+    sides = {"sleep": lambda: [sleep(0) for _ in range(n)],
+             "ring": lambda: [(sleep(0), ring_op()) for _ in range(n)],
+             "bare": lambda: [(sleep(0), bare_span()) for _ in range(n)],
+             "ring loop": lambda: [ring_op() for _ in range(n)],
+             "bare loop": lambda: [bare_span() for _ in range(n)]}
+    per: dict[str, list[float]] = {k: [] for k in sides}
+    for _ in range(rounds):
+        for side, fn in sides.items():
+            main: list[float] = []
+            _cpu_per(fn, n, main)
+            per[side].append(main[0])
+    m = {k: statistics.median(v) for k, v in per.items()}
+    return {"ring_ns": m["ring"] - m["sleep"], "ring_loop_ns": m["ring loop"],
+            "bare_ns": m["bare"] - m["sleep"], "bare_loop_ns": m["bare loop"]}
+
+
 def run(quick: bool) -> dict[str, Any]:
     os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(_free_port()), TEMPOTRACE_JOB_ID="bench-ops")
@@ -174,6 +195,10 @@ def run(quick: bool) -> dict[str, Any]:
     wrapped = make_wrapper(next(s for s in SPECS if s.name == "all_reduce"), nothing)
     with tt.step():
         wrapper_alone = _cpu_per(lambda: [wrapped(tensor) for _ in range(n)], n)
+    recorder.take_all()
+    results["after_syscall"] = _after_syscall(lambda: wrapped(tensor), lambda: bare_tracer.start_span(
+        "op", attributes={"a": 1, "b": "x"}).end())
+    bare_processor.force_flush()
     recorder.take_all()
     begin, end = recorder.begin, recorder.end
     recording = _cpu_per(lambda: [end(begin(0, info, i, 16, -1)) for i in range(n)], n)
@@ -276,6 +301,11 @@ def main(argv: list[str] | None = None) -> int:
     alone = results["parts_ns"]["ring op, torch's call a no-op"]
     print(f"  beside a real all_reduce, a ring op costs its calling thread {ring_main / alone:.1f}x what it "
           "costs in a loop of its own")
+    cold = results["after_syscall"]
+    print(f"  right after a system call (time.sleep(0)), the calling thread: a ring op {cold['ring_ns'] / 1e3:.2f} µs "
+          f"({cold['ring_ns'] / cold['ring_loop_ns']:.1f}x its loop's), a bare span {cold['bare_ns'] / 1e3:.1f} µs "
+          f"({cold['bare_ns'] / cold['bare_loop_ns']:.1f}x): {cold['ring_ns'] / cold['bare_ns']:.2f} bare spans so "
+          "measured (information: the targets' unit is the bare span in its loop)")
     return 0
 
 
