@@ -5,8 +5,10 @@ and ``pip install -e .``, compiling ``tempotrace_sdk._phc``, and builds
 ``tempotrace_sdk._opcall`` (native/opcall/tt_opcall.c: a traced torch
 collective's common case, a CPython extension because it calls torch and
 Python objects without a Python frame; native/opcall/tt_opspans.c: ended
-op records straight into OTLP JSON spans). Both are Linux-only, as the clocks
-are; elsewhere the package installs without them and runs in Python.
+op records straight into OTLP JSON spans) and ``tempotrace_sdk._columns``
+(native/columns/tt_attrs.c: spans' attribute arrays into columns, for the
+columnar analysis). All are Linux-only, as the clocks are; elsewhere the
+package installs without them and runs in Python.
 """
 
 import sys
@@ -20,7 +22,13 @@ OPCALL = Extension(
     extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Werror=implicit-function-declaration"],
 )
 
+COLUMNS = Extension(
+    "tempotrace_sdk._columns",
+    sources=["native/columns/tt_attrs.c"],
+    extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Werror=implicit-function-declaration"],
+)
+
 setup(
     cffi_modules=["native/build_phc.py:ffibuilder"] if LINUX else [],
-    ext_modules=[OPCALL] if LINUX else [],
+    ext_modules=[OPCALL, COLUMNS] if LINUX else [],
 )

@@ -6,6 +6,9 @@
 # demo-like and lighter spans, its memory, and the Dask engine's identity;
 # and the analysis of one collective of n ranks (bench_collectives.py).
 
+# The columnar decode's C pivot (tempotrace_sdk._columns) is built by the install.
+INSTALL_DEPS += $(wildcard native/columns/*.c native/columns/*.h)
+
 # `--engine dask` is tested on a real distributed.LocalCluster: the [dask] extra is installed.
 EXTRAS += dask
 TEST_STEPS += analysis-chromium

@@ -1,0 +1,3 @@
+"""The columnar analysis (issue 24; spec/analysis.md §5.6): spans decoded into Arrow columns, never one Python
+object per span on the main path. Built stage by stage against the per-span engine, the reference: the
+decode first (``decode.py``, its attribute pivot in ``pivot.py``)."""

@@ -1,0 +1,138 @@
+"""The columnar decode (analysis/columnar; spec/analysis.md §5.5): the C pivot answers as the Python pivot on
+every attribute array drawn (it may refuse more, never answer otherwise), takes the exporter's own lines
+whole, and the columns it decodes hold what the span table (``tempotrace convert``'s rows) holds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("pyarrow")
+
+from tempotrace_sdk.analysis import parquet_layout as L
+from tempotrace_sdk.analysis.columnar import pivot as P
+from tempotrace_sdk.analysis.columnar.decode import ATTRIBUTE_COLUMNS, SpanColumns
+from tempotrace_sdk.analysis.otlp import BadLine
+from tempotrace_sdk.analysis.parquet_rows import RowBlock
+from tempotrace_sdk.analysis.schema import HEX
+from tempotrace_sdk.analysis.values import SPAN_RULES
+
+from .enginegen import drawn_trace
+from .torchgen import TorchJob
+from .tracegen import write_trace
+
+native = pytest.mark.skipif(not P.NATIVE, reason="the C pivot is not built (not Linux, no compiler)")
+
+COLUMNS = [("n", 0), ("s", 1), ("b", 2), ("a", 3)]
+KEYS = ["n", "s", "b", "a", "other", "tempotrace.future"]
+
+#: AnyValues as JSON text: the plain shapes and what a writer other than ours may send
+VALUES = st.one_of(
+    st.integers(-(2**64), 2**64).map(lambda i: f'{{"intValue":"{i}"}}'),
+    st.integers(-(2**64), 2**64).map(lambda i: f'{{"intValue":{i}}}'),
+    st.sampled_from(['{"intValue":"007"}', '{"intValue":"-0"}', '{"intValue":"+5"}', '{"intValue":1.5}',
+                     '{"intValue":1e3}', '{"intValue":""}', '{ "intValue" : "5" }',
+                     '{"intValue":"2","stringValue":"x"}', '{}', '{"doubleValue":2.5}', '{"bytesValue":"AAE="}',
+                     '{"kvlistValue":{"values":[]}}', '{"boolValue":true}', '{"boolValue":false}',
+                     '{"stringValue":"a\\"b"}', '{"stringValue":"\\u00e9"}',
+                     '{"stringValue":"é"}', '{"stringValue":""}', '{"arrayValue":{"values":[]}}',
+                     '{"arrayValue":{"values":[{"intValue":"1"},{"intValue":2}]}}',
+                     '{"arrayValue":{"values":[{"intValue":"1"},{"stringValue":"x"}]}}',
+                     '{"arrayValue":{"values":[{"arrayValue":{"values":[]}}]}}']),
+    st.text(max_size=6).map(lambda t: json.dumps({"stringValue": t})),
+)
+
+
+@st.composite
+def attribute_array(draw: st.DrawFn) -> bytes:
+    entries = [f'{{"key":{json.dumps(draw(st.sampled_from(KEYS)))},"value":{draw(VALUES)}}}'
+               for _ in range(draw(st.integers(0, 6)))]
+    if draw(st.integers(0, 9)) == 0:  # the fields the other way round, or spaced
+        entries.append('{"value":{"intValue":"1"},"key":"n"}' if draw(st.booleans()) else
+                       ' { "key" : "s" , "value" : { "stringValue" : "x" } } ')
+    return ("[" + ",".join(entries) + "]").encode()
+
+
+@native
+@settings(max_examples=300, deadline=None)
+@given(arrays=st.lists(attribute_array(), min_size=1, max_size=8))
+def test_the_c_pivot_answers_as_the_python_pivot(arrays: list[bytes]) -> None:
+    c, py = P.make_pivot(COLUMNS), P.PythonPivot(COLUMNS)
+    kinds = [k for _, k in COLUMNS]
+    want, want_refused = P.pivot_arrays(py, py, kinds, arrays)
+    outs, c_refused = c.scan(arrays)
+    assert set(want_refused) <= set(c_refused)  # C refuses what Python refuses, and perhaps more
+    taken = [i for i in range(len(arrays)) if i not in c_refused]
+    for k, (out, expected) in enumerate(zip(outs, want, strict=True)):
+        got = P.from_buffers(kinds[k], len(arrays), out).to_pylist()
+        assert [got[i] for i in taken] == [expected[i].as_py() for i in taken], (COLUMNS[k], arrays)
+        assert all(got[i] is None for i in c_refused)
+    merged, refused = P.pivot_arrays(c, py, kinds, arrays)  # C's answer, its refusals answered by Python
+    assert refused == want_refused and [a.to_pylist() for a in merged] == [a.to_pylist() for a in want]
+
+
+def _lines(path: Path) -> list[bytes]:
+    return [ln.rstrip(b"\n") for ln in path.read_bytes().splitlines() if ln.strip()]
+
+
+@native
+def test_the_exporters_own_lines_are_taken_whole_in_c(tmp_path: Path) -> None:
+    """Real SDK spans through the OTLP JSON file exporter, and torch op spans as the SDK writes them."""
+    http = tmp_path / "http.jsonl"
+    write_trace(str(http), {"c": "sim:ptp", "w1": "sim:ntp", "w2": "sim:liar"}, steps=2)
+    torch = Path(TorchJob(ranks=3, steps=2, fail=(1, 0)).write(str(tmp_path / "torch.jsonl")))
+    for path in (http, torch):
+        decoded = SpanColumns()
+        for i, data in enumerate(_lines(path)):
+            decoded.add_line(data, i + 1)
+        attributes = decoded.attributes
+        _, refused = decoded._pivot.scan(attributes)
+        assert len(attributes) > 20 and refused == []
+        assert decoded.left_lines == []
+
+
+def _as_table_cell(key: str, value: Any) -> Any:
+    """A decoded cell as the span table's typed column holds it (hex digits as their bytes)."""
+    if value is not None and SPAN_RULES[key].kind == HEX:
+        try:
+            data = bytes.fromhex(value)
+        except ValueError:
+            return ("not hex", value)
+        return data if len(value) == 2 * len(data) else ("not hex", value)
+    return value
+
+
+_TYPED = {c.attribute: c.name for c in L.SPAN_ATTRIBUTE_COLUMNS}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(drawn=drawn_trace())
+def test_decoded_columns_hold_what_the_span_table_holds(drawn: Any) -> None:
+    """For every span of the lines the analysis reads, the ids, times and each ``tempotrace.*`` attribute's
+    value are the span table's (RowBlock, what ``convert`` writes), where the table holds it typed."""
+    block, decoded = RowBlock(), SpanColumns()
+    for i, text in enumerate(drawn.lines):
+        data = text.encode()
+        try:
+            block.add_line(data)
+        except BadLine:
+            continue
+        decoded.add_line(data, i + 1)
+    assert not decoded.left_lines
+    table = decoded.table().to_pylist()
+    assert len(table) == block.rows
+    for row, span in zip(table, block.spans, strict=True):
+        if L.OTLP_JSON in span:  # a span the table keeps as written: the reference reader's
+            continue
+        assert bytes.fromhex(row["trace_id"]) == span[L.TRACE_ID] and bytes.fromhex(row["span_id"]) == span[L.SPAN_ID]
+        assert (row["start"], row["end"]) == (span[L.START], span[L.END])
+        assert not row["refused"]
+        for key, _ in ATTRIBUTE_COLUMNS:
+            column = _TYPED.get(key)
+            if column is not None:
+                assert _as_table_cell(key, row["attribute." + key]) == span.get(column), key
