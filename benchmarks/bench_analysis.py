@@ -42,7 +42,10 @@ Per profile and size, in a fresh interpreter run as `tempotrace analyze` runs
 - spans/s of the analysis, and the time ratio between sizes (linear: equal
   to the size ratio);
 - peak RSS of a process that only analyses (flat beyond the window: memory
-  bounded by the window, not the input).
+  bounded by the window, not the input);
+- decode/json: the columnar engine's decode alone (spec/analysis.md §5.6: the
+  msgspec skeleton and the C attribute pivot into one Arrow table) over
+  ``json.loads``, timed the same way: the floor its analysis stages build on.
 
 ``--dask N`` also analyses the N-span trace (demo profile) with ``--engine
 dask`` on a local cluster of two workers and checks the report equals the
@@ -201,6 +204,18 @@ gc.disable()  # as `tempotrace analyze` runs (cli.analyze: engine.gc_paused)
 def ours():
     return analyze(path, keep=0)
 
+if mode == "decode":  # (imported before any timing: pyarrow's import is not the decode's)
+    from tempotrace_sdk.analysis.columnar.decode import SpanColumns
+
+def columns():
+    # the columnar engine's decode alone (spec/analysis.md 5.6): skeleton, C pivot, one Arrow table
+    decoded = SpanColumns()
+    with open(path, "rb") as fh:
+        for number, line in enumerate(fh, 1):
+            if line.strip():
+                decoded.add_line(line, number)
+    decoded.table()
+
 def floor():
     with open(path, encoding="utf-8") as fh:
         for line in fh:
@@ -225,9 +240,10 @@ if mode == "peak":
                       "incomplete": c.incomplete, "split": c.split, "split_distance": c.split_distance}))
 else:
     pairs = []
+    measured = columns if mode == "decode" else ours
     for _ in range(repeat):
         f = cpu(floor)
-        o = cpu(ours)
+        o = cpu(measured)
         pairs.append((o, f))
     print(json.dumps({"ours_s": min(o for o, _ in pairs), "floor_s": min(f for _, f in pairs),
                       "ratio": statistics.median(o / f for o, f in pairs)}))
@@ -297,13 +313,14 @@ def bench(sizes: list[int], profiles: list[str], repeat: int) -> list[dict[str, 
                     n = generate(path, size, profile=profile)
                 peak = _child("peak", path)
                 ratio = _child("ratio", path, repeat if size < 1_000_000 else 1)
+                decode = _child("decode", path, repeat if size < 1_000_000 else 1)
                 rows.append({
                     "profile": profile, "spans": n, "bytes_per_span": round(os.path.getsize(path) / n),
                     "edges": peak["edges"], "wrong": peak["wrong"], "ratio_vs_json_loads": ratio["ratio"],
                     "spans_per_s": n / ratio["ours_s"], "json_loads_spans_per_s": n / ratio["floor_s"],
                     "peak_rss_mb": round(peak["peak_rss_mb"], 1), "collectives": peak["collectives"],
                     "collectives_incomplete": peak["incomplete"], "collectives_split": peak["split"],
-                    "split_distance": peak["split_distance"],
+                    "split_distance": peak["split_distance"], "columnar_decode_vs_json_loads": decode["ratio"],
                 })
                 os.unlink(path)
     return rows
@@ -486,13 +503,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"analyze end to end vs json.loads of the same lines, one core (goal <= {GOAL:.1f}x and, on the real "
           f"exports, >= {GOAL_SPANS_PER_S:,} spans/s; CPU time, alternating runs, median)")
     print(f"  {'profile':<10} {'spans':>9} {'B/span':>6} {'edges':>9} {'ours/json':>9} {'ok':>3} {'spans/s':>9} "
-          f"{'json spans/s':>12} {'peak RSS MB':>11}")
+          f"{'json spans/s':>12} {'peak RSS MB':>11} {'decode/json':>11}")
     for r in rows:
         ok = "yes" if r["ratio_vs_json_loads"] <= GOAL and (
             r["profile"] not in AT_RATE or r["spans_per_s"] >= GOAL_SPANS_PER_S) else "NO"
         print(f"  {r['profile']:<10} {r['spans']:>9,} {r['bytes_per_span']:>6} {r['edges']:>9,} "
               f"{r['ratio_vs_json_loads']:>9.2f} {ok:>3} {r['spans_per_s']:>9,.0f} "
-              f"{r['json_loads_spans_per_s']:>12,.0f} {r['peak_rss_mb']:>11}")
+              f"{r['json_loads_spans_per_s']:>12,.0f} {r['peak_rss_mb']:>11} "
+              f"{r['columnar_decode_vs_json_loads']:>11.2f}")
+    print("  (decode/json: the columnar engine's decode alone, skeleton + C attribute pivot into one Arrow table, "
+          "spec/analysis.md §5.6; its analysis stages are not built yet)")
     for r in rows:
         if r["profile"] == STEP and r["collectives"]:  # complete on an honest, whole step, unless the horizon cut it
             print(f"  {STEP} at {r['spans']:,} spans: {r['collectives']:,} collective instances, "
