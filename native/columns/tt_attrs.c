@@ -31,6 +31,7 @@
 enum { K_INT = 0, K_STRING = 1, K_BOOL = 2, K_INT_ARRAY = 3 };
 
 #define MAX_COLUMNS 256
+#define MAX_DEPTH 64 /* nesting skip_value passes over; deeper is refused */
 #define SLOTS 1024 /* open addressing over the keys' bytes, at most a quarter full */
 
 typedef struct {
@@ -123,13 +124,17 @@ static int skip_value(Cur *c)
 		char ch = *c->p;
 		if (ch == '"') {
 			c->p++;
-			while (c->p < c->end && *c->p != '"')
+			while (c->p < c->end && *c->p != '"') {
+				if (*c->p == '\\' && c->end - c->p < 2)
+					return 0;
 				c->p += *c->p == '\\' ? 2 : 1;
+			}
 			if (c->p >= c->end)
 				return 0;
 			c->p++;
 		} else if (ch == '{' || ch == '[') {
-			depth++;
+			if (++depth > MAX_DEPTH) /* (the Python pivot's decoder has a recursion limit: it decides) */
+				return 0;
 			c->p++;
 		} else if (ch == '}' || ch == ']') {
 			if (depth == 0)
@@ -184,6 +189,22 @@ static int int64_value(Cur *c, long long *out)
 	return 1;
 }
 
+/* Whether bytes are UTF-8 (ASCII, the usual case, at once; else as Python decodes it). */
+static int utf8(const char *s, Py_ssize_t n)
+{
+	for (Py_ssize_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] >= 0x80) {
+			PyObject *check = PyUnicode_DecodeUTF8(s, n, NULL);
+			if (check == NULL) {
+				PyErr_Clear();
+				return 0;
+			}
+			Py_DECREF(check);
+			return 1;
+		}
+	return 1;
+}
+
 /* The value of a key not asked for, passed over: 1 when the reference decoder (otlp.py's AnyValue) would read it
  * too, which types the string, int and bool kinds and any array's elements, and ignores the other fields; 0
  * (refused: the Python pivot judges) for an array, or a kind not of the plain shape. */
@@ -202,7 +223,7 @@ static int other_value(Cur *c)
 		if (fn == 11 && memcmp(f, "stringValue", 11) == 0) {
 			const char *s;
 			Py_ssize_t n;
-			if (!plain_string(c, &s, &n))
+			if (!plain_string(c, &s, &n) || !utf8(s, n)) /* (the reference decoder refuses bytes not UTF-8) */
 				return 0;
 		} else if (fn == 8 && memcmp(f, "intValue", 8) == 0) {
 			if (!int64_value(c, &i))
@@ -248,6 +269,8 @@ static inline int bit_get(PyObject *bitmap, Py_ssize_t row)
 
 static int data_append(Column *col, const char *s, Py_ssize_t n)
 {
+	if (n == 0)
+		return 0;
 	if (col->data_len + n > col->data_cap) {
 		Py_ssize_t cap = col->data_cap * 2 + n + 1024;
 		if (PyByteArray_Resize(col->data, cap) < 0)
@@ -258,22 +281,6 @@ static int data_append(Column *col, const char *s, Py_ssize_t n)
 	memcpy(col->data_p + col->data_len, s, (size_t)n);
 	col->data_len += n;
 	return 0;
-}
-
-/* Whether bytes are UTF-8 (ASCII, the usual case, at once; else as Python decodes it). */
-static int utf8(const char *s, Py_ssize_t n)
-{
-	for (Py_ssize_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] >= 0x80) {
-			PyObject *check = PyUnicode_DecodeUTF8(s, n, NULL);
-			if (check == NULL) {
-				PyErr_Clear();
-				return 0;
-			}
-			Py_DECREF(check);
-			return 1;
-		}
-	return 1;
 }
 
 /* {"intValue":v} etc.: the value of a column of ``kind`` written into row ``row`` of ``col`` (its validity
@@ -383,7 +390,7 @@ static int scan_row(Pivot *self, const char *data, Py_ssize_t size, Column *cols
 		}
 		int col = column_of(self, k, kn);
 		if (col < 0) { /* not a key asked for: its value checked as the reference decoder checks it, then passed */
-			if (!other_value(&c) || !lit(&c, '}')) {
+			if (!utf8(k, kn) || !other_value(&c) || !lit(&c, '}')) {
 				ok = 0;
 				break;
 			}
@@ -466,11 +473,11 @@ static PyObject *column_out(Column *col, int kind)
  * span has no plain value for it; ``refused`` the spans left to the Python pivot (null in every column). */
 static PyObject *pivot_scan(Pivot *self, PyObject *arg)
 {
-	PyObject *seq = PySequence_Fast(arg, "Pivot.scan: a sequence of bytes-like attribute arrays");
+	PyObject *seq = PySequence_Tuple(arg); /* (a copy: nothing run meanwhile can shrink it) */
 	if (seq == NULL)
 		return NULL;
-	Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-	if (n > INT32_MAX / 2) {
+	Py_ssize_t n = PyTuple_GET_SIZE(seq);
+	if (n > INT32_MAX / 2 || n > PY_SSIZE_T_MAX / 8 - 1) {
 		Py_DECREF(seq);
 		PyErr_SetString(PyExc_ValueError, "Pivot.scan: too many spans for one call");
 		return NULL;
@@ -487,7 +494,7 @@ static PyObject *pivot_scan(Pivot *self, PyObject *arg)
 		}
 	for (Py_ssize_t i = 0; i < n; i++) {
 		Py_buffer view;
-		if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, i), &view, PyBUF_SIMPLE) < 0)
+		if (PyObject_GetBuffer(PyTuple_GET_ITEM(seq, i), &view, PyBUF_SIMPLE) < 0)
 			goto fail;
 		int taken = scan_row(self, view.buf, view.len, cols, i);
 		PyBuffer_Release(&view);
@@ -560,7 +567,7 @@ static int pivot_init(Pivot *self, PyObject *args, PyObject *kwargs)
 		int kind;
 		const char *s;
 		Py_ssize_t len;
-		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "Ui", &key, &kind) || kind < K_INT ||
+		if (!PyArg_Parse(PySequence_Fast_GET_ITEM(seq, i), "(Ui)", &key, &kind) || kind < K_INT ||
 		    kind > K_INT_ARRAY || (s = PyUnicode_AsUTF8AndSize(key, &len)) == NULL || column_of(self, s, len) >= 0) {
 			pivot_clear(self);
 			Py_DECREF(seq);

@@ -48,6 +48,12 @@ VALUES = st.one_of(
 )
 
 
+#: entries holding bytes that are not UTF-8 (a lone byte, a cut sequence, an encoded surrogate)
+BAD_UTF8 = [b'{"key":"o\xff","value":{}}', b'{"key":"s","value":{"stringValue":"\xc3"}}',
+            b'{"key":"other","value":{"stringValue":"\xed\xa0\x80"}}', b'{"key":"n\xff","value":{"intValue":"1"}}',
+            b'{"key":"other","value":{"doubleValue":"\xff"}}']
+
+
 @st.composite
 def attribute_array(draw: st.DrawFn) -> bytes:
     entries = [f'{{"key":{json.dumps(draw(st.sampled_from(KEYS)))},"value":{draw(VALUES)}}}'
@@ -55,7 +61,10 @@ def attribute_array(draw: st.DrawFn) -> bytes:
     if draw(st.integers(0, 9)) == 0:  # the fields the other way round, or spaced
         entries.append('{"value":{"intValue":"1"},"key":"n"}' if draw(st.booleans()) else
                        ' { "key" : "s" , "value" : { "stringValue" : "x" } } ')
-    return ("[" + ",".join(entries) + "]").encode()
+    data = [e.encode() for e in entries]
+    if draw(st.integers(0, 4)) == 0:  # bytes that are not UTF-8, in a key or a string (the skeleton lets them by)
+        data.insert(draw(st.integers(0, len(data))), draw(st.sampled_from(BAD_UTF8)))
+    return b"[" + b",".join(data) + b"]"
 
 
 @native
