@@ -28,7 +28,7 @@ from .clockdomain import Domain, domain_of
 from .events import SpanRecord
 from .values import FIXED64_MAX, RESOURCE, SPAN, AttributeRuleError, build_record, norm_id, span_kind, unix_nanos
 
-__all__ = ["BadLine", "LineResult", "decode_line", "error_text", "shard_of"]
+__all__ = ["BadLine", "LineResult", "decode_line", "error_text", "not_utf8", "shard_of"]
 
 
 class AnyValue(msgspec.Struct, frozen=True, gc=False):
@@ -141,6 +141,17 @@ def _why_not_traces(data: bytes | memoryview) -> str:
     return f"not an OTLP trace line: no 'resourceSpans' key (found {keys[:4]}){hint}"
 
 
+def not_utf8(data: bytes | memoryview) -> BadLine | None:
+    """The BadLine of a line holding bytes that are not UTF-8 (None when it is UTF-8 text): a binary file, or a
+    string msgspec's decode of the line passed over (in a span kept as Raw) that a span's decode then refuses;
+    either way the line, not one span, is what cannot be read."""
+    try:
+        bytes(data).decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return BadLine(f"not UTF-8 text (byte {bad.start}): a binary file?")
+    return None
+
+
 def parse(data: bytes | memoryview) -> TracesData:
     """Decode one line (bytes, without its newline) or raise BadLine."""
     try:
@@ -153,11 +164,7 @@ def parse(data: bytes | memoryview) -> TracesData:
             raise BadLine("not an OTLP trace line: not a JSON object") from None
         raise BadLine(f"malformed OTLP: {text}") from None
     except msgspec.DecodeError as err:
-        try:
-            bytes(data).decode("utf-8")
-        except UnicodeDecodeError as bad:
-            raise BadLine(f"not UTF-8 text (byte {bad.start}): a binary file?") from None
-        raise BadLine(f"not JSON ({err})") from None
+        raise not_utf8(data) or BadLine(f"not JSON ({err})") from None
     except RecursionError:
         raise BadLine("not an OTLP trace line: JSON nested too deep") from None
 
@@ -193,6 +200,8 @@ def decode_line(data: bytes | memoryview, line: int, pos: int, shard: tuple[int,
                 except msgspec.ValidationError as err:  # the line is JSON (checked whole): one span is bad
                     _refuse(out, n - 1, f"span: malformed OTLP: {err}")
                     continue
+                except msgspec.DecodeError:  # bytes not UTF-8 in a string (the line's decode passed over them)
+                    raise not_utf8(data) or BadLine("malformed OTLP: a span that is not JSON") from None
                 except RecursionError:
                     _refuse(out, n - 1, "span: nested too deep")
                     continue

@@ -88,6 +88,10 @@ _RESOURCE_TYPED = {c.attribute: c for c in L.RESOURCE_COLUMNS}
 _MISFIT = object()
 
 
+class _NotUTF8(Exception):
+    """A span's decode met a string that is not UTF-8 (add_line turns it into the line's BadLine)."""
+
+
 class LineFacts(msgspec.Struct, gc=False):
     """What one line held besides its rows: its span objects, and its exporter loss records (writer, count)."""
 
@@ -96,7 +100,9 @@ class LineFacts(msgspec.Struct, gc=False):
 
 
 def _text(raw: msgspec.Raw) -> str:
-    return bytes(raw).decode("utf-8")  # the line was decoded as UTF-8 JSON: its parts are UTF-8
+    # Bytes not UTF-8 can lie only where the analysis never reads (its decoder refuses the line for any other:
+    # _span): there, U+FFFD for them reads the same.
+    return bytes(raw).decode("utf-8", "replace")
 
 
 def _only(av: otlp.AnyValue) -> str | None:
@@ -193,6 +199,14 @@ class RowBlock:
     def add_line(self, data: bytes | memoryview, path: str | None = None, line: int | None = None) -> LineFacts:
         """Append the rows of one OTLP JSON line (``path``/``line``: where it came from, for ``input.*``).
         Raises otlp.BadLine (and appends nothing) for a line the analysis would call bad."""
+        rows, runs = len(self.spans), len(self.runs)
+        try:
+            return self._add_line(data, path, line)
+        except _NotUTF8:  # met after rows of the line were appended: they go, as the analysis drops the line
+            del self.spans[rows:], self.runs[runs:]
+            raise otlp.not_utf8(data) or otlp.BadLine("malformed OTLP: a span that is not JSON") from None
+
+    def _add_line(self, data: bytes | memoryview, path: str | None, line: int | None) -> LineFacts:
         doc = otlp.parse(data)
         mine = _TRACES.decode(data)  # the analysis's decoder took it: this more lenient one does too
         facts = LineFacts()
@@ -247,6 +261,13 @@ class RowBlock:
         """One span object's columns (``otlp_json`` alone when the typed columns cannot hold it)."""
         try:
             span = _SPAN.decode(raw)
+        except msgspec.ValidationError:
+            return {L.OTLP_JSON: _text(raw)}
+        except msgspec.DecodeError:  # a string not UTF-8: the analysis calls the line bad (otlp.decode_line)
+            raise _NotUTF8 from None
+        except RecursionError:
+            return {L.OTLP_JSON: _text(raw)}
+        try:
             extras = _EXTRAS.decode(raw)
             row = _otlp_fields(span, extras)
         except (msgspec.DecodeError, RecursionError, AttributeRuleError, ValueError):

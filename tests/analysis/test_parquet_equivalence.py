@@ -179,6 +179,24 @@ def test_hostile_spans_are_kept_refused_and_counted_alike(tmp_path: Path, jobs: 
     assert want["bad"]["lines"] == 2 and want["bad"]["spans"] >= 12 and want["export_loss"]["dropped_spans"] == 4
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_bytes_not_utf8_inside_a_span(tmp_path: Path, jobs: int) -> None:
+    """A string of bytes that are not UTF-8 that the line's decode passes over (inside a span): where the analysis
+    reads it (a key, a string value) the line is bad, as a binary line is, not an exception out of analyze or
+    convert; where it never reads it (an ignored value kind, the trace state) the span is kept, both ways."""
+    good = line([span(1, 1, attrs={"tempotrace.rank": 1})]).encode()
+    read = line([span(1, 2, 1, attrs={"k": "x"}), span(1, 3, 1)]).encode().replace(b'"k"', b'"k\xff"')
+    value = line([span(1, 4, 1, attrs={"note": "y"})]).encode().replace(b'"y"', b'"\xc3"')
+    ignored = line([span(1, 5, 1, attrs={"d": "z"})]).encode().replace(b'{"stringValue":"z"}',
+                                                                      b'{"doubleValue":"\xff"}')
+    state = line([{**span(1, 6, 1), "traceState": "t"}]).encode().replace(b'"t"', b'"\xed\xa0\x80"')
+    trace = tmp_path / "bytes.jsonl"
+    trace.write_bytes(b"\n".join([good, read, value, ignored, state]) + b"\n")
+    want = _same([str(trace)], converted([str(trace)], str(tmp_path / "bytes.parquet")), jobs=jobs)
+    assert want["bad"]["lines"] == 2 and want["spans"] == 3
+    assert all(s["reason"].startswith("not UTF-8 text") for s in want["bad"]["first"])
+
+
 def test_strict_stops_at_the_same_place(tmp_path: Path) -> None:
     trace = tmp_path / "hostile.jsonl"
     trace.write_text("\n".join(_hostile_lines()) + "\n")
