@@ -45,14 +45,18 @@ typedef struct {
 	Slot slots[SLOTS];
 	int kinds[MAX_COLUMNS];
 	Py_ssize_t n_columns;
+	int strings[MAX_COLUMNS]; /* the string columns, whose offsets each row writes */
+	int n_strings;
 } Pivot;
 
+/* The keys' slot: their length and last eight bytes (they share a prefix: "tempotrace."), mixed. memcmp on the
+ * whole key decides; this only spreads them. */
 static unsigned hash_of(const char *s, Py_ssize_t n)
 {
-	unsigned h = 2166136261u; /* FNV-1a */
-	for (Py_ssize_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
+	uint64_t tail = 0;
+	memcpy(&tail, n >= 8 ? s + n - 8 : s, (size_t)(n >= 8 ? 8 : n));
+	uint64_t h = (tail ^ (uint64_t)n * 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
+	return (unsigned)(h >> 32);
 }
 
 /* The column of a key (its bytes as written), -1 when it is not one of the pivot's. */
@@ -93,10 +97,8 @@ static int plain_string(Cur *c, const char **s, Py_ssize_t *n)
 	ws(c);
 	if (c->p >= c->end || *c->p != '"')
 		return 0;
-	const char *q = c->p + 1;
-	while (q < c->end && *q != '"' && *q != '\\')
-		q++;
-	if (q >= c->end || *q != '"')
+	const char *q = memchr(c->p + 1, '"', (size_t)(c->end - c->p - 1));
+	if (q == NULL || memchr(c->p + 1, '\\', (size_t)(q - c->p - 1)) != NULL)
 		return 0;
 	*s = c->p + 1;
 	*n = q - *s;
@@ -104,14 +106,15 @@ static int plain_string(Cur *c, const char **s, Py_ssize_t *n)
 	return 1;
 }
 
-/* Whether the next string is exactly ``word`` (a field name). */
-static int name_is(Cur *c, const char *word)
+/* Whether the next string is exactly ``word`` (a field name of ``w`` bytes) and a colon follows. */
+static int name_is_n(Cur *c, const char *word, size_t w)
 {
 	const char *s;
 	Py_ssize_t n;
-	size_t w = strlen(word);
 	return plain_string(c, &s, &n) && (size_t)n == w && memcmp(s, word, w) == 0 && lit(c, ':');
 }
+
+#define name_is(c, word) name_is_n((c), (word), sizeof(word) - 1)
 
 /* Skips one JSON value (msgspec has checked the bytes: strings, brackets and escapes balance). */
 static int skip_value(Cur *c)
@@ -500,9 +503,10 @@ static PyObject *pivot_scan(Pivot *self, PyObject *arg)
 		PyBuffer_Release(&view);
 		if (PyErr_Occurred())
 			goto fail; /* (no memory for a string column's data) */
-		for (Py_ssize_t k = 0; k < self->n_columns; k++)
-			if (self->kinds[k] == K_STRING)
-				((int32_t *)PyByteArray_AS_STRING(cols[k].values))[i + 1] = (int32_t)cols[k].data_len;
+		for (int j = 0; j < self->n_strings; j++) {
+			Column *col = &cols[self->strings[j]];
+			((int32_t *)PyByteArray_AS_STRING(col->values))[i + 1] = (int32_t)col->data_len;
+		}
 		if (!taken) {
 			PyObject *num = PyLong_FromSsize_t(i);
 			int rc = num != NULL ? PyList_Append(refused, num) : -1;
@@ -544,6 +548,7 @@ static void pivot_clear(Pivot *self)
 		self->slots[i].key = NULL;
 	}
 	self->n_columns = 0;
+	self->n_strings = 0;
 }
 
 /* Pivot(columns): ``columns`` a sequence of (key, kind) pairs, kind 0 int, 1 string, 2 bool, 3 int array. */
@@ -588,6 +593,8 @@ static int pivot_init(Pivot *self, PyObject *args, PyObject *kwargs)
 		self->slots[at].len = len;
 		self->slots[at].col = (int)i;
 		self->kinds[i] = kind;
+		if (kind == K_STRING)
+			self->strings[self->n_strings++] = (int)i;
 	}
 	Py_DECREF(seq);
 	self->n_columns = n;
