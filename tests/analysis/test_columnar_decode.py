@@ -145,3 +145,66 @@ def test_decoded_columns_hold_what_the_span_table_holds(drawn: Any) -> None:
             column = _TYPED.get(key)
             if column is not None:
                 assert _as_table_cell(key, row["attribute." + key]) == span.get(column), key
+
+
+# -- the rule prefilter (columnar/rules.py) ---------------------------------------------------------------------
+def _near(rule: Any) -> Any:
+    """Values about a rule's edges: inside, just outside, another kind."""
+    kind = rule.kind
+    if kind == "int":
+        lo, hi = rule.lo, rule.hi
+        return st.one_of(st.integers(max(lo - 2, -(2**63)), lo + 2), st.integers(hi - 2, min(hi + 2, 2**63 - 1)),
+                         st.integers(lo, min(hi, lo + 1000)))
+    if kind == "string":
+        if rule.choices is not None:
+            return st.sampled_from([*sorted(rule.choices), "x", "", "OK ", "ok"])
+        if rule.pattern is not None:
+            return st.sampled_from(["0-3", "0,1", "0-7:2", "3", "1-", "a", "0-3#x", "\u0663", "0-3\n", " 0-3"])
+        return st.one_of(st.text(max_size=4), st.just("x" * (rule.max_chars + 1)), st.just("x" * rule.max_chars))
+    if kind == "hex":
+        half = rule.digits // 2
+        return st.sampled_from(["ab" * half, "AB" * half, "zz" * half, "ab" * (half - 1), "ab" * half + "a",
+                                " a" * half])
+    if kind == "int[]":
+        return st.lists(st.integers(rule.lo - 1, rule.lo + 3), max_size=3)
+    return st.booleans()
+
+
+@st.composite
+def rule_span_line(draw: st.DrawFn) -> str:
+    from .otlpgen import line, span
+
+    def attrs(rules: dict[str, Any]) -> dict[str, Any]:
+        keys = draw(st.lists(st.sampled_from(sorted(rules)), max_size=5, unique=True))
+        return {k: draw(_near(rules[k]) if draw(st.integers(0, 5)) else _near(rules[draw(st.sampled_from(
+            sorted(rules)))])) for k in keys}
+
+    from tempotrace_sdk.analysis.values import RESOURCE_RULES
+    spans = [span(1, i + 1, attrs=attrs({k: r for k, r in SPAN_RULES.items() if k != "tempotrace.stamps"}))
+             for i in range(draw(st.integers(1, 4)))]
+    return line(spans, attrs(RESOURCE_RULES))
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(rule_span_line(), min_size=1, max_size=3))
+def test_a_row_the_prefilter_passes_keeps_every_rule(lines: list[str]) -> None:
+    """Its span's attributes and its Resource's read by the rules themselves (values.py) raise nothing."""
+    import msgspec
+
+    from tempotrace_sdk.analysis.columnar.rules import may_break
+    from tempotrace_sdk.analysis.otlp import KeyValue
+    from tempotrace_sdk.analysis.values import RESOURCE, SPAN, AttributeRuleError
+
+    decoded = SpanColumns()
+    for i, text in enumerate(lines):
+        decoded.add_line(text.encode(), i + 1)
+    marked = may_break(decoded.table())
+    kvs = msgspec.json.Decoder(list[KeyValue], strict=False)
+    for row, (attributes, resource) in enumerate(zip(decoded.attributes, decoded.resource, strict=True)):
+        if marked[row]:
+            continue
+        try:
+            SPAN.read_otlp(kvs.decode(attributes))
+            RESOURCE.read_otlp(kvs.decode(decoded.resources[resource]))
+        except (AttributeRuleError, msgspec.DecodeError) as err:
+            pytest.fail(f"row {row} passed the prefilter but breaks a rule: {err}")
