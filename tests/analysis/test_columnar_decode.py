@@ -208,3 +208,38 @@ def test_a_row_the_prefilter_passes_keeps_every_rule(lines: list[str]) -> None:
             RESOURCE.read_otlp(kvs.decode(decoded.resources[resource]))
         except (AttributeRuleError, msgspec.DecodeError) as err:
             pytest.fail(f"row {row} passed the prefilter but breaks a rule: {err}")
+
+
+# -- trace parts (columnar/parts.py) ----------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(drawn=drawn_trace(), window=st.sampled_from([1, 2, 5, 7, 40]))
+def test_parts_are_the_streaming_analysiss_parts(drawn: Any, window: int, tmp_path_factory: Any) -> None:
+    """The parts the Analyzer analyses (each call of _analyse: its spans' trace and positions) are those
+    part_starts gives for the same spans' traces and positions."""
+    import numpy as np
+
+    from tempotrace_sdk.analysis import analyze
+    from tempotrace_sdk.analysis.analyzer import Analyzer
+    from tempotrace_sdk.analysis.columnar.parts import part_starts
+
+    seen: list[tuple[str, list[int]]] = []
+    analyse = Analyzer._analyse
+
+    def recording(self: Analyzer, spans: list[Any]) -> None:
+        seen.append((spans[0].trace_id, [s.pos for s in spans]))
+        analyse(self, spans)
+
+    path = drawn.write(str(tmp_path_factory.mktemp("parts") / "drawn.jsonl"))
+    Analyzer._analyse = recording  # type: ignore[method-assign]
+    try:
+        analyze(path, window_spans=window)
+    finally:
+        Analyzer._analyse = analyse  # type: ignore[method-assign]
+    traces = {tid: i for i, tid in enumerate(sorted({tid for tid, _ in seen}))}
+    rows = [(traces[tid], p) for tid, positions in seen for p in positions]
+    trace = np.array([t for t, _ in rows], dtype=np.int64)
+    pos = np.array([p for _, p in rows], dtype=np.int64)
+    starts = part_starts(trace, pos, window)
+    got = sorted(sorted(int(p) for p, s, t in zip(pos, starts, trace, strict=True) if (t, s) == key)
+                 for key in {(int(t), int(s)) for t, s in zip(trace, starts, strict=True)})
+    assert got == sorted(sorted(positions) for _, positions in seen)
