@@ -182,6 +182,14 @@ def rule_span_line(draw: st.DrawFn) -> str:
     from tempotrace_sdk.analysis.values import RESOURCE_RULES
     spans = [span(1, i + 1, attrs=attrs({k: r for k, r in SPAN_RULES.items() if k != "tempotrace.stamps"}))
              for i in range(draw(st.integers(1, 4)))]
+    for sp in spans:  # OTLP fields the reference reads, or refuses
+        if draw(st.integers(0, 3)) == 0:
+            field, value = draw(st.sampled_from([
+                ("traceId", "AAAAAAAAAAAAAAAAAAAAAA=="), ("traceId", "ab" * 15), ("traceId", "AB" * 16),
+                ("traceId", "zz" * 16), ("spanId", "AAAAAAAAAAA="), ("spanId", " a" * 8), ("parentSpanId", "ab" * 7),
+                ("parentSpanId", ""), ("kind", "SPAN_KIND_SERVER"), ("kind", 9), ("kind", -1), ("kind", 2**31),
+                ("startTimeUnixNano", "-1"), ("endTimeUnixNano", str(2**64)), ("startTimeUnixNano", str(2**64 - 1))]))
+            sp[field] = value
     return line(spans, attrs(RESOURCE_RULES))
 
 
@@ -193,7 +201,7 @@ def test_a_row_the_prefilter_passes_keeps_every_rule(lines: list[str]) -> None:
 
     from tempotrace_sdk.analysis.columnar.rules import may_break
     from tempotrace_sdk.analysis.otlp import KeyValue
-    from tempotrace_sdk.analysis.values import RESOURCE, SPAN, AttributeRuleError
+    from tempotrace_sdk.analysis.values import RESOURCE, SPAN, AttributeRuleError, norm_id, span_kind, unix_nanos
 
     decoded = SpanColumns()
     for i, text in enumerate(lines):
@@ -206,6 +214,13 @@ def test_a_row_the_prefilter_passes_keeps_every_rule(lines: list[str]) -> None:
         try:
             SPAN.read_otlp(kvs.decode(attributes))
             RESOURCE.read_otlp(kvs.decode(decoded.resources[resource]))
+            trace_id, span_id, parent = decoded.trace_id[row], decoded.span_id[row], decoded.parent[row]
+            assert norm_id(trace_id, 16, "traceId") == trace_id.lower()  # read as it stands, hex
+            assert norm_id(span_id, 8, "spanId") == span_id.lower()
+            assert not parent or norm_id(parent, 8, "parentSpanId") == parent.lower()
+            assert span_kind(decoded.kind[row]) == decoded.kind[row]
+            unix_nanos(decoded.start[row], "startTimeUnixNano")
+            unix_nanos(decoded.end[row], "endTimeUnixNano")
         except (AttributeRuleError, msgspec.DecodeError) as err:
             pytest.fail(f"row {row} passed the prefilter but breaks a rule: {err}")
 

@@ -73,6 +73,16 @@ _KINDS = [k for _, k in ATTRIBUTE_COLUMNS]
 _RESOURCE_KINDS = [k for _, k in RESOURCE_COLUMNS]
 
 
+def _times(values: list[int]) -> pa.Array:
+    """OTLP fixed64 times as uint64; null for one outside 0..2^64-1 (its rule refuses it: rules.py marks it)."""
+    if values and (min(values) < 0 or max(values) > _FIXED64_MAX):
+        values = [v if 0 <= v <= _FIXED64_MAX else None for v in values]  # type: ignore[misc]
+    return pa.array(values, type=pa.uint64())
+
+
+_FIXED64_MAX = 2**64 - 1
+
+
 class SpanColumns:
     """Lines in, columns out: ``add_line`` for each line, ``table()`` for what they held."""
 
@@ -140,7 +150,7 @@ class SpanColumns:
             "line": pa.array(self.line, type=pa.int64()), "trace_id": self.trace_id, "span_id": self.span_id,
             "parent_span_id": self.parent, "name": self.name,
             "kind": pa.array([k if isinstance(k, int) else None for k in self.kind], type=pa.int64()),
-            "start": pa.array(self.start, type=pa.uint64()), "end": pa.array(self.end, type=pa.uint64()),
+            "start": _times(self.start), "end": _times(self.end),
             "status.code": pa.array([c if isinstance(c, int) else None for c in self.status], type=pa.int64()),
             "status.message": self.message,
             "refused": refused_rows | refused_resources[np.asarray(self.resource, dtype=np.int64)],
