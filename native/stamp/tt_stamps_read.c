@@ -79,3 +79,28 @@ int tt_stamps_read(const char *text, size_t len, uint64_t start_ns, uint64_t end
 		free(readings);
 	return (int)out[TT_ST_STATUS];
 }
+
+size_t tt_stamps_read_column(const char *data, const int32_t *offsets, const uint8_t *present, size_t n,
+                             const uint64_t *start_ns, const uint64_t *end_ns, const uint32_t *uncertainty_ns,
+                             const uint32_t *clk_quality, int64_t *out, uint8_t *sketch, int64_t *sends,
+                             size_t sends_cap)
+{
+	size_t total = 0, i;
+
+	for (i = 0; i < n; i++) {
+		int64_t *row = out + i * TT_STAMPS_SLOTS;
+		size_t room = total < sends_cap ? sends_cap - total : 0;
+
+		if (!((present[i / 8] >> (i % 8)) & 1)) {
+			memset(row, 0, sizeof(int64_t) * TT_STAMPS_SLOTS);
+			row[TT_ST_STATUS] = -1;
+			continue;
+		}
+		tt_stamps_read(data + offsets[i], (size_t)(offsets[i + 1] - offsets[i]), start_ns[i], end_ns[i],
+		               uncertainty_ns[i], clk_quality[i], row, sketch + 32 * i, sends + 4 * (total < sends_cap ? total : 0),
+		               room);
+		if (row[TT_ST_STATUS] == TTST_OK || row[TT_ST_STATUS] == TT_ST_MORE_ROOM)
+			total += (size_t)row[TT_ST_SENDS];
+	}
+	return total;
+}

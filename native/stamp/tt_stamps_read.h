@@ -47,6 +47,18 @@ enum {
  * out[TT_ST_STATUS]. */
 int tt_stamps_read(const char *text, size_t len, uint64_t start_ns, uint64_t end_ns, uint32_t uncertainty_ns,
                    uint32_t clk_quality, int64_t *out, uint8_t *sketch, int64_t *sends, size_t sends_cap);
+
+/* A column of texts at once (the columnar analysis, spec/analysis.md section 5.6): text i is the bytes
+ * data[offsets[i]..offsets[i+1]] (Arrow's string layout), decoded when bit i of present[] is set (LSB
+ * first), as tt_stamps_read decodes it with start_ns[i], end_ns[i], uncertainty_ns[i], clk_quality[i],
+ * into out[i * TT_STAMPS_SLOTS ...] and sketch[i * 32 ...]; a row not present gets out[TT_ST_STATUS] -1.
+ * Every row's sends go one after another into sends[] (4 int64 a send), while there is room for
+ * sends_cap; returns how many sends the column holds in all: more than sends_cap, call again with room
+ * for them. A row whose decoder could not allocate has TT_ST_NO_MEMORY. */
+size_t tt_stamps_read_column(const char *data, const int32_t *offsets, const uint8_t *present, size_t n,
+                             const uint64_t *start_ns, const uint64_t *end_ns, const uint32_t *uncertainty_ns,
+                             const uint32_t *clk_quality, int64_t *out, uint8_t *sketch, int64_t *sends,
+                             size_t sends_cap);
 /* cdef-end */
 
 #endif

@@ -9,11 +9,11 @@ import threading
 
 from ..clocks._native import native
 
-__all__ = ["NativeStamps", "thread_reader"]
+__all__ = ["ABSENT_QUALITY", "ABSENT_UNCERTAINTY", "OUT_OF_RANGE", "NativeStamps", "thread_reader"]
 
-_ABSENT_UNCERTAINTY, _ABSENT_QUALITY = 65535, 2
+ABSENT_UNCERTAINTY, ABSENT_QUALITY = 65535, 2
 #: what the C decoder is handed for a plain attribute present but out of its range: refused as Python refuses
-_OUT_OF_RANGE = 0xFFFFFFFF
+OUT_OF_RANGE = 0xFFFFFFFF
 _SENDS_ROOM = 64
 
 Slots = tuple[list[int], bytes | None, tuple[int, ...]]
@@ -40,9 +40,9 @@ class NativeStamps:
         clk_quality). None when the text breaks a rule, or when the native module is not loaded."""
         if not self.native:
             return None
-        unc = _ABSENT_UNCERTAINTY if uncertainty is None else (
-            uncertainty if 0 <= uncertainty <= _ABSENT_UNCERTAINTY else _OUT_OF_RANGE)
-        qual = _ABSENT_QUALITY if quality is None else (quality if 0 <= quality <= _ABSENT_QUALITY else _OUT_OF_RANGE)
+        unc = ABSENT_UNCERTAINTY if uncertainty is None else (
+            uncertainty if 0 <= uncertainty <= ABSENT_UNCERTAINTY else OUT_OF_RANGE)
+        qual = ABSENT_QUALITY if quality is None else (quality if 0 <= quality <= ABSENT_QUALITY else OUT_OF_RANGE)
         data = text.encode("utf-8", "surrogatepass")
         lib, out = self._lib, self._out
         status = lib.tt_stamps_read(data, len(data), start, end, unc, qual, out, self._sketch, self._sends, self._room)

@@ -258,3 +258,66 @@ def test_parts_are_the_streaming_analysiss_parts(drawn: Any, window: int, tmp_pa
     got = sorted(sorted(int(p) for p, s, t in zip(pos, starts, trace, strict=True) if (t, s) == key)
                  for key in {(int(t), int(s)) for t, s in zip(trace, starts, strict=True)})
     assert got == sorted(sorted(positions) for _, positions in seen)
+
+
+# -- the stamps column (columnar/stamps.py) ---------------------------------------------------------------------
+def _stamps_cases() -> list[tuple[str, int, int, int | None, str | None]]:
+    from .test_parquet_stamps import CASES
+
+    names = {0: "OK", 1: "DEGRADED", 2: "UNKNOWN", -1: "NOT A QUALITY"}
+    return [(text, start, end, unc, None if qual is None else names[qual]) for _, text, start, end, unc, qual in CASES
+            if len(text) < 10_000 and (unc is None or -(2**63) <= unc < 2**63)]  # (beyond int64: the pivot's)
+
+
+@native
+def test_a_column_of_stamps_texts_reads_as_each_text_alone() -> None:
+    """Every stamps vector (valid and refused, with every plain-attribute case), and a row without a text, in one
+    column: each row's slots, sketch and sends are what stampsread.NativeStamps gives for it alone."""
+    import numpy as np
+    import pyarrow as pa
+
+    from tempotrace_sdk.analysis.columnar.stamps import read_column
+    from tempotrace_sdk.analysis.stampsread import NativeStamps
+
+    cases = _stamps_cases()
+    cases.insert(3, (None, 5, 6, None, None))  # type: ignore[arg-type]
+    quality_number = {"OK": 0, "DEGRADED": 1, "UNKNOWN": 2}
+    block = read_column(pa.array([c[0] for c in cases], pa.string()), pa.array([c[1] for c in cases], pa.uint64()),
+                        pa.array([c[2] for c in cases], pa.uint64()), pa.array([c[3] for c in cases], pa.int64()),
+                        pa.array([c[4] for c in cases], pa.string()))
+    assert block is not None
+    alone = NativeStamps()
+    decoded = 0
+    for i, (text, start, end, unc, qual) in enumerate(cases):
+        if text is None:
+            assert block.slots[i, 0] == -1
+            continue
+        want = alone.slots(text, start, end, unc, None if qual is None else quality_number.get(qual, -1))
+        if want is None:
+            assert block.slots[i, 0] > 0, text
+            continue
+        decoded += 1
+        slots, sketch, sends = want
+        assert list(block.slots[i]) == slots, text
+        assert (bytes(block.sketch[i]) if slots[20] else None) == sketch
+        lo, hi = block.send_offsets[i], block.send_offsets[i + 1]
+        assert tuple(np.asarray(block.sends[lo:hi]).reshape(-1)) == sends
+    assert decoded > 40 and len(cases) - decoded > 40  # valid and refused texts both
+
+
+@native
+def test_a_column_of_many_sends_is_read_whole() -> None:
+    import pyarrow as pa
+
+    from tempotrace_sdk.analysis.columnar.stamps import read_column
+
+    text = "s5,0 e300 " + " ".join(f"x{i + 1},{10 * i}" for i in range(200))
+    block = read_column(pa.array([text, "s1,0", text]), pa.array([10**18] * 3, pa.uint64()),
+                        pa.array([10**18 + 10_000] * 3, pa.uint64()), pa.array([220] * 3, pa.int64()),
+                        pa.array(["OK"] * 3))
+    assert block is not None and list(block.send_offsets) == [0, 200, 200, 400]
+    from tempotrace_sdk.analysis.stampsread import NativeStamps
+
+    want = NativeStamps().slots(text, 10**18, 10**18 + 10_000, 220, 0)
+    assert want is not None
+    assert tuple(block.sends[:200].reshape(-1)) == want[2] == tuple(block.sends[200:].reshape(-1))
