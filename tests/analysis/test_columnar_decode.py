@@ -321,3 +321,38 @@ def test_a_column_of_many_sends_is_read_whole() -> None:
     want = NativeStamps().slots(text, 10**18, 10**18 + 10_000, 220, 0)
     assert want is not None
     assert tuple(block.sends[:200].reshape(-1)) == want[2] == tuple(block.sends[200:].reshape(-1))
+
+
+# -- identity columns (columnar/records.py) ---------------------------------------------------------------------
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(drawn=drawn_trace(), extra=st.lists(rule_span_line(), max_size=2))
+def test_a_spans_host_rank_clock_and_job_are_its_records(drawn: Any, extra: list[str]) -> None:
+    """For every row the prefilter passes, the identity columns equal the reference record's fields (its reader,
+    reader.iter_spans, on the same lines: a record's position is its row)."""
+    import tempfile
+
+    from tempotrace_sdk.analysis.columnar.records import identity
+    from tempotrace_sdk.analysis.columnar.rules import may_break
+    from tempotrace_sdk.analysis.reader import iter_spans
+
+    lines = [*drawn.lines, *extra]
+    decoded = SpanColumns()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "drawn.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        records = {r.pos: r for r in iter_spans(str(path), strict=False)}
+        for i, text in enumerate(lines):
+            decoded.add_line(text.encode(), i + 1)
+    table = decoded.table()
+    marked = may_break(table)
+    cols = {k: v.to_pylist() for k, v in identity(table).items()}
+    compared = 0
+    for row in range(table.num_rows):
+        record = records.get(row)
+        if marked[row] or record is None:
+            continue
+        compared += 1
+        job = None if cols["job_id"][row] is None else (cols["job_id"][row], cols["restart"][row])
+        assert (cols["host"][row], cols["rank"][row], cols["clock"][row], cols["clock_source"][row], job) == \
+            (record.host, record.rank, record.clock, record.clock_source, record.job), row
+    assert compared or not records  # (a prefilter that marked every row would pass the rest)

@@ -34,7 +34,8 @@ def _breaks(column: Any, rule: Rule) -> Any:
             among = pc.is_in(column, value_set=pa.array(sorted(rule.choices), type=pa.string()))
             bad = pc.and_(pc.is_valid(column), pc.invert(among))  # (is_in says False, not null, for a null)
         else:
-            bad = pc.greater(pc.utf8_length(column), rule.max_chars) if rule.max_chars else pc.is_null(column)
+            # (max_chars 0: free text, any length)
+            bad = pc.greater(pc.utf8_length(column), rule.max_chars if rule.max_chars else 2**31 - 1)
             if rule.pattern is not None:  # RE2 here, Python's re in the rules: an ASCII-only \d marks more, not less
                 shape = pc.invert(pc.match_substring_regex(column, f"^(?:{rule.pattern})$"))
                 bad = pc.or_(bad, shape)
