@@ -356,3 +356,90 @@ def test_a_spans_host_rank_clock_and_job_are_its_records(drawn: Any, extra: list
         assert (cols["host"][row], cols["rank"][row], cols["clock"][row], cols["clock_source"][row], job) == \
             (record.host, record.rank, record.clock, record.clock_source, record.job), row
     assert compared or not records  # (a prefilter that marked every row would pass the rest)
+
+
+def _torch_line(draw: st.DrawFn) -> str:
+    """A line of op spans with torch values about their rules' edges (group keys against sizes, ranks)."""
+    from .otlpgen import line, span
+    from .torchgen import op_span, p2p_span
+
+    spans = []
+    for i in range(draw(st.integers(1, 4))):
+        group = draw(st.sampled_from(["0-3", "0,1", "0-7:2", "5", "0-3#x", "3-1", "0-1048576"]))
+        kw: dict[str, Any] = {"sid": 0x9000 + i, "seq": draw(st.one_of(st.none(), st.integers(0, 3)))}
+        if draw(st.booleans()):
+            kw.update(root=draw(st.integers(0, 3)), recv_lts=draw(st.integers(0, 9)),
+                      missing=draw(st.lists(st.integers(0, 3), max_size=2)),
+                      recv_sketch=draw(st.sampled_from(["AB" * 32, "0f" * 32])))
+        sp = op_span(draw(st.integers(0, 3)), 0, 1000, group="0-3", **kw)
+        if draw(st.booleans()):
+            sp = p2p_span(draw(st.sampled_from(["send", "recv"])), 0, 1, 0, 1000, seq=draw(st.integers(0, 2)),
+                          tag=draw(st.integers(-2, 2)), sid=0xA000 + i, group="0-3",
+                          record=draw(st.one_of(st.none(), st.just({"ptp": 5, "lts": 3, "span": 0x1F}))))
+        if draw(st.booleans()):  # a sender's record without its bound and quality: their defaults
+            sp["attributes"] = [kv for kv in sp["attributes"] if kv["key"] not in (
+                "tempotrace.torch.remote.uncertainty_ns", "tempotrace.torch.remote.clk_quality")]
+        for kv in sp["attributes"]:  # the group key and its size, drawn apart: some disagree
+            if kv["key"] == "tempotrace.torch.group":
+                kv["value"] = {"stringValue": group}
+            elif kv["key"] == "tempotrace.torch.group_size":
+                kv["value"] = {"intValue": str(draw(st.sampled_from([1, 2, 4, 5])))}
+        spans.append(sp)
+    if draw(st.booleans()):
+        spans.append(span(0xB0, 0xB1, attrs={"tempotrace.torch.step": 2}))  # rare attributes, no op
+    return line(spans)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_a_spans_torch_op_is_its_records(data: st.DataObject) -> None:
+    """torch_ops gives the reference record's TorchOp (None: no op) on every row the prefilter passes and
+    torch_refusals does not mark; a row it marks is one the reference refuses."""
+    import tempfile
+
+    from tempotrace_sdk.analysis import TraceFileError
+    from tempotrace_sdk.analysis.columnar.records import torch_ops, torch_refusals
+    from tempotrace_sdk.analysis.columnar.rules import may_break
+    from tempotrace_sdk.analysis.reader import iter_spans
+
+    lines = [data.draw(st.composite(_torch_line)()) for _ in range(data.draw(st.integers(1, 3)))]
+    decoded = SpanColumns()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "ops.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        records: dict[int, Any] = {}
+        try:
+            for r in iter_spans(str(path), strict=False):
+                records[r.pos] = r
+        except TraceFileError:  # every span refused: "no spans"
+            pass
+        for i, text in enumerate(lines):
+            decoded.add_line(text.encode(), i + 1)
+    table = decoded.table()
+    marked, refused = may_break(table), torch_refusals(table)
+    cols = {k: v.to_pylist() for k, v in torch_ops(table).items()}
+    for row in range(table.num_rows):
+        record = records.get(row)
+        if marked[row]:
+            continue
+        if refused[row]:
+            assert record is None, row  # the reference refuses it too
+            continue
+        assert record is not None, row
+        op = record.torch
+        if op is None:
+            assert cols["op"][row] is None
+            continue
+        remote = None if cols["remote.ptp_ns"][row] is None and cols["remote.lts"][row] is None else (
+            cols["remote.ptp_ns"][row], cols["remote.uncertainty_ns"][row], cols["remote.clk_quality"][row],
+            cols["remote.lts"][row])
+        got = (cols["op"][row], cols["group"][row], cols["group_rank"][row], cols["seq"][row], cols["root"][row],
+               cols["completion"][row], cols["src"][row], cols["dst"][row], cols["tag"][row], cols["p2p_seq"][row],
+               cols["recv_lts"][row], tuple(cols["recv_missing"][row] or ()),
+               None if cols["recv_sketch"][row] is None else int(cols["recv_sketch"][row], 16),
+               cols["remote_span"][row], cols["ambiguous"][row], remote)
+        want = (op.op, op.group, op.group_rank, op.seq, op.root, op.completion, op.src, op.dst, op.tag, op.p2p_seq,
+                op.recv_lts, op.recv_missing, op.recv_sketch, op.remote_span, op.ambiguous,
+                None if op.remote is None else (op.remote.ptp_ns, op.remote.uncertainty_ns, op.remote.quality,
+                                                op.remote.lts))
+        assert got == want, row
