@@ -385,8 +385,16 @@ def _torch_line(draw: st.DrawFn) -> str:
             elif kv["key"] == "tempotrace.torch.group_size":
                 kv["value"] = {"intValue": str(draw(st.sampled_from([1, 2, 4, 5])))}
         spans.append(sp)
-    if draw(st.booleans()):
-        spans.append(span(0xB0, 0xB1, attrs={"tempotrace.torch.step": 2}))  # rare attributes, no op
+    if draw(st.booleans()):  # rare attributes, no op: a step span
+        spans.append(span(0xB0, 0xB1, attrs={"tempotrace.torch.step": 2, **draw(st.sampled_from(
+            [{}, {"tempotrace.torch.step_occurrence": 1}]))}))
+    if draw(st.booleans()):  # a dump record, some counts left out
+        dump = {"tempotrace.torch.dump.reason": draw(st.sampled_from(["hang", "signal"])),
+                "tempotrace.torch.dump.ops": 7, "tempotrace.torch.dump.pending": 2,
+                "tempotrace.torch.dump.overwritten": 1, "tempotrace.torch.dump.requested_by": 3}
+        keep = draw(st.lists(st.sampled_from(sorted(dump)[1:]), unique=True))
+        spans.append(span(0xC0, 0xC1, name="torch.dump", attrs={k: v for k, v in dump.items()
+                                                                 if k in keep or k.endswith("reason")}))
     return line(spans)
 
 
@@ -398,7 +406,8 @@ def test_a_spans_torch_op_is_its_records(data: st.DataObject) -> None:
     import tempfile
 
     from tempotrace_sdk.analysis import TraceFileError
-    from tempotrace_sdk.analysis.columnar.records import torch_ops, torch_refusals
+    from tempotrace_sdk.analysis.columnar.records import steps_and_dumps, torch_ops, torch_refusals
+    from tempotrace_sdk.analysis.events import DumpInfo
     from tempotrace_sdk.analysis.columnar.rules import may_break
     from tempotrace_sdk.analysis.reader import iter_spans
 
@@ -418,6 +427,7 @@ def test_a_spans_torch_op_is_its_records(data: st.DataObject) -> None:
     table = decoded.table()
     marked, refused = may_break(table), torch_refusals(table)
     cols = {k: v.to_pylist() for k, v in torch_ops(table).items()}
+    more = {k: v.to_pylist() for k, v in steps_and_dumps(table).items()}
     for row in range(table.num_rows):
         record = records.get(row)
         if marked[row]:
@@ -426,6 +436,11 @@ def test_a_spans_torch_op_is_its_records(data: st.DataObject) -> None:
             assert record is None, row  # the reference refuses it too
             continue
         assert record is not None, row
+        dump = None if more["dump.reason"][row] is None else DumpInfo(
+            more["dump.reason"][row], more["dump.ops"][row], more["dump.pending"][row], more["dump.overwritten"][row],
+            more["dump.requested_by"][row])
+        assert (more["step"][row], more["step_occurrence"][row], dump) == (record.step, record.step_occurrence,
+                                                                          record.dump), row
         op = record.torch
         if op is None:
             assert cols["op"][row] is None

@@ -17,7 +17,7 @@ from ... import semconv as S
 from ...wire.layout import UNCERTAINTY_SATURATED
 from ..groupkey import parse_key
 
-__all__ = ["TORCH_FIELDS", "identity", "torch_ops", "torch_refusals"]
+__all__ = ["TORCH_FIELDS", "identity", "steps_and_dumps", "torch_ops", "torch_refusals"]
 
 _HOST, _NAME, _RANK, _CLOCK = S.HOST, "host.name", S.RANK, S.CLOCK
 
@@ -105,3 +105,24 @@ def torch_refusals(table: pa.Table) -> np.ndarray:
     rank = pc.fill_null(_span(table, S.TORCH_GROUP_RANK), -1).to_numpy(zero_copy_only=False)
     bad: np.ndarray = (named < 0) | ((size != -2) & (named != size)) | ((rank >= 0) & (rank >= named))
     return np.asarray(has & bad, dtype=bool)
+
+
+def steps_and_dumps(table: pa.Table) -> dict[str, pa.ChunkedArray]:
+    """A step span's ``step`` and ``step_occurrence`` (0 when absent), and a dump record's fields (a
+    ``torch.dump`` span): ``dump.reason`` (null: no dump record), ``dump.ops`` / ``.pending`` / ``.overwritten``
+    (0 when absent) and ``dump.requested_by``, null on the other rows."""
+    reason = _span(table, S.TORCH_DUMP_REASON)
+    is_dump = pc.is_valid(reason)
+
+    def of_dump(values: pa.ChunkedArray) -> pa.ChunkedArray:
+        return pc.if_else(is_dump, values, pa.scalar(None, values.type))
+
+    return {
+        "step": _span(table, S.TORCH_STEP),
+        "step_occurrence": pc.coalesce(_span(table, S.TORCH_STEP_OCCURRENCE), pa.scalar(0)),
+        "dump.reason": reason,
+        "dump.ops": of_dump(pc.coalesce(_span(table, S.TORCH_DUMP_OPS), pa.scalar(0))),
+        "dump.pending": of_dump(pc.coalesce(_span(table, S.TORCH_DUMP_PENDING), pa.scalar(0))),
+        "dump.overwritten": of_dump(pc.coalesce(_span(table, S.TORCH_DUMP_OVERWRITTEN), pa.scalar(0))),
+        "dump.requested_by": of_dump(_span(table, S.TORCH_DUMP_REQUESTED_BY)),
+    }
