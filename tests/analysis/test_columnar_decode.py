@@ -407,8 +407,8 @@ def test_a_spans_torch_op_is_its_records(data: st.DataObject) -> None:
 
     from tempotrace_sdk.analysis import TraceFileError
     from tempotrace_sdk.analysis.columnar.records import steps_and_dumps, torch_ops, torch_refusals
-    from tempotrace_sdk.analysis.events import DumpInfo
     from tempotrace_sdk.analysis.columnar.rules import may_break
+    from tempotrace_sdk.analysis.events import DumpInfo
     from tempotrace_sdk.analysis.reader import iter_spans
 
     lines = [data.draw(st.composite(_torch_line)()) for _ in range(data.draw(st.integers(1, 3)))]
