@@ -30,6 +30,7 @@ from spans_file import Span, read_spans  # noqa: E402
 from tempotrace_sdk import torch as tt  # noqa: E402
 from tempotrace_sdk.errors import TempoTraceError  # noqa: E402
 from tempotrace_sdk.otel.processor import TempoTraceSpanProcessor  # noqa: E402
+from tempotrace_sdk.semconv import CLOCK_STEPPED  # noqa: E402
 from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
 from tempotrace_sdk.torch.groups import group_info  # noqa: E402
 from tempotrace_sdk.torch.recorder import WRITING, recorder  # noqa: E402
@@ -347,17 +348,25 @@ def _shape(spans: list[Span]) -> list[tuple[Any, ...]]:
 
 def test_export_mode_spans_equal_the_sdk_paths(tmp_path: Path) -> None:
     """The differential: one job traced with op records and with SDK spans exports the same spans."""
-    runs = {}
-    for side in ("export", "sdk"):
-        out = tmp_path / side
-        out.mkdir()
-        procs = _start(out, "none", -1, TT_SIDE=side)
-        try:
-            codes = [p.wait(timeout=120) for p in procs]
-        finally:
-            _stop(procs)
-        assert codes == [0] * WORLD, {r: log(out, r)[-2000:] for r in range(WORLD)}
-        runs[side] = [_shape(_spans(out, r)) for r in range(WORLD)]
+    runs: dict[str, list[list[tuple[Any, ...]]]] = {}
+    for attempt in range(3):
+        stepped = False
+        for side in ("export", "sdk"):
+            out = tmp_path / f"{side}-{attempt}"
+            out.mkdir()
+            procs = _start(out, "none", -1, TT_SIDE=side)
+            try:
+                codes = [p.wait(timeout=120) for p in procs]
+            finally:
+                _stop(procs)
+            assert codes == [0] * WORLD, {r: log(out, r)[-2000:] for r in range(WORLD)}
+            spans = [_spans(out, r) for r in range(WORLD)]
+            runs[side] = [_shape(s) for s in spans]
+            stepped |= any(CLOCK_STEPPED in sp.attrs for s in spans for sp in s)
+        # A run whose host clock moved under it (its spans say the clock may have stepped: seen once in CI on a
+        # loaded machine) says nothing of the two paths; again. A difference every time still fails below.
+        if not stepped:
+            break
     assert runs["export"] == runs["sdk"]
     assert sum(1 for row in runs["export"][0] if row[0] == "torch.all_reduce") == 15
 
