@@ -65,9 +65,10 @@ static struct {
 	int64_t *t_cell;
 	unsigned long long fast, slow;
 	unsigned long long overwritten; /* records this begin overwrote never exported (Recorder._overwriting's n=1) */
-	/* Read at each op without an attribute lookup: the recorder's ring as it last published it (None until
-	 * then), its counters (a Counts, or NULL: the attributes), the group entry last found and its key. */
+	/* Read at each op without an attribute lookup: the recorder's ring as it last published it (checked
+	 * then, its mask with it), its counters (a Counts), the group entry last found and its key. */
 	PyObject *ring, *counts, *last_key, *last_entry;
+	long long ring_mask;
 } g;
 
 /* Recorder.issued and .ended where the extension is built (recorder.py's properties read them): two ints the C
@@ -78,7 +79,7 @@ typedef struct {
 } Counts;
 
 static PyObject *s_active, *s_sdk_spans, *s_carriage, *s_retain, *s_clock, *s_stamp, *s_raw_mapping, *s_acquire,
-	*s_release, *s_issued, *s_ended, *s_lamport, *s_saturate, *s_default_pg, *s_nbytes, *s_is_cpu, *s_op_attr,
+	*s_release, *s_lamport, *s_saturate, *s_default_pg, *s_nbytes, *s_is_cpu, *s_op_attr,
 	*s_trace_failed, *s_ring, *s_owed_list, *s_payer, *s_global_state, *s_world_pg;
 
 /* An interrupt (KeyboardInterrupt, SystemExit: not an Exception) met while tracing, held until the call
@@ -120,34 +121,8 @@ static int attr_i64(PyObject *obj, PyObject *name, long long *out)
 	return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-/* A recorder counter set to value (an error left set for the caller's swallow). */
-static void store_i64(PyObject *name, long long value)
-{
-	PyObject *v = PyLong_FromLongLong(value);
-	if (v != NULL)
-		PyObject_SetAttr(g.recorder, name, v);
-	Py_XDECREF(v);
-}
-
-/* recorder.issued (issued 1) or .ended (0): 0 read, -1 an error set. */
-static int counter(int issued, long long *out)
-{
-	if (g.counts != NULL) {
-		*out = issued ? ((Counts *)g.counts)->issued : ((Counts *)g.counts)->ended;
-		return 0;
-	}
-	return attr_i64(g.recorder, issued ? s_issued : s_ended, out);
-}
-
-static void counter_set(int issued, long long value)
-{
-	if (g.counts == NULL)
-		store_i64(issued ? s_issued : s_ended, value);
-	else if (issued)
-		((Counts *)g.counts)->issued = value;
-	else
-		((Counts *)g.counts)->ended = value;
-}
+/* The recorder's Counts (configure() checked its type). */
+#define COUNTS ((Counts *)g.counts)
 
 /* The type of one wrapped entry point. */
 typedef struct {
@@ -392,27 +367,18 @@ typedef struct {
 static int ring_of(Ring *r)
 {
 	/* (state, buffer, _slot_lock, mask, numbers, parents), replaced whole by a resize or a fork, which publish
-	 * it (ring_published); held for the op: Python run meanwhile may publish another */
-	r->ring = g.ring != NULL ? Py_NewRef(g.ring) : PyObject_GetAttr(g.recorder, s_ring);
-	if (r->ring == NULL)
-		return -1;
-	if (!PyTuple_CheckExact(r->ring) || PyTuple_GET_SIZE(r->ring) != 6 ||
-	    !PyByteArray_CheckExact(PyTuple_GET_ITEM(r->ring, 0)) || !PyByteArray_CheckExact(PyTuple_GET_ITEM(r->ring, 1)) ||
-	    !PyLong_Check(PyTuple_GET_ITEM(r->ring, 3)) || !PyList_CheckExact(PyTuple_GET_ITEM(r->ring, 5))) {
-		PyErr_SetString(PyExc_TypeError, "tempotrace: the recorder's ring is not what the C call reads");
-		Py_DECREF(r->ring);
+	 * it (ring_published checks it then); held for the op: Python run meanwhile may publish another */
+	if (g.ring == NULL) {
+		PyErr_SetString(PyExc_TypeError, "tempotrace: no ring published to the C call");
 		return -1;
 	}
+	r->ring = Py_NewRef(g.ring);
 	r->states = PyTuple_GET_ITEM(r->ring, 0);
 	r->buffer = PyTuple_GET_ITEM(r->ring, 1);
 	r->lock = PyTuple_GET_ITEM(r->ring, 2);
 	r->numbers = PyTuple_GET_ITEM(r->ring, 4);
 	r->parents = PyTuple_GET_ITEM(r->ring, 5);
-	r->mask = PyLong_AsLongLong(PyTuple_GET_ITEM(r->ring, 3));
-	if (r->mask == -1 && PyErr_Occurred()) {
-		Py_DECREF(r->ring);
-		return -1;
-	}
+	r->mask = g.ring_mask;
 	return 0;
 }
 
@@ -443,7 +409,7 @@ static long long begin(PyObject *clock, PyObject *stamp, const Target *t, long l
 		       long long nbytes, long long root, Held *h)
 {
 	Ring r;
-	long long number = -1, issued;
+	long long number = -1;
 	if (ring_of(&r) < 0) {
 		swallow(h);
 		return -1;
@@ -517,9 +483,8 @@ static long long begin(PyObject *clock, PyObject *stamp, const Target *t, long l
 	swallow(h);
 	if (slot < PyByteArray_GET_SIZE(r.states))
 		PyByteArray_AS_STRING(r.states)[slot] = OPEN;
-	if (counter(1, &issued) == 0 && number >= issued)
-		counter_set(1, number + 1);
-	swallow(h);
+	if (number >= COUNTS->issued)
+		COUNTS->issued = number + 1;
 out:
 	ring_done(&r);
 	return number;
@@ -535,7 +500,7 @@ static int holds(Ring *r, Py_ssize_t slot, long long number, int a, int b)
 	return (s == a || s == b) && le64(PyByteArray_AS_STRING(r->buffer) + base) == number;
 }
 
-/* Recorder.end(number): 1 ended (*ended: the recorder's count of ended ops after it, -1 unknown); 0 not (the
+/* Recorder.end(number): 1 ended (*ended: the recorder's count of ended ops after it, -1 when not); 0 not (the
  * ring moved on, the clock failed: as there). The end is read with
  * the clock, counter and mapping its start was (an op's two readings from one source); a mapping that expired
  * meanwhile refuses, and the recorder's Python reading takes it from the source as it is now. */
@@ -586,12 +551,7 @@ static int end(long long number, PyObject *clock, PyObject *stamp, const Target 
 			swallow(h);
 	}
 	if (ok) {
-		long long before;
-		if (counter(0, &before) == 0) {
-			*ended = before + 1;
-			counter_set(0, *ended);
-		}
-		swallow(h);
+		*ended = ++COUNTS->ended;
 	}
 out:
 	ring_done(&r);
@@ -1149,10 +1109,22 @@ static PyObject *ring_published(PyObject *module, PyObject *recorder)
 {
 	if (recorder != g.recorder)
 		Py_RETURN_NONE;
+	Py_CLEAR(g.ring); /* (until this one is checked: an op meanwhile is not recorded into the last) */
 	PyObject *ring = PyObject_GetAttr(recorder, s_ring);
 	if (ring == NULL)
 		return NULL;
-	Py_XSETREF(g.ring, ring);
+	long long mask = -1;
+	if (!PyTuple_CheckExact(ring) || PyTuple_GET_SIZE(ring) != 6 ||
+	    !PyByteArray_CheckExact(PyTuple_GET_ITEM(ring, 0)) || !PyByteArray_CheckExact(PyTuple_GET_ITEM(ring, 1)) ||
+	    !PyLong_Check(PyTuple_GET_ITEM(ring, 3)) || !PyList_CheckExact(PyTuple_GET_ITEM(ring, 5)) ||
+	    ((mask = PyLong_AsLongLong(PyTuple_GET_ITEM(ring, 3))) < 0)) {
+		Py_DECREF(ring);
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_TypeError, "tempotrace: the recorder's ring is not what the C call reads");
+		return NULL;
+	}
+	g.ring = ring;
+	g.ring_mask = mask;
 	Py_RETURN_NONE;
 }
 
@@ -1188,12 +1160,14 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs)
 	g.t_cmap = NULL;
 	g.t_cell = NULL;
 	forget_last_group();
-	Py_CLEAR(g.ring); /* read as an attribute until the recorder publishes its next */
 	PyObject *counts = PyObject_GetAttrString(g.recorder, "_counts");
 	if (counts == NULL)
-		PyErr_Clear();
-	else if (!Py_IS_TYPE(counts, &CountsType))
-		Py_CLEAR(counts);
+		return NULL;
+	if (!Py_IS_TYPE(counts, &CountsType)) {
+		Py_DECREF(counts);
+		PyErr_SetString(PyExc_ValueError, "configure: the recorder's _counts must be an _opcall.Counts");
+		return NULL;
+	}
 	Py_XSETREF(g.counts, counts);
 	PyObject *published = ring_published(module, g.recorder);
 	if (published == NULL)
@@ -1297,8 +1271,6 @@ PyMODINIT_FUNC PyInit__opcall(void)
 		     {&s_raw_mapping, "raw_mapping"},
 		     {&s_acquire, "acquire"},
 		     {&s_release, "release"},
-		     {&s_issued, "issued"},
-		     {&s_ended, "ended"},
 		     {&s_lamport, "lamport"},
 		     {&s_saturate, "_saturate"},
 		     {&s_default_pg, "default_pg"},
