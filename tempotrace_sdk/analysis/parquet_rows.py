@@ -261,12 +261,10 @@ class RowBlock:
         """One span object's columns (``otlp_json`` alone when the typed columns cannot hold it)."""
         try:
             span = _SPAN.decode(raw)
-        except msgspec.ValidationError:
+        except (msgspec.ValidationError, RecursionError):
             return {L.OTLP_JSON: _text(raw)}
         except msgspec.DecodeError:  # a string not UTF-8: the analysis calls the line bad (otlp.decode_line)
             raise _NotUTF8 from None
-        except RecursionError:
-            return {L.OTLP_JSON: _text(raw)}
         try:
             extras = _EXTRAS.decode(raw)
             row = _otlp_fields(span, extras)

@@ -18,10 +18,10 @@ import pyarrow as pa
 
 from ..otlp import Status
 from ..schema import HEX, STRING
-from ..values import RESOURCE_RULES, SPAN_RULES
+from ..values import FIXED64_MAX, RESOURCE_RULES, SPAN_RULES
 from .pivot import KINDS, PythonPivot, make_pivot, pivot_arrays
 
-__all__ = ["ATTRIBUTE_COLUMNS", "RESOURCE_COLUMNS", "SpanColumns"]
+__all__ = ["ATTRIBUTE_COLUMNS", "ATTRIBUTE_PREFIX", "RESOURCE_COLUMNS", "RESOURCE_PREFIX", "SpanColumns"]
 
 _EMPTY = msgspec.Raw(b"[]")
 
@@ -68,19 +68,17 @@ def _kind(rule_kind: str) -> int:
 #: Resource's
 ATTRIBUTE_COLUMNS = tuple((key, _kind(rule.kind)) for key, rule in SPAN_RULES.items())
 RESOURCE_COLUMNS = tuple((key, _kind(rule.kind)) for key, rule in RESOURCE_RULES.items())
-_RESOURCE_PREFIX = "resource."
+#: the table's column of a span attribute / a Resource attribute: the prefix and the key
+ATTRIBUTE_PREFIX, RESOURCE_PREFIX = "attribute.", "resource."
 _KINDS = [k for _, k in ATTRIBUTE_COLUMNS]
 _RESOURCE_KINDS = [k for _, k in RESOURCE_COLUMNS]
 
 
 def _times(values: list[int]) -> pa.Array:
     """OTLP fixed64 times as uint64; null for one outside 0..2^64-1 (its rule refuses it: rules.py marks it)."""
-    if values and (min(values) < 0 or max(values) > _FIXED64_MAX):
-        values = [v if 0 <= v <= _FIXED64_MAX else None for v in values]  # type: ignore[misc]
+    if values and (min(values) < 0 or max(values) > FIXED64_MAX):
+        values = [v if 0 <= v <= FIXED64_MAX else None for v in values]  # type: ignore[misc]
     return pa.array(values, type=pa.uint64())
-
-
-_FIXED64_MAX = 2**64 - 1
 
 
 class SpanColumns:
@@ -156,7 +154,7 @@ class SpanColumns:
             "refused": refused_rows | refused_resources[np.asarray(self.resource, dtype=np.int64)],
         }
         for (key, _), col in zip(ATTRIBUTE_COLUMNS, cols, strict=True):
-            data["attribute." + key] = col
+            data[ATTRIBUTE_PREFIX + key] = col
         for (key, _), col in zip(RESOURCE_COLUMNS, rcols, strict=True):
-            data[_RESOURCE_PREFIX + key] = col.take(take)
+            data[RESOURCE_PREFIX + key] = col.take(take)
         return pa.table(data)

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from ... import semconv as S
 from ...wire.layout import UNCERTAINTY_SATURATED
 from ..groupkey import parse_key
+from .decode import ATTRIBUTE_PREFIX, RESOURCE_PREFIX
 
 __all__ = ["TORCH_FIELDS", "identity", "steps_and_dumps", "torch_ops", "torch_refusals"]
 
@@ -23,11 +24,11 @@ _HOST, _NAME, _RANK, _CLOCK = S.HOST, "host.name", S.RANK, S.CLOCK
 
 
 def _span(table: pa.Table, key: str) -> pa.ChunkedArray:
-    return table.column("attribute." + key)
+    return table.column(ATTRIBUTE_PREFIX + key)
 
 
 def _resource(table: pa.Table, key: str) -> pa.ChunkedArray:
-    return table.column("resource." + key)
+    return table.column(RESOURCE_PREFIX + key)
 
 
 def identity(table: pa.Table) -> dict[str, pa.ChunkedArray]:

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from ..schema import BOOL, HEX, INT, INT_ARRAY, STRING, Rule
 from ..values import RESOURCE_RULES, SPAN_RULES
+from .decode import ATTRIBUTE_PREFIX, RESOURCE_PREFIX
 
 __all__ = ["may_break"]
 
@@ -75,7 +76,7 @@ def may_break(table: pa.Table) -> np.ndarray:
     """One flag per row of a decode.SpanColumns table: True where a value rule may be broken."""
     marked: np.ndarray = np.array(table.column("refused").to_numpy(zero_copy_only=False), dtype=bool)
     marked |= _otlp_fields(table)
-    for prefix, rules in (("attribute.", SPAN_RULES), ("resource.", RESOURCE_RULES)):
+    for prefix, rules in ((ATTRIBUTE_PREFIX, SPAN_RULES), (RESOURCE_PREFIX, RESOURCE_RULES)):
         for key, rule in rules.items():
             column = table.column(prefix + key).combine_chunks()
             if column.null_count == len(column):

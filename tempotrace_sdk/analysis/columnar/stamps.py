@@ -40,12 +40,9 @@ def _plain_uncertainty(column: pa.Array) -> np.ndarray:
 
 
 def _plain_quality(column: pa.Array) -> np.ndarray:
-    index = pc.index_in(column, value_set=pa.array(QUALITY_NAMES)).to_numpy(zero_copy_only=False)
+    index = pc.fill_null(pc.index_in(column, value_set=pa.array(QUALITY_NAMES)), -1).to_numpy(zero_copy_only=False)
     present = pc.is_valid(column).to_numpy(zero_copy_only=False)
-    known = ~np.isnan(index.astype(np.float64)) if index.dtype.kind == "f" else index >= 0
-    out = np.where(present, OUT_OF_RANGE, ABSENT_QUALITY).astype(np.uint32)
-    out[present & known] = index[present & known].astype(np.uint32)
-    return out
+    return np.where(index >= 0, index, np.where(present, OUT_OF_RANGE, ABSENT_QUALITY)).astype(np.uint32)
 
 
 def read_column(texts: pa.Array, start: pa.Array, end: pa.Array, uncertainty: pa.Array,
@@ -72,12 +69,12 @@ def read_column(texts: pa.Array, start: pa.Array, end: pa.Array, uncertainty: pa
     slots = np.zeros((n, width), dtype=np.int64)
     sketch = np.zeros((n, 32), dtype=np.uint8)
     room = max(16, n)
+
+    def ptr(a: np.ndarray, kind: str) -> object:
+        return ffi.cast(kind, a.ctypes.data)
+
     for _ in range(2):  # the second time with room for every send the column holds
         sends = np.zeros(4 * room, dtype=np.int64)
-
-        def ptr(a: np.ndarray, kind: str) -> object:
-            return ffi.cast(kind, a.ctypes.data)
-
         total = int(lib.tt_stamps_read_column(
             ptr(data_np, "char *"), ptr(offsets_np, "int32_t *"), ptr(present, "uint8_t *"), n,
             ptr(start_np, "uint64_t *"), ptr(end_np, "uint64_t *"), ptr(unc, "uint32_t *"), ptr(qual, "uint32_t *"),
