@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from ..schema import BOOL, HEX, INT, INT_ARRAY, STRING, Rule
 from ..values import RESOURCE_RULES, SPAN_RULES
+from .arrow import scalar
 from .decode import ATTRIBUTE_PREFIX, RESOURCE_PREFIX
 
 __all__ = ["may_break"]
@@ -29,14 +30,15 @@ def _breaks(column: Any, rule: Rule) -> Any:
     """Per row: the value is present and breaks ``rule`` (a boolean array, no nulls)."""
     kind = rule.kind
     if kind == INT:
-        bad = pc.or_(pc.less(column, rule.lo), pc.greater(column, rule.hi))
+        bad = pc.or_(pc.less(column, scalar(rule.lo)), pc.greater(column, scalar(rule.hi)))
     elif kind == STRING:
         if rule.choices is not None:
             among = pc.is_in(column, value_set=pa.array(sorted(rule.choices), type=pa.string()))
             bad = pc.and_(pc.is_valid(column), pc.invert(among))  # (is_in says False, not null, for a null)
         else:
             # (max_chars 0: free text, any length)
-            bad = pc.greater(pc.utf8_length(column), rule.max_chars if rule.max_chars else 2**31 - 1)
+            longest = rule.max_chars if rule.max_chars else 2**31 - 1
+            bad = pc.greater(pc.utf8_length(column), scalar(longest, pa.int32()))
             if rule.pattern is not None:  # RE2 here, Python's re in the rules: an ASCII-only \d marks more, not less
                 shape = pc.invert(pc.match_substring_regex(column, f"^(?:{rule.pattern})$"))
                 bad = pc.or_(bad, shape)
@@ -44,7 +46,8 @@ def _breaks(column: Any, rule: Rule) -> Any:
         bad = pc.invert(pc.match_substring_regex(column, f"^[0-9a-fA-F]{{{rule.digits}}}$"))
     elif kind == INT_ARRAY:
         values = pc.list_flatten(column)
-        outside = pc.or_(pc.less(values, rule.lo), pc.greater(values, rule.hi)).to_numpy(zero_copy_only=False)
+        outside = pc.or_(pc.less(values, scalar(rule.lo)), pc.greater(values, scalar(rule.hi)))
+        outside = outside.to_numpy(zero_copy_only=False)
         rows = pc.list_parent_indices(column).to_numpy(zero_copy_only=False)
         bad_rows = np.zeros(len(column), dtype=bool)
         bad_rows[rows[outside]] = True
@@ -53,7 +56,7 @@ def _breaks(column: Any, rule: Rule) -> Any:
         return np.zeros(len(column), dtype=bool)
     else:  # (a kind the pivot does not take: every present value goes to the reference)
         bad = pc.is_valid(column)
-    return pc.fill_null(bad, False).to_numpy(zero_copy_only=False)
+    return pc.fill_null(bad, scalar(False)).to_numpy(zero_copy_only=False)
 
 
 def _otlp_fields(table: pa.Table) -> np.ndarray:
@@ -65,7 +68,8 @@ def _otlp_fields(table: pa.Table) -> np.ndarray:
         shape = f"^(?:[0-9a-fA-F]{{{digits}}}{'|' if empty_ok else ''})$"
         marked |= pc.invert(pc.match_substring_regex(table.column(name), shape)).to_numpy(zero_copy_only=False)
     kind = table.column("kind")
-    marked |= pc.fill_null(pc.or_(pc.less(kind, 0), pc.greater(kind, 2**31 - 1)), True).to_numpy(
+    marked |= pc.fill_null(pc.or_(pc.less(kind, scalar(0)), pc.greater(kind, scalar(2**31 - 1))),
+                           scalar(True)).to_numpy(
         zero_copy_only=False)
     for name in ("start", "end"):
         marked |= pc.is_null(table.column(name)).to_numpy(zero_copy_only=False)

@@ -14,11 +14,13 @@ import pyarrow.compute as pc
 
 from ...clocks._native import native
 from ..stampsread import ABSENT_QUALITY, ABSENT_UNCERTAINTY, OUT_OF_RANGE
+from .arrow import scalar
 
 __all__ = ["QUALITY_NAMES", "StampsBlock", "read_column"]
 
 #: clk_quality names by their tt-ext number (the attribute's choices)
 QUALITY_NAMES = ("OK", "DEGRADED", "UNKNOWN")
+_QUALITY_SET = pa.array(QUALITY_NAMES)
 
 
 class StampsBlock:
@@ -35,12 +37,13 @@ class StampsBlock:
 
 
 def _plain_uncertainty(column: pa.Array) -> np.ndarray:
-    values = pc.fill_null(column, ABSENT_UNCERTAINTY).to_numpy(zero_copy_only=False).astype(np.int64)
+    values = pc.fill_null(column, scalar(ABSENT_UNCERTAINTY)).to_numpy(zero_copy_only=False).astype(np.int64)
     return np.where((values >= 0) & (values <= ABSENT_UNCERTAINTY), values, OUT_OF_RANGE).astype(np.uint32)
 
 
 def _plain_quality(column: pa.Array) -> np.ndarray:
-    index = pc.fill_null(pc.index_in(column, value_set=pa.array(QUALITY_NAMES)), -1).to_numpy(zero_copy_only=False)
+    index = pc.fill_null(pc.index_in(column, value_set=_QUALITY_SET), scalar(-1, pa.int32()))
+    index = index.to_numpy(zero_copy_only=False)
     present = pc.is_valid(column).to_numpy(zero_copy_only=False)
     return np.where(index >= 0, index, np.where(present, OUT_OF_RANGE, ABSENT_QUALITY)).astype(np.uint32)
 
@@ -61,8 +64,9 @@ def read_column(texts: pa.Array, start: pa.Array, end: pa.Array, uncertainty: pa
                                                                                                np.uint8)
     offsets_np = np.frombuffer(offsets, dtype=np.int32, count=n + 1)
     data_np = np.frombuffer(data, dtype=np.uint8) if data is not None and data.size else np.zeros(1, np.uint8)
-    start_np = np.ascontiguousarray(pc.fill_null(start, 0).to_numpy(zero_copy_only=False), dtype=np.uint64)
-    end_np = np.ascontiguousarray(pc.fill_null(end, 0).to_numpy(zero_copy_only=False), dtype=np.uint64)
+    zero = scalar(0, pa.uint64())
+    start_np = np.ascontiguousarray(pc.fill_null(start, zero).to_numpy(zero_copy_only=False), dtype=np.uint64)
+    end_np = np.ascontiguousarray(pc.fill_null(end, zero).to_numpy(zero_copy_only=False), dtype=np.uint64)
     unc = np.ascontiguousarray(_plain_uncertainty(uncertainty))
     qual = np.ascontiguousarray(_plain_quality(quality))
     width = int(lib.TT_STAMPS_SLOTS)
