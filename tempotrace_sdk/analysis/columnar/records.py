@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from ... import semconv as S
 from ...wire.layout import UNCERTAINTY_SATURATED
 from ..groupkey import parse_key
+from .arrow import scalar
 from .decode import ATTRIBUTE_PREFIX, RESOURCE_PREFIX
 
 __all__ = ["TORCH_FIELDS", "identity", "steps_and_dumps", "torch_ops", "torch_refusals"]
@@ -31,19 +32,26 @@ def _resource(table: pa.Table, key: str) -> pa.ChunkedArray:
     return table.column(RESOURCE_PREFIX + key)
 
 
+def _named(values: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Null where the name is "" (build_record falls back with ``or``: an empty name names nothing)."""
+    return pc.if_else(pc.equal(values, scalar("")), scalar(None, values.type), values)
+
+
 def identity(table: pa.Table) -> dict[str, pa.ChunkedArray]:
-    """``host`` (NUL shown as U+FFFD, "?" when nothing names one), ``rank`` (null: none), ``clock`` (the clock
-    key: the host, and the rank where there is one, NUL between), ``clock_source`` ("" when none names it),
+    """``host`` (NUL shown as U+FFFD, "?" when nothing names one; "" names nothing, here and for the clock
+    source), ``rank`` (null: none), ``clock`` (the clock key: the host, and the rank where there is one, NUL
+    between), ``clock_source`` ("" when none names it),
     ``job_id`` and ``restart`` (the span's launch facts, else its Resource's; restart 0 where a job is named
     without one; both null when no job is named)."""
-    host = pc.coalesce(_span(table, _HOST), _resource(table, _HOST), _resource(table, _NAME), pa.scalar("?"))
+    host = pc.coalesce(_named(_span(table, _HOST)), _named(_resource(table, _HOST)), _named(_resource(table, _NAME)),
+                       scalar("?"))
     host = pc.replace_substring(host, "\x00", "\ufffd")  # (values.host_name: NUL is the clock key's separator)
     rank = pc.coalesce(_span(table, _RANK), _resource(table, _RANK))
     clock = pc.if_else(pc.is_null(rank), host, pc.binary_join_element_wise(host, pc.cast(rank, pa.string()), "\x00"))
-    source = pc.coalesce(_span(table, _CLOCK), _resource(table, _CLOCK), pa.scalar(""))
+    source = pc.coalesce(_named(_span(table, _CLOCK)), _named(_resource(table, _CLOCK)), scalar(""))
     job_id = pc.coalesce(_span(table, S.JOB_ID), _resource(table, S.JOB_ID))
-    restart = pc.if_else(pc.is_null(job_id), pa.scalar(None, pa.int64()),
-                         pc.coalesce(_span(table, S.RESTART), _resource(table, S.RESTART), pa.scalar(0)))
+    restart = pc.if_else(pc.is_null(job_id), scalar(None, pa.int64()),
+                         pc.coalesce(_span(table, S.RESTART), _resource(table, S.RESTART), scalar(0)))
     return {"host": host, "rank": rank, "clock": clock, "clock_source": source, "job_id": job_id, "restart": restart}
 
 
@@ -63,24 +71,24 @@ def torch_ops(table: pa.Table) -> dict[str, pa.ChunkedArray]:
     has = pc.is_valid(op)
 
     def only(values: pa.ChunkedArray) -> pa.ChunkedArray:
-        return pc.if_else(has, values, pa.scalar(None, values.type))
+        return pc.if_else(has, values, scalar(None, values.type))
 
     out = {name: only(_span(table, key)) for name, key in TORCH_FIELDS.items()}
-    out["tag"] = only(pc.coalesce(_span(table, S.TORCH_TAG), pa.scalar(0)))
+    out["tag"] = only(pc.coalesce(_span(table, S.TORCH_TAG), scalar(0)))
     out["recv_missing"] = only(_span(table, S.TORCH_RECV_MISSING))
     out["recv_sketch"] = only(pc.utf8_lower(_span(table, S.TORCH_RECV_SKETCH)))
     out["remote_span"] = only(pc.utf8_lower(_span(table, S.TORCH_REMOTE_SPAN_ID)))
-    out["ambiguous"] = only(pc.fill_null(_span(table, S.TORCH_P2P_AMBIGUOUS), False))
+    out["ambiguous"] = only(pc.fill_null(_span(table, S.TORCH_P2P_AMBIGUOUS), scalar(False)))
     rptp, rlts = _span(table, S.TORCH_REMOTE_PTP_NS), _span(table, S.TORCH_REMOTE_LTS)
     remote = pc.and_(has, pc.or_(pc.is_valid(rptp), pc.is_valid(rlts)))
 
     def of_remote(values: pa.ChunkedArray) -> pa.ChunkedArray:
-        return pc.if_else(remote, values, pa.scalar(None, values.type))
+        return pc.if_else(remote, values, scalar(None, values.type))
 
     out["remote.ptp_ns"] = of_remote(rptp)
     out["remote.uncertainty_ns"] = of_remote(pc.coalesce(_span(table, S.TORCH_REMOTE_UNCERTAINTY_NS),
-                                                         pa.scalar(UNCERTAINTY_SATURATED)))
-    out["remote.clk_quality"] = of_remote(pc.coalesce(_span(table, S.TORCH_REMOTE_CLK_QUALITY), pa.scalar("UNKNOWN")))
+                                                         scalar(UNCERTAINTY_SATURATED)))
+    out["remote.clk_quality"] = of_remote(pc.coalesce(_span(table, S.TORCH_REMOTE_CLK_QUALITY), scalar("UNKNOWN")))
     out["remote.lts"] = of_remote(rlts)
     return out
 
@@ -102,8 +110,8 @@ def torch_refusals(table: pa.Table) -> np.ndarray:
             sizes.append(-1)
     named = np.array(sizes, dtype=np.int64)[pc.fill_null(pc.index_in(group, value_set=pa.array(keys, pa.string())),
                                                          0).to_numpy(zero_copy_only=False)]
-    size = pc.fill_null(_span(table, S.TORCH_GROUP_SIZE), -2).to_numpy(zero_copy_only=False)
-    rank = pc.fill_null(_span(table, S.TORCH_GROUP_RANK), -1).to_numpy(zero_copy_only=False)
+    size = pc.fill_null(_span(table, S.TORCH_GROUP_SIZE), scalar(-2)).to_numpy(zero_copy_only=False)
+    rank = pc.fill_null(_span(table, S.TORCH_GROUP_RANK), scalar(-1)).to_numpy(zero_copy_only=False)
     bad: np.ndarray = (named < 0) | ((size != -2) & (named != size)) | ((rank >= 0) & (rank >= named))
     return np.asarray(has & bad, dtype=bool)
 
@@ -116,14 +124,14 @@ def steps_and_dumps(table: pa.Table) -> dict[str, pa.ChunkedArray]:
     is_dump = pc.is_valid(reason)
 
     def of_dump(values: pa.ChunkedArray) -> pa.ChunkedArray:
-        return pc.if_else(is_dump, values, pa.scalar(None, values.type))
+        return pc.if_else(is_dump, values, scalar(None, values.type))
 
     return {
         "step": _span(table, S.TORCH_STEP),
-        "step_occurrence": pc.coalesce(_span(table, S.TORCH_STEP_OCCURRENCE), pa.scalar(0)),
+        "step_occurrence": pc.coalesce(_span(table, S.TORCH_STEP_OCCURRENCE), scalar(0)),
         "dump.reason": reason,
-        "dump.ops": of_dump(pc.coalesce(_span(table, S.TORCH_DUMP_OPS), pa.scalar(0))),
-        "dump.pending": of_dump(pc.coalesce(_span(table, S.TORCH_DUMP_PENDING), pa.scalar(0))),
-        "dump.overwritten": of_dump(pc.coalesce(_span(table, S.TORCH_DUMP_OVERWRITTEN), pa.scalar(0))),
+        "dump.ops": of_dump(pc.coalesce(_span(table, S.TORCH_DUMP_OPS), scalar(0))),
+        "dump.pending": of_dump(pc.coalesce(_span(table, S.TORCH_DUMP_PENDING), scalar(0))),
+        "dump.overwritten": of_dump(pc.coalesce(_span(table, S.TORCH_DUMP_OVERWRITTEN), scalar(0))),
         "dump.requested_by": of_dump(_span(table, S.TORCH_DUMP_REQUESTED_BY)),
     }
