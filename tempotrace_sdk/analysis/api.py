@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ENGINES", "analyze", "analyze_file", "analyze_spans", "atomic_write", "records_from_readable"]
 
-ENGINES = ("local", "dask")
+#: where and how: "reference" (the per-span engine, local processes; "local" is its former name), "columnar"
+#: (local processes, lines decoded as columns: spec/analysis.md §5.6), "dask" (the reference over a cluster)
+ENGINES = ("reference", "local", "columnar", "dask")
 IN_MEMORY_WINDOW = 2**62
 
 
@@ -50,7 +52,7 @@ def analyze(
     strict: bool = False,
     max_line: int = DEFAULT_MAX_LINE,
     jobs: int = 1,
-    engine: str = "local",
+    engine: str = "reference",
     scheduler: str | None = None,
     progress: Progress | None = None,
 ) -> AnalysisReport:
@@ -59,11 +61,12 @@ def analyze(
     Bad lines are skipped and counted in the report (``strict=True`` raises
     TraceFileError at the first). ``jobs > 1`` splits the work by trace over
     that many local processes; ``engine="dask"`` over a Dask cluster
-    (``scheduler`` address, or a local cluster of ``jobs`` workers). The report
-    is the same whichever way. Raises TraceFileError / TopologyError."""
+    (``scheduler`` address, or a local cluster of ``jobs`` workers);
+    ``engine="columnar"`` decodes lines as columns. The report is the same
+    whichever way. Raises TraceFileError / TopologyError."""
     t0 = time.monotonic()
     sources = expand([inputs] if isinstance(inputs, str) else list(inputs))
-    options = Options(window_spans, keep, dedup_spans, strict, max_line)
+    options = Options(window_spans, keep, dedup_spans, strict, max_line, columnar=engine == "columnar")
     topo = _topology(topology)
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}")

@@ -25,13 +25,15 @@ __all__ = ["Options", "Outcome", "gc_paused", "outcomes_of", "run"]
 
 
 class Options(msgspec.Struct, frozen=True):
-    """How to analyse (the CLI's flags): window, kept spans, dedup horizon, strictness, line cap."""
+    """How to analyse (the CLI's flags): window, kept spans, dedup horizon, strictness, line cap, and whether
+    lines are decoded as columns (``--engine columnar``: the same records, spec/analysis.md §5.6)."""
 
     window: int = DEFAULT_WINDOW
     keep: int = DEFAULT_KEEP
     dedup: int = DEFAULT_DEDUP
     strict: bool = False
     max_line: int = DEFAULT_MAX_LINE
+    columnar: bool = False
 
     def __post_init__(self) -> None:
         if self.window < 1 or self.keep < 0 or self.dedup < 0 or self.max_line < 1:
@@ -75,7 +77,7 @@ def run(sources: list[Source], topology: Topology | None, options: Options, shar
                         dedup_spans=options.dedup)
     analyzer.report.inputs = len(sources)
     reader = TraceReader(sources, analyzer.report, strict=options.strict, max_line=options.max_line, shard=shard,
-                         progress=progress)
+                         progress=progress, columnar=options.columnar)
     analyzer.add_batches(reader.batches())
     report = analyzer.finish()
     return Outcome((report, analyzer.ledger), reader.trace_lines, reader.positions)

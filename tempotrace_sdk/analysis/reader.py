@@ -37,7 +37,7 @@ from .inputs import (
     open_source,
     read_lines,
 )
-from .otlp import BadLine, decode_line, parse
+from .otlp import BadLine, LineResult, decode_line, parse
 from .progress import Progress
 from .report import AnalysisReport
 
@@ -48,6 +48,11 @@ if TYPE_CHECKING:
 Item = tuple[Source, int, Union[memoryview, int, "Piece"]]
 
 __all__ = ["TraceFileError", "TraceIOError", "TraceReader", "check_found", "iter_spans"]
+
+#: A block of the columnar reader: lines decoded together (bounded in bytes, for memory; in lines, so a
+#: trickle of short lines still reaches the analysis).
+BLOCK_BYTES = 4 << 20
+BLOCK_LINES = 4096
 
 
 class TraceReader:
@@ -62,8 +67,11 @@ class TraceReader:
         max_line: int = DEFAULT_MAX_LINE,
         shard: tuple[int, int] | None = None,
         progress: Progress | None = None,
+        columnar: bool = False,
     ) -> None:
         self.sources = sources
+        #: decode lines a block at a time as columns (the records are the same: columnar/lines.py)
+        self.columnar = columnar
         self.report = report
         self.strict = strict
         self.max_line = max_line
@@ -85,41 +93,92 @@ class TraceReader:
 
     def batches(self) -> Iterator[list[SpanRecord]]:
         """The records line by line (a list per line: cheaper to hand on than one record at a time)."""
-        rep, strict, shard = self.report, self.strict, self.shard
-        progress = self.progress
+        if self.columnar:
+            yield from self._blocks()
+            return
         for source, number, item in self.items():
             if not isinstance(item, (int, memoryview)):
                 yield from self._piece(item)
                 continue
-            self.lines += 1
-            self.bytes_read += (item if isinstance(item, int) else len(item)) + 1
-            if progress is not None:
-                progress.update(self.positions, self.bytes_read)
-            if isinstance(item, int):
-                self._bad(source, number, f"line of {item:,} bytes is longer than the cap ({self.max_line:,} bytes;"
-                          " --max-line-mb)")
+            data = self._line(source, number, item)
+            if data is None:
                 continue
-            if not item:
-                continue
+            result: LineResult | BadLine
             try:
-                result = decode_line(item, number, self.positions, shard)
+                result = decode_line(data, number, self.positions, self.shard)
             except BadLine as err:
-                if not bytes(item).isspace():  # a blank line is no line
-                    self._bad(source, number, err.reason)
+                result = err
+            records = self._took(source, number, data, result)
+            if records:
+                yield records
+
+    def _blocks(self) -> Iterator[list[SpanRecord]]:
+        """``batches`` with lines decoded a block at a time as columns (columnar/lines.py: the same results)."""
+        from .columnar.lines import decode_block
+
+        pending: list[tuple[Source, int, bytes | memoryview | int]] = []
+        size = 0
+
+        def flush() -> Iterator[list[SpanRecord]]:
+            lines = [(number, item) for _, number, item in pending if isinstance(item, bytes) and item]
+            results = iter(decode_block(lines, self.positions, self.shard)) if lines else iter(())
+            for source, number, item in pending:
+                data = self._line(source, number, item)
+                if data is None:
+                    continue
+                records = self._took(source, number, data, next(results))
+                if records:
+                    yield records
+            pending.clear()
+
+        for source, number, item in self.items():
+            if not isinstance(item, (int, memoryview)):
+                yield from flush()
+                size = 0
+                yield from self._piece(item)
                 continue
-            self.trace_lines += 1
-            self.positions += result.spans
-            if result.bad is not None:
-                for index, reason in result.bad:
-                    if strict:
-                        raise TraceFileError(source.name, number, f"malformed span: {reason}")
-                    rep.note_bad(source.name, number, reason, True, (self.lines, index))
-            if result.loss is not None:
-                for writer, dropped in result.loss:
-                    rep.note_loss(writer, dropped)
-            if result.records:
-                self.kept += len(result.records)
-                yield result.records
+            # (a line is a view of the reader's buffer, which the next read reuses: copied)
+            line = bytes(item) if isinstance(item, memoryview) else item
+            size += len(line) if isinstance(line, bytes) else 0
+            pending.append((source, number, line))
+            if size >= BLOCK_BYTES or len(pending) >= BLOCK_LINES:
+                yield from flush()
+                size = 0
+        yield from flush()
+
+    def _line(self, source: Source, number: int, item: bytes | memoryview | int) -> bytes | memoryview | None:
+        """Count one line read; the line to decode, or None (one too long, counted bad; a blank one)."""
+        self.lines += 1
+        self.bytes_read += (item if isinstance(item, int) else len(item)) + 1
+        if self.progress is not None:
+            self.progress.update(self.positions, self.bytes_read)
+        if isinstance(item, int):
+            self._bad(source, number, f"line of {item:,} bytes is longer than the cap ({self.max_line:,} bytes;"
+                      " --max-line-mb)")
+            return None
+        return item or None
+
+    def _took(self, source: Source, number: int, data: bytes | memoryview,
+              result: LineResult | BadLine) -> list[SpanRecord] | None:
+        """Count what one line held (its refusals, loss records, positions); its records."""
+        if isinstance(result, BadLine):
+            if not bytes(data).isspace():  # a blank line is no line
+                self._bad(source, number, result.reason)
+            return None
+        rep = self.report
+        self.trace_lines += 1
+        self.positions += result.spans
+        if result.bad is not None:
+            for index, reason in result.bad:
+                if self.strict:
+                    raise TraceFileError(source.name, number, f"malformed span: {reason}")
+                rep.note_bad(source.name, number, reason, True, (self.lines, index))
+        if result.loss is not None:
+            for writer, dropped in result.loss:
+                rep.note_loss(writer, dropped)
+        if result.records:
+            self.kept += len(result.records)
+        return result.records
 
     def _bad(self, source: Source, number: int, reason: str) -> None:
         self.bad(source.name, number, reason)

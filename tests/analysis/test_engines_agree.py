@@ -1,7 +1,8 @@
 """Every way of running the analysis gives the reference's report (spec/analysis.md §5.3; issue 24): one
 process reading the OTLP JSON (the reference), the same input split by trace id into partitions merged
-(what ``--jobs`` and ``--engine dask`` run, here in this process), and the input converted to a span table
-first (``tempotrace convert``, then analyze the Parquet). The traces are drawn (enginegen.py): honest and
+(what ``--jobs`` and ``--engine dask`` run, here in this process), the input converted to a span table
+first (``tempotrace convert``, then analyze the Parquet), and ``--engine columnar`` (lines decoded as
+columns), whole and split. The traces are drawn (enginegen.py): honest and
 lying clocks, collectives, pipeline messages, HTTP hops, lines out of order, repeated and torn, windows
 that split traces. A difference names the way that differs from the reference; on honest clocks no way
 decides a known edge wrongly."""
@@ -29,9 +30,9 @@ def _reference(path: str, window: int) -> dict[str, Any]:
     return comparable(analyze(path, window_spans=window).to_dict())
 
 
-def _partitions(path: str, window: int, n: int) -> dict[str, Any]:
+def _partitions(path: str, window: int, n: int, columnar: bool = False) -> dict[str, Any]:
     """What ``--jobs n`` computes, its partitions run here in turn: each owns the traces shard_of gives it."""
-    sources, options = expand([path]), Options(window=window)
+    sources, options = expand([path]), Options(window=window, columnar=columnar)
     outcomes = [run(sources, None, options, (k, n)) for k in range(n)]
     return comparable(merge_reports([o.partial for o in outcomes], options.keep).to_dict())
 
@@ -45,6 +46,8 @@ WAYS = {
     "two partitions": lambda path, window: _partitions(path, window, 2),
     "three partitions": lambda path, window: _partitions(path, window, 3),
     "span table": _parquet,
+    "columnar": lambda path, window: comparable(analyze(path, window_spans=window, engine="columnar").to_dict()),
+    "columnar, two partitions": lambda path, window: _partitions(path, window, 2, columnar=True),
 }
 
 
