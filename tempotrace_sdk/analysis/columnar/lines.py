@@ -42,6 +42,17 @@ _INT63 = 2**63
 _LOSS = b'"tempotrace.export.'
 
 
+def _shared(values: Any) -> list[Any]:
+    """A string column as Python strings, one object per distinct value: a window holds 10^5 records, whose
+    names, hosts, clocks, ops and trace ids are a few values repeated (the reference's records share them)."""
+    coded = pc.dictionary_encode(values)
+    if isinstance(coded, pa.ChunkedArray):
+        coded = coded.combine_chunks()
+    distinct = [*coded.dictionary.to_pylist(), None]
+    index = pc.fill_null(coded.indices, scalar(len(distinct) - 1, coded.indices.type))
+    return [distinct[i] for i in index.to_numpy(zero_copy_only=False).tolist()]
+
+
 def _lower(table: pa.Table, name: str) -> list[Any]:
     values: list[Any] = pc.utf8_lower(table.column(name)).to_pylist()
     return values
@@ -131,7 +142,7 @@ class _Records:
     def __init__(self, table: pa.Table, clean: np.ndarray, shard: tuple[int, int] | None, native: bool) -> None:
         self.shard = shard
         n = table.num_rows
-        self.trace_id = _lower(table, "trace_id")
+        self.trace_id = _shared(pc.utf8_lower(table.column("trace_id")))
         text = table.column(ATTRIBUTE_PREFIX + S.STAMPS)
         has_text = pc.is_valid(text).to_numpy(zero_copy_only=False)
         block = None if not native or not has_text.any() else read_column(
@@ -151,7 +162,7 @@ class _Records:
         self._plain(table, np.flatnonzero(~has_text & clean), degraded, stamps)
         self._in_domains(table, np.flatnonzero(clean), stamps)
         ident = identity(table)
-        job_id, restart = ident["job_id"].to_pylist(), ident["restart"].to_pylist()
+        job_id, restart = _shared(ident["job_id"]), ident["restart"].to_pylist()
         jobs = [None if j is None else _job_key(j, r) for j, r in zip(job_id, restart, strict=True)]
         torch: list[TorchOp | None] = [None] * n
         ops = torch_ops(table)
@@ -161,11 +172,11 @@ class _Records:
         self._dumps(steps, np.flatnonzero(pc.is_valid(steps["dump.reason"]).to_numpy(zero_copy_only=False) & clean),
                     dumps)
         self.columns = (
-            self.trace_id, span_id, parent, table.column("name").to_pylist(), table.column("kind").to_pylist(),
-            ident["host"].to_pylist(), stamps, table.column("start").to_pylist(), table.column("end").to_pylist(),
-            ident["rank"].to_pylist(), ident["clock_source"].to_pylist(),
-            pc.fill_null(table.column(ATTRIBUTE_PREFIX + S.CLOCK_PROFILE), scalar("")).to_pylist(),
-            table.column("line").to_pylist(), degraded, ident["clock"].to_pylist(), torch,
+            self.trace_id, span_id, parent, _shared(table.column("name")), table.column("kind").to_pylist(),
+            _shared(ident["host"]), stamps, table.column("start").to_pylist(), table.column("end").to_pylist(),
+            ident["rank"].to_pylist(), _shared(ident["clock_source"]),
+            _shared(pc.fill_null(table.column(ATTRIBUTE_PREFIX + S.CLOCK_PROFILE), scalar(""))),
+            table.column("line").to_pylist(), degraded, _shared(ident["clock"]), torch,
             steps["step"].to_pylist(), steps["step_occurrence"].to_pylist(), jobs, dumps)
 
     @staticmethod
@@ -240,7 +251,8 @@ class _Records:
         if not len(rows):
             return
         index = pa.array(rows)
-        t = {name: col.take(index).to_pylist() for name, col in ops.items()}
+        t = {name: (_shared(col.take(index)) if pa.types.is_string(col.type) else col.take(index).to_pylist())
+             for name, col in ops.items()}
         for k, i in enumerate(rows.tolist()):
             rptp, rlts = t["remote.ptp_ns"][k], t["remote.lts"][k]
             remote = None if rptp is None and rlts is None else Stamp(
