@@ -198,11 +198,13 @@ def generate(path: str, n_spans: int, ranks: int = 32, seed: int = 0, profile: s
 _CHILD = """
 import gc, json, statistics, sys, time
 from tempotrace_sdk.analysis import analyze
-mode, path, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+mode, path, repeat, engine = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 gc.disable()  # as `tempotrace analyze` runs (cli.analyze: engine.gc_paused)
+if engine == "columnar":  # (imported before any timing)
+    import tempotrace_sdk.analysis.columnar.lines
 
 def ours():
-    return analyze(path, keep=0)
+    return analyze(path, keep=0, engine=engine)
 
 if mode == "decode":  # (imported before any timing: pyarrow's import is not the decode's)
     from tempotrace_sdk.analysis.columnar.decode import SpanColumns
@@ -235,7 +237,10 @@ if mode == "peak":
     t0 = time.perf_counter()
     rep = ours()
     c = rep.collectives
+    report = rep.to_dict()
+    report.pop("elapsed_s", None)
     print(json.dumps({"seconds": time.perf_counter() - t0, "peak_rss_mb": peak_mb(), "spans": rep.spans,
+                      "report": report,
                       "edges": rep.edges.total, "wrong": sum(rep.edges.wrong.values()), "collectives": c.total,
                       "incomplete": c.incomplete, "split": c.split, "split_distance": c.split_distance}))
 else:
@@ -250,11 +255,11 @@ else:
 """
 
 
-def _child(mode: str, path: str, repeat: int = 1) -> dict[str, Any]:
+def _child(mode: str, path: str, repeat: int = 1, engine: str = "reference") -> dict[str, Any]:
     root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    out = subprocess.run([sys.executable, "-c", _CHILD, mode, path, str(repeat)], capture_output=True, text=True,
-                         check=True, env=env)
+    out = subprocess.run([sys.executable, "-c", _CHILD, mode, path, str(repeat), engine], capture_output=True,
+                         text=True, check=True, env=env)
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 
@@ -312,8 +317,11 @@ def bench(sizes: list[int], profiles: list[str], repeat: int) -> list[dict[str, 
                 else:
                     n = generate(path, size, profile=profile)
                 peak = _child("peak", path)
-                ratio = _child("ratio", path, repeat if size < 1_000_000 else 1)
-                decode = _child("decode", path, repeat if size < 1_000_000 else 1)
+                runs = repeat if size < 1_000_000 else 1
+                ratio = _child("ratio", path, runs)
+                decode = _child("decode", path, runs)
+                columnar = _child("ratio", path, runs, "columnar")
+                columnar_peak = _child("peak", path, 1, "columnar")
                 rows.append({
                     "profile": profile, "spans": n, "bytes_per_span": round(os.path.getsize(path) / n),
                     "edges": peak["edges"], "wrong": peak["wrong"], "ratio_vs_json_loads": ratio["ratio"],
@@ -321,6 +329,9 @@ def bench(sizes: list[int], profiles: list[str], repeat: int) -> list[dict[str, 
                     "peak_rss_mb": round(peak["peak_rss_mb"], 1), "collectives": peak["collectives"],
                     "collectives_incomplete": peak["incomplete"], "collectives_split": peak["split"],
                     "split_distance": peak["split_distance"], "columnar_decode_vs_json_loads": decode["ratio"],
+                    "columnar_vs_json_loads": columnar["ratio"], "columnar_spans_per_s": n / columnar["ours_s"],
+                    "columnar_peak_rss_mb": round(columnar_peak["peak_rss_mb"], 1),
+                    "columnar_report_identical": columnar_peak["report"] == peak["report"],
                 })
                 os.unlink(path)
     return rows
@@ -503,16 +514,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"analyze end to end vs json.loads of the same lines, one core (goal <= {GOAL:.1f}x and, on the real "
           f"exports, >= {GOAL_SPANS_PER_S:,} spans/s; CPU time, alternating runs, median)")
     print(f"  {'profile':<10} {'spans':>9} {'B/span':>6} {'edges':>9} {'ours/json':>9} {'ok':>3} {'spans/s':>9} "
-          f"{'json spans/s':>12} {'peak RSS MB':>11} {'decode/json':>11}")
+          f"{'json spans/s':>12} {'peak RSS MB':>11} {'decode/json':>11} {'columnar/json':>13} {'RSS MB':>6} "
+          f"{'same':>4}")
     for r in rows:
         ok = "yes" if r["ratio_vs_json_loads"] <= GOAL and (
             r["profile"] not in AT_RATE or r["spans_per_s"] >= GOAL_SPANS_PER_S) else "NO"
         print(f"  {r['profile']:<10} {r['spans']:>9,} {r['bytes_per_span']:>6} {r['edges']:>9,} "
               f"{r['ratio_vs_json_loads']:>9.2f} {ok:>3} {r['spans_per_s']:>9,.0f} "
               f"{r['json_loads_spans_per_s']:>12,.0f} {r['peak_rss_mb']:>11} "
-              f"{r['columnar_decode_vs_json_loads']:>11.2f}")
-    print("  (decode/json: the columnar engine's decode alone, skeleton + C attribute pivot into one Arrow table, "
-          "spec/analysis.md §5.6; its analysis stages are not built yet)")
+              f"{r['columnar_decode_vs_json_loads']:>11.2f} {r['columnar_vs_json_loads']:>13.2f} "
+              f"{r['columnar_peak_rss_mb']:>6} {'yes' if r['columnar_report_identical'] else 'NO':>4}")
+    print("  (ours: --engine reference. decode/json: the columnar decode alone, skeleton + C attribute pivot into one "
+          "Arrow table. columnar/json: --engine columnar end to end, its peak RSS, and whether its report is the "
+          "reference's; its records are made from columns, its analysis stages are still the reference's: "
+          "spec/analysis.md §5.6)")
     for r in rows:
         if r["profile"] == STEP and r["collectives"]:  # complete on an honest, whole step, unless the horizon cut it
             print(f"  {STEP} at {r['spans']:,} spans: {r['collectives']:,} collective instances, "
