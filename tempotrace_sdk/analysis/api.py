@@ -70,6 +70,8 @@ def analyze(
     topo = _topology(topology)
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}")
+    if engine == "columnar":
+        from .columnar import lines  # noqa: F401 (ImportError here, without pyarrow: not mid-input)
     if engine == "dask":
         from .dask_engine import analyze_dask
 

@@ -129,9 +129,10 @@ def run_analyze(args: argparse.Namespace) -> int:
         return fail("analyze", shown(err, MESSAGE_LIMIT), EXIT_RUNTIME)
     except (TraceFileError, TopologyError) as err:
         return fail("analyze", shown(err, MESSAGE_LIMIT), EXIT_USAGE)
-    except ImportError as err:
-        return fail("analyze", f"--engine dask needs dask: pip install 'tempotrace-sdk[dask]' "
-                    f"({shown(err, MESSAGE_LIMIT)})", EXIT_USAGE)
+    except ImportError as err:  # an engine's optional dependencies (the reference needs none)
+        extra = "dask: pip install 'tempotrace-sdk[dask]'" if args.engine == "dask" else \
+            "pyarrow and numpy: pip install 'tempotrace-sdk[analysis]'"
+        return fail("analyze", f"--engine {args.engine} needs {extra} ({shown(err, MESSAGE_LIMIT)})", EXIT_USAGE)
     except MemoryError:
         return fail("analyze", "out of memory: lower --window / --dedup, or split the work (--jobs, --engine dask)",
                     EXIT_RUNTIME)

@@ -246,3 +246,22 @@ def test_the_columnar_reader_counts_lines_as_the_reference(tmp_path: Path) -> No
             analyze(str(path), max_line=4096, strict=True, engine=engine)
         errors.append(str(err.value))
     assert errors[0] == errors[1]
+
+
+def test_the_columnar_engine_without_pyarrow_says_what_to_install(tmp_path: Path) -> None:
+    """pyarrow is the analysis extra's: without it --engine columnar stops with the install line (exit 2)
+    before reading, and the reference engine runs as ever."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "t.jsonl"
+    path.write_text(_one({STAMPS: _TEXT}) + "\n")
+    blocked = ("import sys; sys.modules['pyarrow'] = None; from tempotrace_sdk.cli.main import main; "
+               "sys.exit(main(sys.argv[1:]))")
+    for engine, code in (("columnar", 2), ("reference", 0)):
+        out = subprocess.run([sys.executable, "-c", blocked, "analyze", "--quiet", "--engine", engine, str(path)],
+                             capture_output=True, text=True, timeout=120, check=False)
+        assert out.returncode == code, out.stderr
+        if code:
+            assert "--engine columnar needs pyarrow" in out.stderr and "tempotrace-sdk[analysis]" in out.stderr
+            assert "Traceback" not in out.stderr
