@@ -16,54 +16,24 @@ columns.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import semconv as S
-from ..clockdomain import domain_of
-from ..events import NO_STAMP, QUALITIES, DumpInfo, SpanRecord, Stamp, TorchOp
-from ..order import span_mask
 from ..otlp import STATUS_ERROR, BadLine, LineResult, decode_line
-from ..values import DEGRADED_NO_STAMP, _in_domain, _job_key, _span_domain
 from .arrow import scalar
-from .decode import ATTRIBUTE_PREFIX, RESOURCE_PREFIX, SpanColumns
-from .records import identity, steps_and_dumps, torch_ops, torch_refusals
+from .decode import ATTRIBUTE_PREFIX, SpanColumns
+from .records import torch_refusals
+from .rows import Records, TextStamps
 from .rules import may_break
-from .stamps import read_column
 
 __all__ = ["decode_block"]
 
-_SAT = Stamp(None).uncertainty_ns
 _INT63 = 2**63
 #: the loss record's attributes start so (values.EXPORT_DROPPED_SPANS, EXPORT_WRITER_ID)
 _LOSS = b'"tempotrace.export.'
-
-
-def _shared(values: Any) -> list[Any]:
-    """A string column as Python strings, one object per distinct value: a window holds 10^5 records, whose
-    names, hosts, clocks, ops and trace ids are a few values repeated (the reference's records share them)."""
-    coded = pc.dictionary_encode(values)
-    if isinstance(coded, pa.ChunkedArray):
-        coded = coded.combine_chunks()
-    distinct = [*coded.dictionary.to_pylist(), None]
-    index = pc.fill_null(coded.indices, scalar(len(distinct) - 1, coded.indices.type))
-    return [distinct[i] for i in index.to_numpy(zero_copy_only=False).tolist()]
-
-
-def _lower(table: pa.Table, name: str) -> list[Any]:
-    values: list[Any] = pc.utf8_lower(table.column(name)).to_pylist()
-    return values
-
-
-def _plain_stamp(ptp: int | None, unc: int | None, qual: str | None, lts: int | None, degraded: bool) -> Stamp:
-    return Stamp(ptp, _SAT if unc is None else unc, qual or "UNKNOWN", lts, degraded)
-
-
-def _hex_int(text: str | None) -> int | None:
-    return None if text is None else int(text, 16)
 
 
 def decode_block(lines: Sequence[tuple[int, bytes]], pos: int, shard: tuple[int, int] | None = None,
@@ -78,12 +48,12 @@ def decode_block(lines: Sequence[tuple[int, bytes]], pos: int, shard: tuple[int,
         rows.append((first, n if n and _resources_plain(cols, first, resources) else 0))
     table = cols.table() if cols.line else None
     clean = _clean_rows(cols, table) if table is not None else np.zeros(0, dtype=bool)
-    made = _Records(table, clean, shard, native) if table is not None and clean.any() else None
+    made = Records(table, clean, shard, TextStamps(table, native)) if table is not None and clean.any() else None
     out: list[LineResult | BadLine] = []
     for (number, data), (first, n) in zip(lines, rows, strict=True):
         if n and clean[first:first + n].all():
             assert made is not None
-            out.append(LineResult(made.line(first, n, pos), n))
+            out.append(LineResult(made.stretch(first, n, pos), n))
             pos += n
             continue
         try:
@@ -119,173 +89,3 @@ def _clean_rows(cols: SpanColumns, table: pa.Table) -> np.ndarray:
     marked |= errors
     clean: np.ndarray = ~marked
     return clean
-
-
-def _valid(table: pa.Table, names: Sequence[str]) -> np.ndarray:
-    """Rows where any of the columns ``names`` holds a value."""
-    out = np.zeros(table.num_rows, dtype=bool)
-    for name in names:
-        out |= pc.is_valid(table.column(name)).to_numpy(zero_copy_only=False)
-    return out
-
-
-_PLAIN = (S.PTP_NS, S.UNCERTAINTY_NS, S.CLK_QUALITY, S.LTS, S.SVC_SKETCH, S.END_PTP_NS, S.END_UNCERTAINTY_NS,
-          S.END_CLK_QUALITY, S.END_LTS, S.REMOTE_PTP_NS, S.REMOTE_UNCERTAINTY_NS, S.REMOTE_CLK_QUALITY, S.REMOTE_LTS,
-          S.REMOTE_SVC_SKETCH, S.RECV_LTS)
-_DOMAIN = (S.CLOCK_DOMAIN, S.CLOCK_EPOCH_NS, S.CLOCK_EPOCH_BOUND_NS, S.CLOCK_READ_NS)
-
-
-class _Records:
-    """The records of the clean rows, made from the block's columns: the values of every row first (each kind
-    only where a row has one), then one SpanRecord a row, line by line."""
-
-    def __init__(self, table: pa.Table, clean: np.ndarray, shard: tuple[int, int] | None, native: bool) -> None:
-        self.shard = shard
-        n = table.num_rows
-        self.trace_id = _shared(pc.utf8_lower(table.column("trace_id")))
-        text = table.column(ATTRIBUTE_PREFIX + S.STAMPS)
-        has_text = pc.is_valid(text).to_numpy(zero_copy_only=False)
-        block = None if not native or not has_text.any() else read_column(
-            text.combine_chunks(), table.column("start").combine_chunks(), table.column("end").combine_chunks(),
-            table.column(ATTRIBUTE_PREFIX + S.UNCERTAINTY_NS).combine_chunks(),
-            table.column(ATTRIBUTE_PREFIX + S.CLK_QUALITY).combine_chunks())
-        if block is not None:
-            clean &= ~(has_text & (block.slots[:, 0] != 0))  # (the reference names what such a text breaks)
-        else:
-            clean &= ~has_text  # no C decoder here: texts are the reference's
-        span_id, parent = _lower(table, "span_id"), _lower(table, "parent_span_id")
-        degraded = pc.fill_null(pc.equal(table.column(ATTRIBUTE_PREFIX + S.POLICY_VERDICT), scalar("degrade")),
-                                scalar(False)).to_numpy(zero_copy_only=False).tolist()
-        stamps: list[Any] = [None] * n  # (start, end, remote, recv lts, sends, sketch, remote sketch)
-        if block is not None:
-            self._decoded(block, np.flatnonzero(has_text & clean), span_id, parent, degraded, stamps)
-        self._plain(table, np.flatnonzero(~has_text & clean), degraded, stamps)
-        self._in_domains(table, np.flatnonzero(clean), stamps)
-        ident = identity(table)
-        job_id, restart = _shared(ident["job_id"]), ident["restart"].to_pylist()
-        jobs = [None if j is None else _job_key(j, r) for j, r in zip(job_id, restart, strict=True)]
-        torch: list[TorchOp | None] = [None] * n
-        ops = torch_ops(table)
-        self._torch(ops, np.flatnonzero(pc.is_valid(ops["op"]).to_numpy(zero_copy_only=False) & clean), torch)
-        steps = steps_and_dumps(table)
-        dumps: list[DumpInfo | None] = [None] * n
-        self._dumps(steps, np.flatnonzero(pc.is_valid(steps["dump.reason"]).to_numpy(zero_copy_only=False) & clean),
-                    dumps)
-        self.columns = (
-            self.trace_id, span_id, parent, _shared(table.column("name")), table.column("kind").to_pylist(),
-            _shared(ident["host"]), stamps, table.column("start").to_pylist(), table.column("end").to_pylist(),
-            ident["rank"].to_pylist(), _shared(ident["clock_source"]),
-            _shared(pc.fill_null(table.column(ATTRIBUTE_PREFIX + S.CLOCK_PROFILE), scalar(""))),
-            table.column("line").to_pylist(), degraded, _shared(ident["clock"]), torch,
-            steps["step"].to_pylist(), steps["step_occurrence"].to_pylist(), jobs, dumps)
-
-    @staticmethod
-    def _decoded(block: Any, rows: np.ndarray, span_id: list[str], parent: list[str], degraded: list[bool],
-                 out: list[Any]) -> None:
-        """values._from_slots of each row's decoded text."""
-        slots = block.slots[rows].tolist()
-        sketches = block.sketch[rows]
-        offsets = block.send_offsets.tolist()
-        sends = block.sends.tolist()
-        q = QUALITIES
-        for k, (i, v) in enumerate(zip(rows.tolist(), slots, strict=True)):
-            d = degraded[i]
-            start = Stamp(v[2], v[3], q[v[4]], v[5], d)
-            end = Stamp(v[7], v[8], q[v[9]], v[10], d) if v[6] else None
-            remote = Stamp(v[12], v[13], q[v[14]], v[17]) if v[11] else None
-            recv = (v[19] if v[18] else None) if v[11] else None
-            lo, hi = offsets[i], offsets[i + 1]
-            sent = tuple((x[0], x[1], x[2]) for x in sends[lo:hi]) if hi > lo else ()
-            if v[20]:
-                sketch = int.from_bytes(sketches[k].tobytes(), "big")
-            else:
-                sid, pid = span_id[i], parent[i]
-                sketch = span_mask(sid) | span_mask(pid) if pid else span_mask(sid)
-            out[i] = (start, end, remote, recv, sent, sketch, None)
-
-    @staticmethod
-    def _plain(table: pa.Table, rows: np.ndarray, degraded: list[bool], out: list[Any]) -> None:
-        """build_record's readings from the previous attribute set (a span without a stamps text)."""
-        if not len(rows):
-            return
-        index = pa.array(rows)
-        (ptp, unc, qual, lts, sketch, eptp, eunc, equal, elts, rptp, runc, rqual, rlts, rsketch, recv) = (
-            table.column(ATTRIBUTE_PREFIX + key).take(index).to_pylist() for key in _PLAIN)
-        for k, i in enumerate(rows.tolist()):
-            d = degraded[i]
-            start = (NO_STAMP if not d else DEGRADED_NO_STAMP) if ptp[k] is None and lts[k] is None else \
-                _plain_stamp(ptp[k], unc[k], qual[k], lts[k], d)
-            end = None if eptp[k] is None and elts[k] is None else _plain_stamp(eptp[k], eunc[k], equal[k], elts[k], d)
-            remote = None if rptp[k] is None and rlts[k] is None else \
-                _plain_stamp(rptp[k], runc[k], rqual[k], rlts[k], False)
-            out[i] = (start, end, remote, recv[k], (), _hex_int(sketch[k]), _hex_int(rsketch[k]))
-
-    @staticmethod
-    def _in_domains(table: pa.Table, rows: np.ndarray, out: list[Any]) -> None:
-        """The host clock domain of the readings (build_record: the Resource's where the span was stamped with the
-        Resource's clock, the span's own over it), on the rows that name one."""
-        span_cols = [ATTRIBUTE_PREFIX + k for k in (*_DOMAIN, S.CLOCK_STEPPED)]
-        resource_cols = [RESOURCE_PREFIX + k for k in _DOMAIN]
-        rows = rows[(_valid(table, span_cols) | _valid(table, resource_cols))[rows]]
-        if not len(rows):
-            return
-        index = pa.array(rows)
-        own = [table.column(c).take(index).to_pylist() for c in span_cols]
-        theirs = [table.column(c).take(index).to_pylist() for c in resource_cols]
-        span_clock = table.column(ATTRIBUTE_PREFIX + S.CLOCK).take(index).to_pylist()
-        resource_clock = table.column(RESOURCE_PREFIX + S.CLOCK).take(index).to_pylist()
-        for k, i in enumerate(rows.tolist()):
-            domain = domain_of(*(c[k] for c in theirs))
-            if span_clock[k] is not None and span_clock[k] != resource_clock[k]:
-                domain = None
-            mine = [c[k] for c in own]
-            if any(v is not None for v in mine):
-                domain = _span_domain(mine, domain)
-            if domain is not None:
-                start, end, *rest = out[i]
-                out[i] = (_in_domain(start, domain), None if end is None else _in_domain(end, domain), *rest)
-
-    @staticmethod
-    def _torch(ops: dict[str, pa.ChunkedArray], rows: np.ndarray, out: list[TorchOp | None]) -> None:
-        """values.torch_op of the rows with a torch op."""
-        if not len(rows):
-            return
-        index = pa.array(rows)
-        t = {name: (_shared(col.take(index)) if pa.types.is_string(col.type) else col.take(index).to_pylist())
-             for name, col in ops.items()}
-        for k, i in enumerate(rows.tolist()):
-            rptp, rlts = t["remote.ptp_ns"][k], t["remote.lts"][k]
-            remote = None if rptp is None and rlts is None else Stamp(
-                rptp, t["remote.uncertainty_ns"][k], t["remote.clk_quality"][k], rlts)
-            missing = t["recv_missing"][k]
-            out[i] = TorchOp(t["op"][k], t["group"][k], t["group_rank"][k], t["seq"][k], t["root"][k],
-                             t["completion"][k], t["src"][k], t["dst"][k], t["tag"][k], t["p2p_seq"][k],
-                             t["recv_lts"][k], tuple(missing) if missing else (), _hex_int(t["recv_sketch"][k]),
-                             remote, t["remote_span"][k], t["ambiguous"][k] is True)
-
-    @staticmethod
-    def _dumps(steps: dict[str, pa.ChunkedArray], rows: np.ndarray, out: list[DumpInfo | None]) -> None:
-        if not len(rows):
-            return
-        index = pa.array(rows)
-        reason, ops, pending, overwritten, by = (steps[f"dump.{k}"].take(index).to_pylist() for k in (
-            "reason", "ops", "pending", "overwritten", "requested_by"))
-        for k, i in enumerate(rows.tolist()):
-            out[i] = DumpInfo(reason[k], ops[k], pending[k], overwritten[k], by[k])
-
-    def line(self, first: int, n: int, pos: int) -> list[SpanRecord]:
-        """The records of rows first..first+n-1 (one line, its first span at ``pos``), of the owned traces."""
-        (trace_id, span_id, parent, name, kind, host, stamps, start_ns, end_ns, rank, source, profile, number,
-         degraded, clock, torch, step, occurrence, job, dump) = self.columns
-        shard = self.shard
-        out = []
-        for i in range(first, first + n):
-            tid = trace_id[i]
-            if shard is not None and int(tid[-8:], 16) % shard[1] != shard[0]:
-                continue
-            start, end, remote, recv, sends, sketch, rsketch = stamps[i]
-            out.append(SpanRecord(
-                tid, span_id[i], parent[i], name[i], kind[i], host[i], start, end, start_ns[i], end_ns[i], sketch,
-                rank[i], source[i], profile[i], sends, remote, rsketch, recv, number[i], pos + i - first,
-                degraded[i], clock[i], torch[i], step[i], occurrence[i], job[i], None, dump[i]))
-        return out
