@@ -17,6 +17,7 @@ loss, files that held no traces). A file that cannot be read is a piece of its o
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,6 +26,9 @@ from .inputs import Source, TraceFileError
 from .parquet_layout import BadNote, Notes
 from .parquet_records import COLUMNS_READ, RowGroup
 from .parquet_schema import notes_of
+
+if TYPE_CHECKING:
+    from .columnar.parquet import ParquetRows
 
 __all__ = ["ParquetStream", "Piece"]
 
@@ -38,7 +42,7 @@ class Piece:
     those after its rows), the file's notes on its first piece (``head``); or a file that could not be read
     (``lost``: why, counted as a bad line of ``source``)."""
 
-    __slots__ = ("_view", "first", "head", "lost", "nbytes", "notes", "rows", "source", "table")
+    __slots__ = ("_columnar", "_view", "first", "head", "lost", "nbytes", "notes", "rows", "source", "table")
 
     def __init__(self, source: Source, *, table: pa.Table | None = None, first: int = 0, rows: int = 0,
                  notes: list[BadNote] | None = None, head: Notes | None = None, lost: str | None = None,
@@ -52,6 +56,7 @@ class Piece:
         self.lost = lost
         self.nbytes = nbytes
         self._view: RowGroup | None = None
+        self._columnar: ParquetRows | None = None
 
     def rows_view(self) -> RowGroup:
         """The rows as the analysis reads them (made once: a piece read in stretches reads them once)."""
@@ -59,6 +64,15 @@ class Piece:
             assert self.table is not None
             self._view = RowGroup(self.table, self.source.name, self.first)
         return self._view
+
+    def columnar_view(self) -> ParquetRows:
+        """``rows_view`` made from the columns (columnar/parquet.py: the same records)."""
+        if self._columnar is None:
+            from .columnar.parquet import ParquetRows
+
+            assert self.table is not None
+            self._columnar = ParquetRows(self.table, self.source.name, self.first)
+        return self._columnar
 
 
 class ParquetStream:

@@ -222,7 +222,7 @@ class TraceReader:
         """Rows lo..hi-1 of the piece's file, read as one line: a position per row, refusals counted."""
         if hi <= lo or piece.table is None:
             return
-        group = piece.rows_view()
+        group = piece.columnar_view() if self.columnar else piece.rows_view()
         self.lines += 1
         result = group.records(lo - piece.first, hi - piece.first, self.positions, self.shard)
         self.positions += hi - lo

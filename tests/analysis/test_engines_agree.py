@@ -2,7 +2,7 @@
 process reading the OTLP JSON (the reference), the same input split by trace id into partitions merged
 (what ``--jobs`` and ``--engine dask`` run, here in this process), the input converted to a span table
 first (``tempotrace convert``, then analyze the Parquet), and ``--engine columnar`` (lines decoded as
-columns), whole and split. The traces are drawn (enginegen.py): honest and
+columns, or a span table's rows read from its columns), whole and split. The traces are drawn (enginegen.py): honest and
 lying clocks, collectives, pipeline messages, HTTP hops, lines out of order, repeated and torn, windows
 that split traces. A difference names the way that differs from the reference; on honest clocks no way
 decides a known edge wrongly."""
@@ -37,9 +37,9 @@ def _partitions(path: str, window: int, n: int, columnar: bool = False) -> dict[
     return comparable(merge_reports([o.partial for o in outcomes], options.keep).to_dict())
 
 
-def _parquet(path: str, window: int) -> dict[str, Any]:
+def _parquet(path: str, window: int, engine: str = "reference") -> dict[str, Any]:
     table = converted([path], path + ".parquet")
-    return comparable(analyze(table, window_spans=window).to_dict())
+    return comparable(analyze(table, window_spans=window, engine=engine).to_dict())
 
 
 WAYS = {
@@ -48,6 +48,7 @@ WAYS = {
     "span table": _parquet,
     "columnar": lambda path, window: comparable(analyze(path, window_spans=window, engine="columnar").to_dict()),
     "columnar, two partitions": lambda path, window: _partitions(path, window, 2, columnar=True),
+    "columnar, from a span table": lambda path, window: _parquet(path, window, "columnar"),
 }
 
 

@@ -76,10 +76,12 @@ def _otlp_fields(table: pa.Table) -> np.ndarray:
     return marked
 
 
-def may_break(table: pa.Table) -> np.ndarray:
-    """One flag per row of a decode.SpanColumns table: True where a value rule may be broken."""
+def may_break(table: pa.Table, otlp_fields: bool = True) -> np.ndarray:
+    """One flag per row of a decode.SpanColumns table: True where a value rule may be broken; ``otlp_fields``
+    False: the ids, kind and times are known to be what the reference reads (a span table's, checked there)."""
     marked: np.ndarray = np.array(table.column("refused").to_numpy(zero_copy_only=False), dtype=bool)
-    marked |= _otlp_fields(table)
+    if otlp_fields:
+        marked |= _otlp_fields(table)
     for prefix, rules in ((ATTRIBUTE_PREFIX, SPAN_RULES), (RESOURCE_PREFIX, RESOURCE_RULES)):
         for key, rule in rules.items():
             column = table.column(prefix + key).combine_chunks()
