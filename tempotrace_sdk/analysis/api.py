@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["ENGINES", "analyze", "analyze_file", "analyze_spans", "atomic_write", "records_from_readable"]
 
 #: where and how: "reference" (the per-span engine, local processes; "local" is its former name), "columnar"
-#: (local processes, lines decoded as columns: spec/analysis.md §5.6), "dask" (the reference over a cluster)
+#: (local processes, lines and span tables decoded as columns: spec/analysis.md §5.6), "dask" (the columnar
+#: decode and the analysis over a cluster)
 ENGINES = ("reference", "local", "columnar", "dask")
 IN_MEMORY_WINDOW = 2**62
 
@@ -62,15 +63,17 @@ def analyze(
     TraceFileError at the first). ``jobs > 1`` splits the work by trace over
     that many local processes; ``engine="dask"`` over a Dask cluster
     (``scheduler`` address, or a local cluster of ``jobs`` workers);
-    ``engine="columnar"`` decodes lines as columns. The report is the same
+    ``engine="columnar"`` decodes lines and span tables as columns (dask's
+    workers too). The report is the same
     whichever way. Raises TraceFileError / TopologyError."""
     t0 = time.monotonic()
     sources = expand([inputs] if isinstance(inputs, str) else list(inputs))
-    options = Options(window_spans, keep, dedup_spans, strict, max_line, columnar=engine == "columnar")
+    # (dask decodes as columns too: its workers run the columnar stages, spec/analysis.md §5.3)
+    options = Options(window_spans, keep, dedup_spans, strict, max_line, columnar=engine in ("columnar", "dask"))
     topo = _topology(topology)
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}")
-    if engine == "columnar":
+    if options.columnar:
         from .columnar import lines  # noqa: F401 (ImportError here, without pyarrow: not mid-input)
     if engine == "dask":
         from .dask_engine import analyze_dask

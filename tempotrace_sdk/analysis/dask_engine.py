@@ -3,8 +3,9 @@
 Map, shuffle, reduce:
 
 1. read: one task per chunk of an input file (``CHUNK`` bytes, cut at line
-   starts) decodes its lines with the one reader (otlp.py) and sorts the
-   records by partition (``shard_of(trace_id, n)``), encoded with msgpack; it
+   starts) decodes its lines (a block at a time as columns, columnar/lines.py,
+   as ``--engine dask`` runs; or one at a time by otlp.py: the same records)
+   and sorts the records by partition (``shard_of(trace_id, n)``), encoded with msgpack; it
    also returns each line's length, span count and fate (blank, trace line,
    bad line and why), and its refused spans and loss records;
 2. analyse: one task per partition replays the input order from the lines'
@@ -40,7 +41,7 @@ from .analyzer import Analyzer
 from .engine import Options, Outcome, describe, gc_paused, outcomes_of, run
 from .events import SpanRecord
 from .inputs import Source, TraceFileError, interleave, open_source, read_lines
-from .otlp import BadLine, decode_line
+from .otlp import BadLine, LineResult, decode_line
 from .progress import Progress
 from .topology import Topology
 
@@ -89,22 +90,20 @@ def _skip_to_line_start(fd: int, start: int) -> int:
         offset += len(block)
 
 
-def read_chunk(source: Source, chunk: Chunk, parts: int, max_line: int) -> tuple[ChunkLines, list[bytes]]:
-    """Decode the lines that start in the chunk; records sorted into ``parts`` pickled blobs."""
+def read_chunk(source: Source, chunk: Chunk, parts: int, max_line: int,
+               columnar: bool = False) -> tuple[ChunkLines, list[bytes]]:
+    """Decode the lines that start in the chunk (``columnar``: a block at a time as columns, columnar/lines.py:
+    the same results); records sorted into ``parts`` pickled blobs."""
     fd = open_source(source)
     try:
-        offset = _skip_to_line_start(fd, chunk.start)
-        os.lseek(fd, offset, os.SEEK_SET)
         meta = ChunkLines([], [], [], {}, {}, [])
         by_part: list[list[SpanRecord]] = [[] for _ in range(parts)]
         seen_trace_line = False
-        for j, item in enumerate(read_lines(fd, source.name, max_line)):
-            if offset >= chunk.stop:
-                break
+        lines = _chunk_lines(fd, source, chunk, max_line)
+        for j, (item, result) in enumerate(_decoded_blocks(lines) if columnar else _decoded(lines)):
             length = item if isinstance(item, int) else len(item)
-            offset += length + 1
             meta.lengths.append(length + 1)
-            fate, spans = _read_line(item, j, parts, meta, by_part)
+            fate, spans = _read_line(item, result, j, parts, meta, by_part)
             meta.fates.append(fate)
             meta.spans.append(spans)
             if chunk.index == 0 and source.found and not seen_trace_line and fate != BLANK:
@@ -117,19 +116,80 @@ def read_chunk(source: Source, chunk: Chunk, parts: int, max_line: int) -> tuple
     return meta, [pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL) for records in by_part]
 
 
-def _read_line(item: memoryview | int, j: int, parts: int, meta: ChunkLines,
-               by_part: list[list[SpanRecord]]) -> tuple[int, int]:
+#: A line read (its bytes, or its length when too long) and what decoding it gave (None: too long, or empty).
+Decoded = tuple[bytes | memoryview | int, LineResult | BadLine | None]
+
+
+def _chunk_lines(fd: int, source: Source, chunk: Chunk, max_line: int) -> Iterator[memoryview | int]:
+    """The lines that start in the chunk (a view of the reader's buffer, or the length of one too long)."""
+    offset = _skip_to_line_start(fd, chunk.start)
+    os.lseek(fd, offset, os.SEEK_SET)
+    for item in read_lines(fd, source.name, max_line):
+        if offset >= chunk.stop:
+            return
+        offset += (item if isinstance(item, int) else len(item)) + 1
+        yield item
+
+
+def _decoded(lines: Iterator[memoryview | int]) -> Iterator[Decoded]:
+    """Each line decoded alone (line = its index in the chunk, positions from 0 in the line: the replay fixes
+    both)."""
+    for j, item in enumerate(lines):
+        if isinstance(item, int) or not item:
+            yield item, None
+            continue
+        try:
+            yield item, decode_line(item, j, 0)
+        except BadLine as err:
+            yield item, err
+
+
+def _decoded_blocks(lines: Iterator[memoryview | int]) -> Iterator[Decoded]:
+    """``_decoded``, the lines decoded a block at a time as columns (the reader's blocks, reader.py)."""
+    from .columnar.lines import decode_block
+    from .reader import BLOCK_BYTES, BLOCK_LINES
+
+    pending: list[bytes | int] = []
+    size = first = 0
+
+    def flush() -> Iterator[Decoded]:
+        block = [(first + k, item) for k, item in enumerate(pending) if isinstance(item, bytes) and item]
+        results = iter(decode_block(block, 0)) if block else iter(())
+        at = 0  # the block's positions run on from line to line: each line's are made to start at 0
+        for item in pending:
+            if isinstance(item, int) or not item:
+                yield item, None
+                continue
+            result = next(results)
+            if isinstance(result, LineResult):
+                for record in result.records:
+                    record.pos -= at
+                at += result.spans
+            yield item, result
+
+    for item in lines:
+        # (a line is a view of the reader's buffer, which the next read reuses: copied)
+        line = item if isinstance(item, int) else bytes(item)
+        pending.append(line)
+        size += 0 if isinstance(line, int) else len(line)
+        if size >= BLOCK_BYTES or len(pending) >= BLOCK_LINES:
+            yield from flush()
+            first += len(pending)
+            pending, size = [], 0
+    yield from flush()
+
+
+def _read_line(item: bytes | memoryview | int, result: LineResult | BadLine | None, j: int, parts: int,
+               meta: ChunkLines, by_part: list[list[SpanRecord]]) -> tuple[int, int]:
     if isinstance(item, int):
         meta.reasons[j] = f"line of {item:,} bytes is longer than the cap"
         return BAD, 0
-    if not item:
+    if result is None:
         return BLANK, 0
-    try:
-        result = decode_line(item, j, 0)
-    except BadLine as err:
+    if isinstance(result, BadLine):
         if bytes(item).isspace():
             return BLANK, 0
-        meta.reasons[j] = err.reason
+        meta.reasons[j] = result.reason
         return BAD, 0
     for record in result.records:  # line = index in the chunk, pos = index in the line: the replay fixes both
         by_part[int(record.trace_id[-8:], 16) % parts].append(record)
@@ -296,7 +356,8 @@ def analyze_dask(sources: list[Source], topology: Topology | None, options: Opti
 def _map_shuffle_reduce(client: Any, opened: list[Source], sources: list[Source], plan: list[Chunk], parts: int,
                         topology: Topology | None, options: Options) -> list[Outcome]:
     """The read tasks, then one analyse task per partition (module doc)."""
-    reads = [client.submit(read_chunk, opened[c.source], c, parts, options.max_line, pure=False) for c in plan]
+    reads = [client.submit(read_chunk, opened[c.source], c, parts, options.max_line, options.columnar, pure=False)
+             for c in plan]
     metas = [client.submit(_meta, r, pure=False) for r in reads]
     outcomes = [
         client.submit(analyse_partition, k, parts, sources, plan, metas,

@@ -89,8 +89,9 @@ def add_analyze_command(subparsers: argparse._SubParsersAction) -> argparse.Argu
                    help="analyse with N local processes, split by trace (same report; default 1)")
     p.add_argument("--engine", choices=ENGINES, default="reference",
                    help="reference: the per-span engine in local processes (default; 'local' is its former name); "
-                        "columnar: local processes decoding lines as columns (the same report); dask: the "
-                        "reference over a Dask cluster (pip install 'tempotrace-sdk[dask]')")
+                        "columnar: local processes decoding lines and span tables as columns (the same "
+                        "report); dask: the columnar decode over a Dask cluster (pip install "
+                        "'tempotrace-sdk[dask]')")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler to use with --engine dask (default: a local cluster of --jobs workers)")
     p.add_argument("--quiet", action="store_true", help="no progress line on stderr")

@@ -6,6 +6,7 @@ parts, hops are matched across parts, duplicates arrive after their trace, and a
 from __future__ import annotations
 
 import json
+import pickle
 from typing import Any
 
 import pytest
@@ -60,11 +61,12 @@ def cluster() -> Any:
 
 
 @pytest.mark.slow
-def test_dask_gives_one_processs_report(inputs: list[str], cluster: Any) -> None:
+@pytest.mark.parametrize("columnar", [True, False], ids=["columnar decode", "per-span decode"])
+def test_dask_gives_one_processs_report(inputs: list[str], cluster: Any, columnar: bool) -> None:
     """Small chunks (many read tasks per file) and three partitions over the two workers."""
     one = _comparable(analyze(inputs, window_spans=WINDOW).to_dict())
-    outcomes = analyze_dask(expand(inputs), None, Options(window=WINDOW), scheduler=cluster.scheduler_address,
-                            partitions=3, chunk_bytes=20_000)
+    outcomes = analyze_dask(expand(inputs), None, Options(window=WINDOW, columnar=columnar),
+                            scheduler=cluster.scheduler_address, partitions=3, chunk_bytes=20_000)
     assert len(outcomes) == 3
     assert _comparable(merge_reports([o.partial for o in outcomes], Options().keep).to_dict()) == one
 
@@ -75,6 +77,31 @@ def test_cli_engine_dask_with_a_scheduler(inputs: list[str], cluster: Any, capsy
     assert cli(["analyze", *inputs, "--json", "--window", str(WINDOW), "--engine", "dask", "--scheduler",
                 cluster.scheduler_address]) == 0
     assert _comparable(json.loads(capsys.readouterr().out)) == want
+
+
+@pytest.mark.parametrize(("chunk_bytes", "block_lines"), [(700, 4096), (20_000, 3), (1 << 20, 4096), (1 << 20, 2)])
+def test_a_read_task_decoding_columns_gives_the_per_span_decode(inputs: list[str], tmp_path: Any,
+                                                                monkeypatch: pytest.MonkeyPatch, chunk_bytes: int,
+                                                                block_lines: int) -> None:
+    """Each chunk's line fates, counts and records (pickled per partition) are the same either way; with a
+    blank, a blank-looking and a too-long line besides the bad one, chunks that cut lines, and blocks of a
+    few lines (positions run on across a block's lines)."""
+    pytest.importorskip("pyarrow")
+    from tempotrace_sdk.analysis import dask_engine, reader
+
+    monkeypatch.setattr(reader, "BLOCK_LINES", block_lines)
+
+    text = open(inputs[1], encoding="utf-8").read().splitlines()
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join([text[0], "", "   ", text[1], "x" * 3000, *text[2:]]) + "\n")
+    sources = expand([str(path), *inputs])
+    for chunk in dask_engine.plan_chunks(sources, chunk_bytes):
+        source = sources[chunk.source]
+        want = dask_engine.read_chunk(source, chunk, 3, 2048)
+        got = dask_engine.read_chunk(source, chunk, 3, 2048, columnar=True)
+        assert got[0] == want[0], f"{source.name} chunk {chunk.index}: the lines' fates differ"
+        assert [pickle.loads(b) for b in got[1]] == [pickle.loads(b) for b in want[1]], \
+            f"{source.name} chunk {chunk.index}: the records differ"
 
 
 def test_scheduler_needs_engine_dask(inputs: list[str], capsys: pytest.CaptureFixture[str]) -> None:
