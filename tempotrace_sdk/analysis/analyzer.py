@@ -28,6 +28,7 @@ from operator import attrgetter
 
 from .collectives import Collectives
 from .derived import Derived
+from .edgebatch import ParentChildBatch
 from .edges import EdgeJudge
 from .events import SpanRecord
 from .memory import Sender, Senders, TraceMemory, Waiting
@@ -70,6 +71,7 @@ class Analyzer:
         keep: int = 0,
         source: str = "",
         dedup_spans: int = DEFAULT_DEDUP,
+        batch_edges: bool = False,
     ) -> None:
         if window_spans < 1 or dedup_spans < 0 or keep < 0:
             raise ValueError("window_spans must be >= 1, dedup_spans and keep >= 0")
@@ -83,6 +85,8 @@ class Analyzer:
         self.derived = Derived(self.report.derived, self.horizon)
         self.judge = EdgeJudge(topology, self.report, self.derived)
         self.ledger = self.judge.ledger
+        # the columnar engine's parent -> child edges, counted a batch at a time (edgebatch.py: the same counts)
+        self.pairs = ParentChildBatch(self.judge) if batch_edges else None
         self.traces = TraceMemory(dedup_spans)
         self.senders = Senders()
         self.waiting = Waiting()
@@ -168,6 +172,8 @@ class Analyzer:
         self.messages.expire(None)
         self.steps.expire(None)
         self.derived.expire(None)
+        if self.pairs is not None:
+            self.pairs.flush()
         rep = self.report
         rep.faults = self.ledger.attribute()
         rep.elapsed_s = time.monotonic() - self._t0
@@ -198,6 +204,7 @@ class Analyzer:
         self.traces.remember(tid, by_id, spans[-1].pos, earlier is not None)
         rep.jobs.merge_counts(Counter(map(_JOB, by_id.values())))  # the ranks of a step name one job: few keys
         judge = self.judge
+        pair = judge.parent_child if self.pairs is None else self.pairs.add
         steps = self.steps
         derived = self.derived
         hang = rep.hang_facts
@@ -216,7 +223,7 @@ class Analyzer:
             pid = s.parent_id
             parent = by_id.get(pid) if pid else None
             if parent is not None:
-                judge.parent_child(parent, s)
+                pair(parent, s)
             elif pid:
                 if is_virtual_step_parent(s):  # missing by design (spec/torch.md §4.1): not lost data
                     rep.virtual_parents += 1

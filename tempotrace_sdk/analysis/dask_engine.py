@@ -212,7 +212,7 @@ def analyse_partition(k: int, parts: int, sources: list[Source], plan: list[Chun
     """Partition k's analysis, records in the input order one process reads them in."""
     with gc_paused():
         analyzer = Analyzer(topology, window_spans=options.window, keep=options.keep, source=describe(sources),
-                            dedup_spans=options.dedup)
+                            dedup_spans=options.dedup, batch_edges=options.columnar)
         rep = analyzer.report
         rep.inputs = len(sources)
         per_source: list[list[tuple[int, tuple[Chunk, ChunkLines]]]] = [[] for _ in sources]

@@ -97,16 +97,24 @@ class EdgeJudge:
     # -- the three kinds of known edge ----------------------------------------------
     def parent_child(self, parent: SpanRecord, s: SpanRecord) -> None:
         """parent start -> child start, and child end -> parent end where that is known."""
+        self.parent_start(parent, s)
+        if end_edge(parent, s):
+            self.child_end(parent, s)
+
+    def parent_start(self, parent: SpanRecord, s: SpanRecord) -> None:
+        """parent start -> child start."""
         if not self._edge("parent_child", parent.start, s.start, parent, s, parent.otel_start_ns, s.otel_start_ns):
             before = parent.start_event()
             if unmerged(s):  # the remote parent's counter never reached s's clock (spec §2.2)
                 before = msgspec.structs.replace(before, stamp=msgspec.structs.replace(before.stamp, lts=None))
             self._logical(before, s.start_event(), parent.clock, s.clock, True)
-        if end_edge(parent, s):
-            end, pend = s.end, parent.end
-            assert end is not None and pend is not None
-            if not self._edge("child_end", end, pend, s, parent, s.otel_end_ns, parent.otel_end_ns):
-                self._logical(s.end_event(), parent.end_event(), s.clock, parent.clock, True)
+
+    def child_end(self, parent: SpanRecord, s: SpanRecord) -> None:
+        """child end -> parent end (``end_edge`` says it is known)."""
+        end, pend = s.end, parent.end
+        assert end is not None and pend is not None
+        if not self._edge("child_end", end, pend, s, parent, s.otel_end_ns, parent.otel_end_ns):
+            self._logical(s.end_event(), parent.end_event(), s.clock, parent.clock, True)
 
     def hop(self, s: SpanRecord, client: Sender | None, keep: bool) -> dict[str, Any] | None:
         """send (the remote header) -> server span start; the rendering record when ``keep``."""

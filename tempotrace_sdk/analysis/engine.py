@@ -74,7 +74,7 @@ def run(sources: list[Source], topology: Topology | None, options: Options, shar
         progress: Progress | None = None) -> Outcome:
     """Analyse ``sources`` (the traces partition ``shard`` owns, or all); faults not yet attributed."""
     analyzer = Analyzer(topology, window_spans=options.window, keep=options.keep, source=describe(sources),
-                        dedup_spans=options.dedup)
+                        dedup_spans=options.dedup, batch_edges=options.columnar)
     analyzer.report.inputs = len(sources)
     reader = TraceReader(sources, analyzer.report, strict=options.strict, max_line=options.max_line, shard=shard,
                          progress=progress, columnar=options.columnar)

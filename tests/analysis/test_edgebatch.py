@@ -1,0 +1,111 @@
+"""Parent -> child edges counted a batch at a time (analysis/edgebatch.py, the columnar engine's): the report's
+edge counts and the fault ledger equal what ``EdgeJudge.parent_child`` counts one pair at a time, on drawn
+pairs about every rule's edges: readings missing, degraded, UNKNOWN, saturated, overlapping or apart by the
+topology's extra; host clock domains alike and not; Lamport values equal, reversed, missing, saturated, a
+receiver that recorded no merge; sketches holding the other's id or not; ends known and not; times past 2^62
+(counted pair by pair). A difference is the batch's bug: the judge is the reference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("numpy")
+
+from tempotrace_sdk.analysis.clockdomain import Domain
+from tempotrace_sdk.analysis.edgebatch import ParentChildBatch
+from tempotrace_sdk.analysis.edges import EdgeJudge
+from tempotrace_sdk.analysis.events import SpanRecord, Stamp
+from tempotrace_sdk.analysis.order import span_mask
+from tempotrace_sdk.analysis.report import AnalysisReport
+from tempotrace_sdk.analysis.topology import Topology
+from tempotrace_sdk.wire.layout import LTS_MAX
+
+T0 = 1_800_000_000_000_000_000
+HOSTS = ("h1", "h2", "h3")
+IDS = [f"{k:016x}" for k in range(1, 9)]
+DOMAINS = [Domain("kernel:a:tai", 500, 40, 30), Domain("kernel:a:tai", 560, 40, 30),
+           Domain("kernel:a:tai", 9000, 40, 30), Domain("kernel:b:tai", 500, 40, 30)]
+
+
+def _rarely(draw: Any, value: Any, usual: Any, one_in: int = 6) -> Any:
+    """``value`` about once in ``one_in`` draws, else a draw of ``usual`` (so most pairs reach the later rules)."""
+    return value if draw(st.integers(1, one_in)) == 1 else draw(usual)
+
+
+@st.composite
+def stamps(draw: Any, degraded: bool) -> Stamp:
+    ptp = _rarely(draw, None, st.integers(T0, T0 + 3000))
+    if draw(st.integers(1, 40)) == 1:
+        ptp = 2**62 + 5  # past what the arrays take: the batch counts pair by pair
+    lts = _rarely(draw, None, st.one_of(st.integers(0, 6), st.just(LTS_MAX)))
+    return Stamp(ptp, _rarely(draw, 65_535, st.sampled_from([0, 200, 900])),
+                 _rarely(draw, "UNKNOWN", st.sampled_from(["OK", "DEGRADED"])), lts, degraded,
+                 _rarely(draw, draw(st.sampled_from(DOMAINS)), st.none(), 3))
+
+
+@st.composite
+def records(draw: Any) -> SpanRecord:
+    degraded = draw(st.integers(1, 8)) == 1
+    span_id = draw(st.sampled_from(IDS))
+    others = draw(st.lists(st.sampled_from(IDS), max_size=3))
+    sketch = draw(st.one_of(st.none(), st.just(0), st.just(sum({span_mask(i) for i in [span_id, *others]}))))
+    start = draw(stamps(degraded))
+    t0 = _rarely(draw, 2**63 + 1, st.integers(T0 - 5000, T0 + 5000), 40)
+    return SpanRecord(
+        "t" * 32, span_id, "", "op", draw(st.sampled_from([0, 1, 2, 3, 5])), draw(st.sampled_from(HOSTS)), start,
+        draw(st.one_of(st.none(), stamps(degraded))), t0, t0 + draw(st.integers(-10, 4000)), sketch,
+        rank=draw(st.sampled_from([None, 0, 1])),
+        remote=draw(st.one_of(st.none(), st.just(Stamp(T0, 100, "OK", 2)))),
+        recv_lts=draw(st.one_of(st.none(), st.integers(0, 5))), degraded=degraded)
+
+
+def _state(judge: EdgeJudge) -> dict[str, Any]:
+    ledger = judge.ledger
+    return {"edges": judge.counts.to_dict(), "physics": dict(ledger.physics_pairs),
+            "lamport": dict(ledger.lamport_pairs), "excess": dict(ledger.pair_excess), "claimed": dict(ledger.claimed),
+            "per_clock": dict(ledger.edges)}
+
+
+TOPOLOGIES = [Topology(), Topology(racks={"h1": "r1", "h2": "r1", "h3": "r2"}, default_cross_rack_ns=700)]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(pairs=st.lists(st.tuples(records(), records()), min_size=1, max_size=40), size=st.integers(1, 64),
+       topology=st.sampled_from(TOPOLOGIES))
+def test_a_batch_counts_what_the_judge_counts_pair_by_pair(pairs: list[tuple[SpanRecord, SpanRecord]], size: int,
+                                                           topology: Topology) -> None:
+    one, many = EdgeJudge(topology, AnalysisReport()), EdgeJudge(topology, AnalysisReport())
+    batch = ParentChildBatch(many, size)
+    for parent, child in pairs:
+        one.parent_child(parent, child)
+        batch.add(parent, child)
+    batch.flush()
+    assert _state(many) == _state(one)
+
+
+def test_the_batch_decides_the_usual_cases_by_arrays() -> None:
+    """Honest in-process pairs: every outcome the arrays decide (physics, Lamport, SVC, silence) counted."""
+    def rec(span: str, t: int, lts: int, unc: int = 100, sketch: int | None = None) -> SpanRecord:
+        return SpanRecord("t" * 32, span, "", "op", 0, "h1", Stamp(T0 + t, unc, "OK", lts),
+                          Stamp(T0 + t + 10_000, unc, "OK", lts + 5), T0 + t, T0 + t + 10_000, sketch)
+
+    parent = rec(IDS[0], 0, 1)
+    children = [rec(IDS[1], 5_000, 2), rec(IDS[2], 50, 3, 65_535), rec(IDS[3], 50, 0, 900),
+                rec(IDS[4], 50, 2, 900, span_mask(IDS[0]))]
+    one, many = EdgeJudge(Topology(), AnalysisReport()), EdgeJudge(Topology(), AnalysisReport())
+    batch = ParentChildBatch(many)
+    for child in children:
+        one.parent_child(parent, child)
+        batch.add(parent, child)
+    batch.flush()
+    got = _state(many)
+    assert got == _state(one)
+    edges = got["edges"]
+    decided = edges["decided"]
+    assert decided["physics"] == 1 and decided["lamport"] >= 1 and decided["svc"] == 1
+    assert edges["wrong"]["lamport"] == 1
+    assert edges["physics_silent"] and edges["by_kind"]["parent_child"] == 4
