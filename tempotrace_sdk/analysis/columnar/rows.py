@@ -95,6 +95,21 @@ def _shared(values: Any) -> list[Any]:
     return [distinct[i] for i in index.to_numpy(zero_copy_only=False).tolist()]
 
 
+def _owned(trace_id: list[Any], rows: np.ndarray, shard: tuple[int, int]) -> np.ndarray:
+    """Which of ``rows`` (their trace ids hex: clean rows) are of traces partition ``shard`` owns (shard_of), each
+    distinct id computed once."""
+    k, parts = shard
+    owns: dict[str, bool] = {}
+    out = np.zeros(len(trace_id), dtype=bool)
+    for i in np.flatnonzero(rows).tolist():
+        tid = trace_id[i]
+        mine = owns.get(tid)
+        if mine is None:
+            mine = owns[tid] = int(tid[-8:], 16) % parts == k
+        out[i] = mine
+    return out
+
+
 def _lower(table: pa.Table, name: str) -> list[Any]:
     values: list[Any] = pc.utf8_lower(table.column(name)).to_pylist()
     return values
@@ -139,19 +154,21 @@ class Records:
         span_id, parent = _lower(table, "span_id"), _lower(table, "parent_span_id")
         degraded = pc.fill_null(pc.equal(table.column(ATTRIBUTE_PREFIX + S.POLICY_VERDICT), scalar("degrade")),
                                 scalar(False)).to_numpy(zero_copy_only=False).tolist()
+        # the rows whose records stretch() makes: clean, and of the owned traces (the values of others are not read)
+        made = clean if shard is None else clean & _owned(self.trace_id, clean, shard)
         readings: list[Any] = [None] * n  # (start, end, remote, recv lts, sends, sketch, remote sketch)
-        stamps.fill(np.flatnonzero(has_text & clean), span_id, parent, degraded, readings)
-        self._plain(table, np.flatnonzero(~has_text & clean), degraded, readings)
-        self._in_domains(table, np.flatnonzero(clean), readings)
+        stamps.fill(np.flatnonzero(has_text & made), span_id, parent, degraded, readings)
+        self._plain(table, np.flatnonzero(~has_text & made), degraded, readings)
+        self._in_domains(table, np.flatnonzero(made), readings)
         ident = identity(table)
         job_id, restart = _shared(ident["job_id"]), ident["restart"].to_pylist()
         jobs = [None if j is None else _job_key(j, r) for j, r in zip(job_id, restart, strict=True)]
         torch: list[TorchOp | None] = [None] * n
         ops = torch_ops(table)
-        self._torch(ops, np.flatnonzero(pc.is_valid(ops["op"]).to_numpy(zero_copy_only=False) & clean), torch)
+        self._torch(ops, np.flatnonzero(pc.is_valid(ops["op"]).to_numpy(zero_copy_only=False) & made), torch)
         steps = steps_and_dumps(table)
         dumps: list[DumpInfo | None] = [None] * n
-        self._dumps(steps, np.flatnonzero(pc.is_valid(steps["dump.reason"]).to_numpy(zero_copy_only=False) & clean),
+        self._dumps(steps, np.flatnonzero(pc.is_valid(steps["dump.reason"]).to_numpy(zero_copy_only=False) & made),
                     dumps)
         self.columns = (
             self.trace_id, span_id, parent, _shared(table.column("name")), table.column("kind").to_pylist(),
