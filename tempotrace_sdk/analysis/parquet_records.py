@@ -124,9 +124,9 @@ def _map_entries(table: pa.Table, name: str, keys: frozenset[str]) -> dict[int, 
             row += 1
         key, text = flat_keys[j].as_py(), flat_values[j].as_py()
         try:
-            value = _ANY.decode(text)
+            value = _ANY.decode(text) if text is not None else AnyValue()
         except msgspec.DecodeError:
-            value = AnyValue()  # not an AnyValue's JSON: read as no value of any kind (the rule refuses it)
+            value = AnyValue()  # not an AnyValue's JSON (or none): read as no value of any kind (the rule refuses it)
         out.setdefault(row, []).append(KeyValue(key, value))
     return out
 
@@ -338,6 +338,8 @@ def span_stamps(row: tuple[Any, ...], unc: int | None, qual: str | None) -> Span
     if sends:
         if len(sends) > MAX_SENDS:
             raise AttributeRuleError(S.STAMPS, f"decoded, with at most {MAX_SENDS:,} sends", len(sends))
+        if any(x is None for x in sends):
+            raise AttributeRuleError(S.STAMPS, "decoded, with every send a reading", None)
         sent = tuple(Reading(_check("stamps.sends.ptp_ns", x["ptp_ns"], LTS_MAX),
                              _check("stamps.sends.uncertainty_ns", x["uncertainty_ns"], UNCERTAINTY_SATURATED),
                              _name("stamps.sends.clk_quality", x["clk_quality"], _QUALITY),

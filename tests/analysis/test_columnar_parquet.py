@@ -158,6 +158,10 @@ CELLS: list[tuple[str, str, Any]] = [
     ("stamps: a send's bound negative", L.STAMPS_SENDS, [{**_SEND, "uncertainty_ns": -1}]),
     ("previous set: sends beside stamps", "tempotrace.send.lts", [1, 2]),
     ("a group key of another size", "tempotrace.torch.group", "0-7"),
+    ("a null in an integer list", "tempotrace.torch.recv.missing", [1, None]),
+    ("a null send counter", "tempotrace.send.lts", [None]),
+    ("a known attribute in the map without a value", L.ATTRIBUTES, [("tempotrace.rank", None)]),
+    ("stamps: a null send", L.STAMPS_SENDS, [None]),
     ("a recv sketch", "tempotrace.torch.recv.svc_sketch", b"\xab" * 32),
     ("a sender's span id", "tempotrace.torch.remote.span_id", b"\x0c" * 8),
     ("a clock domain of the Resource", "resource.tempotrace.clock.domain", "kernel:x:tai"),
@@ -176,6 +180,31 @@ def test_a_cell_changed_reads_as_the_row_groups(name: str, column: str, value: A
     for table in (_torch_table(tmp_path), _stamps_table(tmp_path)):
         for row in (0, 1, 3):
             assert_rows_same(_set(table, column, row, value), 0, (row, row + 1))
+
+
+@pytest.mark.parametrize(("every", "groups"), [(3, 1), (200, 0)])
+def test_rows_for_the_reference_are_read_by_one_row_group_when_many(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    every: int, groups: int) -> None:
+    """ERROR spans scattered through a table: one RowGroup of the whole group reads them, not one per run (each
+    reads every column); a few runs are read over slices of their own rows."""
+    from tempotrace_sdk.analysis.columnar import parquet
+
+    table = pa.concat_tables([_torch_table(tmp_path)] * 20).combine_chunks()
+    status = [2 if i % every == 1 else 0 for i in range(table.num_rows)]
+    table = _set(table, L.STATUS_CODE, 0, 0).set_column(table.column_names.index(L.STATUS_CODE), L.STATUS_CODE,
+                                                           pa.array(status, pa.int64()))
+    made: list[int] = []
+    real = RowGroup
+
+    def spy(t: Any, path: str, first: int = 0) -> Any:
+        made.append(t.num_rows)
+        return real(t, path, first)
+
+    monkeypatch.setattr(parquet, "RowGroup", spy)
+    want = real(table, "t.parquet").records(0, table.num_rows, 0, None)
+    got = ParquetRows(table, "t.parquet").records(0, table.num_rows, 0, None)
+    assert got == want
+    assert made.count(table.num_rows) == groups and len(made) == (1 if groups else table.num_rows // every + 1)
 
 
 def test_columns_of_other_types_are_read_by_the_row_group(tmp_path: Path) -> None:
