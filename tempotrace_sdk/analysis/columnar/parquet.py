@@ -43,6 +43,9 @@ assert QUALITIES == QUALITY_NAMES  # (a quality's name is its reading's)
 _LUT = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _STATUS_ERROR = 2
 _SENDS_KEYS = (S.SEND_LTS, S.SEND_PTP_NS, S.SEND_UNCERTAINTY_NS)
+#: Runs of rows for RowGroup a group reads over a slice each (a few ms a run), up to this or one a this many rows;
+#: beyond, one RowGroup of the whole group (about 20 us a row) reads them all.
+_FEW_RUNS, _ROWS_A_RUN = 8, 512
 
 
 def _hex(column: pa.ChunkedArray) -> pa.Array:
@@ -55,10 +58,12 @@ def _hex(column: pa.ChunkedArray) -> pa.Array:
     text = np.empty((n, 2 * size), dtype=np.uint8)
     text[:, 0::2] = _LUT[raw >> 4]
     text[:, 1::2] = _LUT[raw & 15]
-    offsets = np.arange(0, 2 * size * (n + 1), 2 * size, dtype=np.int32)
-    out = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text))
+    large = 2 * size * n >= 2**31  # (beyond 32-bit offsets: a table of tens of millions of rows)
+    offsets = np.arange(0, 2 * size * (n + 1), 2 * size, dtype=np.int64 if large else np.int32)
+    kind = pa.LargeStringArray if large else pa.StringArray
+    out = kind.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text))
     if array.null_count:
-        out = pc.if_else(pc.is_valid(array), out, scalar(None, pa.string()))
+        out = pc.if_else(pc.is_valid(array), out, scalar(None, out.type))
     return out
 
 
@@ -267,6 +272,7 @@ class ParquetRows:
             sends |= cols.valid(key)
         marked = may_break(shaped, otlp_fields=False) | torch_refusals(shaped) | (sends & ~self._stamps.present)
         self.clean: np.ndarray = ~marked
+        self._runs: int | None = None
 
     def _records(self, shard: tuple[int, int] | None) -> Records:
         made = self._made.get(shard)
@@ -298,10 +304,24 @@ class ParquetRows:
 
     def _by_reference(self, lo: int, hi: int, pos: int, index: int, shard: tuple[int, int] | None,
                       out: RowsResult) -> None:
-        """Rows lo..hi-1 read by RowGroup over just those rows; refusals named by their index in the stretch."""
-        got = RowGroup(self.table.slice(lo, hi - lo), self.path, self.first + lo).records(0, hi - lo, pos, shard)
+        """Rows lo..hi-1 read by RowGroup; refusals named by their index in the stretch. RowGroup reads every column
+        of the rows it is made of: over just these rows where the group has a few such runs, over the whole group
+        (made once) where it has many (ERROR spans scattered through a trace)."""
+        if self._runs is None:  # (once Records has taken the stamps' refusals: clean is final)
+            clean = self.clean
+            self._runs = int(np.count_nonzero(~clean & np.concatenate(([True], clean[:-1]))))
+        if self._whole is None and self._runs <= max(_FEW_RUNS, self.table.num_rows // _ROWS_A_RUN):
+            got = RowGroup(self.table.slice(lo, hi - lo), self.path, self.first + lo).records(0, hi - lo, pos, shard)
+        else:
+            if self._whole is None:
+                self._whole = RowGroup(self.table, self.path, self.first)
+            got = self._whole.records(lo, hi, pos, shard)
         out.records.extend(got.records)
         if got.bad:
-            out.bad = [*(out.bad or ()), *((index + k, path, line, reason) for k, path, line, reason in got.bad)]
+            if out.bad is None:
+                out.bad = []
+            out.bad.extend((index + k, path, line, reason) for k, path, line, reason in got.bad)
         if got.loss:
-            out.loss = [*(out.loss or ()), *got.loss]
+            if out.loss is None:
+                out.loss = []
+            out.loss.extend(got.loss)

@@ -47,7 +47,8 @@ def _breaks(column: Any, rule: Rule) -> Any:
     elif kind == INT_ARRAY:
         values = pc.list_flatten(column)
         outside = pc.or_(pc.less(values, scalar(rule.lo)), pc.greater(values, scalar(rule.hi)))
-        outside = outside.to_numpy(zero_copy_only=False)
+        # (a null element, which a span table may hold, is no integer: the rule refuses it)
+        outside = pc.fill_null(outside, scalar(True)).to_numpy(zero_copy_only=False)
         rows = pc.list_parent_indices(column).to_numpy(zero_copy_only=False)
         bad_rows = np.zeros(len(column), dtype=bool)
         bad_rows[rows[outside]] = True
