@@ -120,7 +120,8 @@ class ParentChildBatch:
         counting nothing, when a time is at or beyond 2^62 ns: the caller counts those pairs one by one."""
         sa, sb = _Side(stamps_a), _Side(stamps_b)
         ra, rb = _times(raw_a), _times(raw_b)
-        if ra is None or rb is None or not sa.safe() or not sb.safe():
+        extra = self._extra(a, b)
+        if ra is None or rb is None or not sa.safe() or not sb.safe() or extra is None:
             return False
         judge = self.judge
         c, ledger = judge.counts, judge.ledger
@@ -137,7 +138,7 @@ class ParentChildBatch:
         for clock, count in (Counter(clock_a) + Counter(y for x, y in zip(clock_a, clock_b, strict=True)
                                                         if y != x)).items():
             edges[clock] = edges.get(clock, 0) + count
-        gap = self._physics(sa, sb, a, b)
+        gap = self._physics(sa, sb, extra)
         c.decided["physics"] += int(np.count_nonzero(gap > 0))
         for k in np.flatnonzero(gap < 0).tolist():
             c.wrong["physics"] += 1
@@ -151,25 +152,30 @@ class ParentChildBatch:
             self._logical(sa, sb, a, b, clock_a, clock_b, silent, unmerged, starts)
         return True
 
-    def _physics(self, sa: _Side, sb: _Side, a: list[SpanRecord], b: list[SpanRecord]) -> np.ndarray:
-        """order.physics_gap of every pair (its topology extra included)."""
+    def _extra(self, a: list[SpanRecord], b: list[SpanRecord]) -> np.ndarray | int | None:
+        """The topology's extra error of each pair's hosts (0 without racks); None when one is at or beyond 2^62 ns
+        (a topology may name any bound: the sums below must stay within int64)."""
         judge = self.judge
-        n = len(a)
         if judge.flat:
-            extra: np.ndarray | int = 0
-        else:
-            known: dict[tuple[str, str], int] = {}
-            values = []
-            for x, y in zip(a, b, strict=True):
-                if x.host == y.host:
-                    values.append(0)
-                    continue
-                key = (x.host, y.host)
-                got = known.get(key)
-                if got is None:
-                    got = known[key] = judge.topology.extra_ns(x.host, y.host)
-                values.append(got)
-            extra = np.array(values, dtype=np.int64)
+            return 0
+        known: dict[tuple[str, str], int] = {}
+        values = []
+        for x, y in zip(a, b, strict=True):
+            if x.host == y.host:
+                values.append(0)
+                continue
+            key = (x.host, y.host)
+            got = known.get(key)
+            if got is None:
+                got = known[key] = judge.topology.extra_ns(x.host, y.host)
+                if got >= _SAFE:
+                    return None
+            values.append(got)
+        return np.array(values, dtype=np.int64)
+
+    def _physics(self, sa: _Side, sb: _Side, extra: np.ndarray | int) -> np.ndarray:
+        """order.physics_gap of every pair, ``extra`` its topology extra."""
+        n = len(sa.stamps)
         usable = (sa.reading() & sb.reading() & ~sa.degraded & ~sb.degraded & ~sa.unknown & ~sb.unknown
                   & (sa.unc < UNCERTAINTY_SATURATED) & (sb.unc < UNCERTAINTY_SATURATED))
         after_room = (sb.ptp - sb.unc) - (sa.ptp + sa.unc) - extra

@@ -70,7 +70,10 @@ def _state(judge: EdgeJudge) -> dict[str, Any]:
             "per_clock": dict(ledger.edges)}
 
 
-TOPOLOGIES = [Topology(), Topology(racks={"h1": "r1", "h2": "r1", "h3": "r2"}, default_cross_rack_ns=700)]
+TOPOLOGIES = [Topology(), Topology(racks={"h1": "r1", "h2": "r1", "h3": "r2"}, default_cross_rack_ns=700),
+              # (an extra past int64: the batch counts those pairs one by one)
+              Topology(racks={"h1": "r1", "h2": "r1", "h3": "r2"}, default_cross_rack_ns=2**63 - 1),
+              Topology(racks={"h1": "r1", "h2": "r2", "h3": "r2"}, default_cross_rack_ns=2**64)]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
