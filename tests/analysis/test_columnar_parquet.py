@@ -157,6 +157,7 @@ CELLS: list[tuple[str, str, Any]] = [
     ("stamps: a send's quality unknown", L.STAMPS_SENDS, [{**_SEND, "clk_quality": "X"}]),
     ("stamps: a send's bound negative", L.STAMPS_SENDS, [{**_SEND, "uncertainty_ns": -1}]),
     ("previous set: sends beside stamps", "tempotrace.send.lts", [1, 2]),
+    ("previous set: a send bound without a counter", "tempotrace.send.uncertainty_ns", [7]),
     ("a group key of another size", "tempotrace.torch.group", "0-7"),
     ("a null in an integer list", "tempotrace.torch.recv.missing", [1, None]),
     ("a null send counter", "tempotrace.send.lts", [None]),

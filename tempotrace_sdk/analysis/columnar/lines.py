@@ -6,8 +6,8 @@ and the stamps texts read as one column (stamps.py); a line all of whose spans k
 records from those columns. A line with anything else goes to ``decode_line`` whole, so the reference
 names what it breaks: a span the prefilter marks, a stamps text the C decoder refuses, a torch op build_record
 refuses, a span whose status is ERROR (its error text is read from its events), the previous attribute set's
-send arrays, an exporter loss record, a Resource with no spans, a line the skeleton does not decode. Taking
-the whole line keeps its refusals, loss records and positions exactly the reference's.
+send arrays of different lengths, an exporter loss record, a Resource with no spans, a line the skeleton does
+not decode. Taking the whole line keeps its refusals, loss records and positions exactly the reference's.
 
 This is the stage the analysis's later stages still read as records (analyzer.py); they are next to become
 columns.
@@ -80,10 +80,6 @@ def _clean_rows(cols: SpanColumns, table: pa.Table) -> np.ndarray:
     for name in ("start", "end"):  # (the stamps reader takes times below 2^63; the reference reads a later one)
         late = pc.greater_equal(pc.fill_null(table.column(name), scalar(0, pa.uint64())), scalar(_INT63, pa.uint64()))
         marked |= has_text & late.to_numpy(zero_copy_only=False)
-    sends = np.zeros(table.num_rows, dtype=bool)
-    for key in (S.SEND_LTS, S.SEND_PTP_NS, S.SEND_UNCERTAINTY_NS):
-        sends |= pc.is_valid(table.column(ATTRIBUTE_PREFIX + key)).to_numpy(zero_copy_only=False)
-    marked |= sends & ~has_text
     codes = cols.status
     errors = np.fromiter((c in STATUS_ERROR for c in codes), dtype=bool, count=len(codes))
     marked |= errors

@@ -8,7 +8,8 @@ and the records (rows.py) are the JSON path's own; the decoded stamps columns ar
 ``parquet_records.span_stamps`` checks them, as vectorised expressions, and read where they pass. A row with
 anything else is read by ``RowGroup`` itself, in runs of such rows: a span kept as written (``otlp_json``), a
 known attribute in a map column, an id, kind or time the reference refuses or reads otherwise, status ERROR,
-stamps a check refuses, a value the prefilter marks, the previous attribute set's send arrays. A row group
+stamps a check refuses, a value the prefilter marks, the previous attribute set's send arrays of different
+lengths. A row group
 whose columns are not of the schema's types (a file another tool wrote) is read by ``RowGroup`` whole.
 """
 
@@ -42,7 +43,6 @@ __all__ = ["ParquetRows"]
 assert QUALITIES == QUALITY_NAMES  # (a quality's name is its reading's)
 _LUT = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _STATUS_ERROR = 2
-_SENDS_KEYS = (S.SEND_LTS, S.SEND_PTP_NS, S.SEND_UNCERTAINTY_NS)
 #: Runs of rows for RowGroup a group reads over a slice each (a few ms a run), up to this or one a this many rows;
 #: beyond, one RowGroup of the whole group (about 20 us a row) reads them all.
 _FEW_RUNS, _ROWS_A_RUN = 8, 512
@@ -267,10 +267,7 @@ class ParquetRows:
         reference |= _map_known(cols, L.RESOURCE_ATTRIBUTES, frozenset(RESOURCE.rules))
         shaped = self._shaped = _decode_shaped(cols, first, reference)
         self._stamps = _TableStamps(cols, shaped)
-        sends = np.zeros(cols.n, dtype=bool)
-        for key in _SENDS_KEYS:  # (Records reads no send arrays: the reference does)
-            sends |= cols.valid(key)
-        marked = may_break(shaped, otlp_fields=False) | torch_refusals(shaped) | (sends & ~self._stamps.present)
+        marked = may_break(shaped, otlp_fields=False) | torch_refusals(shaped)
         self.clean: np.ndarray = ~marked
         self._runs: int | None = None
 

@@ -18,7 +18,7 @@ from ... import semconv as S
 from ..clockdomain import domain_of
 from ..events import NO_STAMP, QUALITIES, DumpInfo, SpanRecord, Stamp, TorchOp
 from ..order import span_mask
-from ..values import DEGRADED_NO_STAMP, _in_domain, _job_key, _span_domain
+from ..values import DEGRADED_NO_STAMP, AttributeRuleError, _in_domain, _job_key, _sends, _span_domain
 from .arrow import scalar
 from .decode import ATTRIBUTE_PREFIX, RESOURCE_PREFIX
 from .records import identity, steps_and_dumps, torch_ops
@@ -134,6 +134,7 @@ def _valid(table: pa.Table, names: Sequence[str]) -> np.ndarray:
 _PLAIN = (S.PTP_NS, S.UNCERTAINTY_NS, S.CLK_QUALITY, S.LTS, S.SVC_SKETCH, S.END_PTP_NS, S.END_UNCERTAINTY_NS,
           S.END_CLK_QUALITY, S.END_LTS, S.REMOTE_PTP_NS, S.REMOTE_UNCERTAINTY_NS, S.REMOTE_CLK_QUALITY, S.REMOTE_LTS,
           S.REMOTE_SVC_SKETCH, S.RECV_LTS)
+_SENDS = (S.SEND_LTS, S.SEND_PTP_NS, S.SEND_UNCERTAINTY_NS)
 _DOMAIN = (S.CLOCK_DOMAIN, S.CLOCK_EPOCH_NS, S.CLOCK_EPOCH_BOUND_NS, S.CLOCK_READ_NS)
 
 
@@ -158,7 +159,7 @@ class Records:
         made = clean if shard is None else clean & _owned(self.trace_id, clean, shard)
         readings: list[Any] = [None] * n  # (start, end, remote, recv lts, sends, sketch, remote sketch)
         stamps.fill(np.flatnonzero(has_text & made), span_id, parent, degraded, readings)
-        self._plain(table, np.flatnonzero(~has_text & made), degraded, readings)
+        self._plain(table, np.flatnonzero(~has_text & made), degraded, readings, clean)
         self._in_domains(table, np.flatnonzero(made), readings)
         ident = identity(table)
         job_id, restart = _shared(ident["job_id"]), ident["restart"].to_pylist()
@@ -179,13 +180,25 @@ class Records:
             steps["step"].to_pylist(), steps["step_occurrence"].to_pylist(), jobs, dumps)
 
     @staticmethod
-    def _plain(table: pa.Table, rows: np.ndarray, degraded: list[bool], out: list[Any]) -> None:
-        """build_record's readings from the previous attribute set (a span without a stamps text)."""
+    def _plain(table: pa.Table, rows: np.ndarray, degraded: list[bool], out: list[Any], clean: np.ndarray) -> None:
+        """build_record's readings from the previous attribute set (a span without a stamps text); a row whose send
+        arrays values._sends refuses (lengths that differ) is no longer clean."""
         if not len(rows):
             return
         index = pa.array(rows)
         (ptp, unc, qual, lts, sketch, eptp, eunc, equal, elts, rptp, runc, rqual, rlts, rsketch, recv) = (
             table.column(ATTRIBUTE_PREFIX + key).take(index).to_pylist() for key in _PLAIN)
+        send_lts, send_ptp, send_unc = (table.column(ATTRIBUTE_PREFIX + key).take(index) for key in _SENDS)
+        with_sends = pc.or_(pc.or_(pc.is_valid(send_lts), pc.is_valid(send_ptp)), pc.is_valid(send_unc))
+        sends: dict[int, Any] = {}
+        if pc.any(with_sends).as_py():
+            at = np.flatnonzero(with_sends.to_numpy(zero_copy_only=False))
+            taken = [c.take(pa.array(at)).to_pylist() for c in (send_lts, send_ptp, send_unc)]
+            for k, x, y, z in zip(at.tolist(), *taken, strict=True):
+                try:
+                    sends[k] = _sends(x, y, z)
+                except AttributeRuleError:
+                    clean[rows[k]] = False  # (the reference names the rule)
         for k, i in enumerate(rows.tolist()):
             d = degraded[i]
             start = (NO_STAMP if not d else DEGRADED_NO_STAMP) if ptp[k] is None and lts[k] is None else \
@@ -193,7 +206,7 @@ class Records:
             end = None if eptp[k] is None and elts[k] is None else _plain_stamp(eptp[k], eunc[k], equal[k], elts[k], d)
             remote = None if rptp[k] is None and rlts[k] is None else \
                 _plain_stamp(rptp[k], runc[k], rqual[k], rlts[k], False)
-            out[i] = (start, end, remote, recv[k], (), _hex_int(sketch[k]), _hex_int(rsketch[k]))
+            out[i] = (start, end, remote, recv[k], sends.get(k, ()), _hex_int(sketch[k]), _hex_int(rsketch[k]))
 
     @staticmethod
     def _in_domains(table: pa.Table, rows: np.ndarray, out: list[Any]) -> None:
