@@ -79,19 +79,24 @@ def _torch_table(tmp_path: Path) -> Any:
     return table
 
 
+def _row_groups_made(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The rows of each RowGroup the columnar reader makes from now on."""
+    from tempotrace_sdk.analysis.columnar import parquet
+
+    made: list[int] = []
+
+    def spy(t: Any, path: str, first: int = 0) -> Any:
+        made.append(t.num_rows)
+        return RowGroup(t, path, first)
+
+    monkeypatch.setattr(parquet, "RowGroup", spy)
+    return made
+
+
 def test_a_torch_jobs_rows_are_made_from_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     table = _torch_table(tmp_path)
     assert_rows_same(table, 0, (5, 6, 40))
-    from tempotrace_sdk.analysis.columnar import parquet
-
-    handed: list[int] = []
-    real = RowGroup
-
-    def spy(t: Any, path: str, first: int = 0) -> Any:
-        handed.append(t.num_rows)
-        return real(t, path, first)
-
-    monkeypatch.setattr(parquet, "RowGroup", spy)
+    handed = _row_groups_made(monkeypatch)
     rows = ParquetRows(table, "t.parquet")
     assert len(rows.records(0, table.num_rows, 0, None).records) == table.num_rows
     assert handed == []  # the exporter's own spans: none left to the reference
@@ -188,21 +193,11 @@ def test_rows_for_the_reference_are_read_by_one_row_group_when_many(tmp_path: Pa
                                                                     every: int, groups: int) -> None:
     """ERROR spans scattered through a table: one RowGroup of the whole group reads them, not one per run (each
     reads every column); a few runs are read over slices of their own rows."""
-    from tempotrace_sdk.analysis.columnar import parquet
-
     table = pa.concat_tables([_torch_table(tmp_path)] * 20).combine_chunks()
     status = [2 if i % every == 1 else 0 for i in range(table.num_rows)]
-    table = _set(table, L.STATUS_CODE, 0, 0).set_column(table.column_names.index(L.STATUS_CODE), L.STATUS_CODE,
-                                                           pa.array(status, pa.int64()))
-    made: list[int] = []
-    real = RowGroup
-
-    def spy(t: Any, path: str, first: int = 0) -> Any:
-        made.append(t.num_rows)
-        return real(t, path, first)
-
-    monkeypatch.setattr(parquet, "RowGroup", spy)
-    want = real(table, "t.parquet").records(0, table.num_rows, 0, None)
+    table = table.set_column(table.column_names.index(L.STATUS_CODE), L.STATUS_CODE, pa.array(status, pa.int64()))
+    want = RowGroup(table, "t.parquet").records(0, table.num_rows, 0, None)
+    made = _row_groups_made(monkeypatch)
     got = ParquetRows(table, "t.parquet").records(0, table.num_rows, 0, None)
     assert got == want
     assert made.count(table.num_rows) == groups and len(made) == (1 if groups else table.num_rows // every + 1)

@@ -255,7 +255,7 @@ class ParquetRows:
         self.plain = _conforms(table)
         if not self.plain:
             return
-        cols = self._cols = _Columns(table)
+        cols = _Columns(table)
         reference = cols.valid(L.OTLP_JSON)
         for name in (L.TRACE_ID, L.SPAN_ID, L.START, L.END, L.KIND):
             reference |= ~cols.valid(name)
@@ -280,9 +280,7 @@ class ParquetRows:
     def records(self, lo: int, hi: int, pos: int, shard: tuple[int, int] | None) -> RowsResult:
         """The records of rows lo..hi-1, the first at input position ``pos`` (``RowGroup.records``)."""
         if not self.plain:
-            if self._whole is None:
-                self._whole = RowGroup(self.table, self.path, self.first)
-            return self._whole.records(lo, hi, pos, shard)
+            return self._whole_group().records(lo, hi, pos, shard)
         made = self._records(shard)  # (clean is final once Records has taken the stamps' refusals)
         clean = self.clean
         out = RowsResult([])
@@ -299,6 +297,12 @@ class ParquetRows:
             i = j
         return out
 
+    def _whole_group(self) -> RowGroup:
+        """RowGroup over every row of the group, made once."""
+        if self._whole is None:
+            self._whole = RowGroup(self.table, self.path, self.first)
+        return self._whole
+
     def _by_reference(self, lo: int, hi: int, pos: int, index: int, shard: tuple[int, int] | None,
                       out: RowsResult) -> None:
         """Rows lo..hi-1 read by RowGroup; refusals named by their index in the stretch. RowGroup reads every column
@@ -310,9 +314,7 @@ class ParquetRows:
         if self._whole is None and self._runs <= max(_FEW_RUNS, self.table.num_rows // _ROWS_A_RUN):
             got = RowGroup(self.table.slice(lo, hi - lo), self.path, self.first + lo).records(0, hi - lo, pos, shard)
         else:
-            if self._whole is None:
-                self._whole = RowGroup(self.table, self.path, self.first)
-            got = self._whole.records(lo, hi, pos, shard)
+            got = self._whole_group().records(lo, hi, pos, shard)
         out.records.extend(got.records)
         if got.bad:
             if out.bad is None:
