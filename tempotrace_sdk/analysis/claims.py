@@ -33,6 +33,7 @@ import msgspec
 
 from ..semconv import TORCH_CLAIMS, TORCH_NOT_COMPLETED
 from ..wire.layout import LTS_MAX, SKETCH_BITS, SKETCH_HASHES
+from .claims_absolute import absolute_physics
 from .events import NO_STAMP, SpanRecord, Stamp
 from .order import SILENCE_REASONS, Decision, Method, Relation, physics_gap, physics_silence, span_mask, stamp_usable
 
@@ -157,6 +158,16 @@ def _physics(members: Sequence[SpanRecord], starts: list[int], ends: list[int],
     Pairs within one host clock domain (clockdomain.py) are judged by their readings' difference, against
     the domain's widest relative bound (``_Group``); pairs across domains, and members without one, by
     their absolute intervals. Each side is checked against its extremes: O(n)."""
+    start_stamps = [members[i].start for i in starts]
+    end_stamps = [_end(members[j]) for j in ends]
+    if all(s.domain is None for s in start_stamps) and all(e.domain is None for e in end_stamps):
+        return absolute_physics(starts, ends, start_stamps, end_stamps, extra)  # the common case, in one pass
+    return _grouped_physics(members, starts, ends, extra)
+
+
+def _grouped_physics(members: Sequence[SpanRecord], starts: list[int], ends: list[int],
+                     extra: int) -> tuple[Decision, list[Witness]] | None:
+    """``_physics`` for any stamps, host clock domains or not."""
     sstamp = {i: members[i].start for i in starts}
     estamp = {j: _end(members[j]) for j in ends}
     # A member's start and end are grouped apart: one may have a reading in the domain, the other none.

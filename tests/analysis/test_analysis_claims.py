@@ -8,10 +8,12 @@ import random
 import tracemalloc
 from typing import Any
 
+import msgspec
 import pytest
 
 from tempotrace_sdk.analysis import claims
 from tempotrace_sdk.analysis.claims import ALL, ROOT_END, ROOT_START, decide_claim, required
+from tempotrace_sdk.analysis.claims_absolute import absolute_physics
 from tempotrace_sdk.analysis.events import SpanRecord, Stamp, TorchOp
 from tempotrace_sdk.analysis.order import Method, Relation, physics_gap, span_mask
 
@@ -113,20 +115,33 @@ def test_the_claim_equals_every_pair_decided_one_by_one(shape: str) -> None:
     assert len(seen) >= 5, seen  # physics both ways, Lamport both ways, SVC, undecided
 
 
-def test_a_2048_rank_all_reduce_costs_o_n_decisions_and_no_pair_objects(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The issue's bound: 2,048 ranks must not cost ~4 million pairwise decisions or edge objects."""
+@pytest.mark.parametrize("domains", [False, True], ids=["absolute", "host-domains"])
+def test_a_2048_rank_all_reduce_costs_o_n_decisions_and_no_pair_objects(monkeypatch: pytest.MonkeyPatch,
+                                                                        domains: bool) -> None:
+    """The issue's bound: 2,048 ranks must not cost ~4 million pairwise decisions or edge objects, on the
+    one-pass path (no stamp in a host clock domain) and on the grouped one (8 ranks a host, one domain each)."""
+    from tempotrace_sdk.analysis import claims_absolute
+    from tempotrace_sdk.analysis.clockdomain import Domain
+
     n = 2048
-    members = [SpanRecord(f"{1:032x}", f"{r + 1:016x}", "", "torch.all_reduce", 1, f"h{r}",
-                          Stamp(T0 + r * 10, 220, "OK", 5), Stamp(T0 + 10 * n + 1000 + r, 220, "OK", 9), 0, 0,
+
+    def stamp(r: int, ns: int, lts: int) -> Stamp:
+        return Stamp(T0 + ns, 220, "OK", lts, domain=Domain(f"h{r // 8}", 0, 10, 100) if domains else None)
+
+    members = [SpanRecord(f"{1:032x}", f"{r + 1:016x}", "", "torch.all_reduce", 1, f"h{r // 8}",
+                          stamp(r, r * 10, 5), stamp(r, 10 * n + 1000 + r, 9), 0, 0,
                           rank=r, torch=TorchOp("all_reduce", f"0-{n - 1}", r, 0)) for r in range(n)]
     calls = 0
 
-    def counted(*args: Any) -> int:
-        nonlocal calls
-        calls += 1
-        return physics_gap(*args)
+    def counted(real: Any) -> Any:
+        def count(*args: Any) -> int:
+            nonlocal calls
+            calls += 1
+            return int(real(*args))
+        return count
 
-    monkeypatch.setattr(claims, "physics_gap", counted)
+    monkeypatch.setattr(claims, "physics_gap", counted(physics_gap))
+    monkeypatch.setattr(claims_absolute, "_gap", counted(claims_absolute._gap))
     starts, ends = required(members, list(range(n)), ALL, None)
     tracemalloc.start()
     claim = decide_claim(members, list(range(n)), starts, ends)
@@ -134,5 +149,66 @@ def test_a_2048_rank_all_reduce_costs_o_n_decisions_and_no_pair_objects(monkeypa
     tracemalloc.stop()
     assert claim is not None and claim.pairs == n * (n - 1)
     assert claim.decision.method is Method.PHYSICS and claim.decision.relation is Relation.BEFORE
-    assert calls <= 3 * n
+    assert n <= calls <= 3 * n
     assert peak < 4 << 20  # a few small dicts and lists per member; 4 million pairs would be ~1 GB
+
+
+def _plain_member(rng: random.Random, rank: int) -> SpanRecord:
+    """A member whose stamps name no host clock domain, drawn from few values so ties are common: usable,
+    UNKNOWN, saturated, degraded, or without a reading (an end only)."""
+    def stamp(base: int) -> Stamp:
+        kind = rng.choice(("ok", "ok", "ok", "ok", "unknown", "saturated", "degraded", "none"))
+        ptp = T0 + base + rng.choice((0, 100, 200, 400))
+        u = rng.choice((0, 50, 100, 300))
+        if kind == "none":
+            return Stamp(None)
+        if kind == "saturated":
+            return Stamp(ptp, 65535, "OK")
+        return Stamp(ptp, u, "UNKNOWN" if kind == "unknown" else "OK", degraded=kind == "degraded")
+    far = rng.choice((0, 0, 0, 200_000))  # beyond a saturated bound from the others
+    start = stamp(far + rng.choice((0, 300, 600)))
+    end = stamp(far + rng.choice((200, 500, 900)))
+    span_id = f"{rank + 1:016x}"
+    return SpanRecord(f"{1:032x}", span_id, "", "torch.all_reduce", 1, f"h{rank}", start, end, 0, 0, rank=rank,
+                      torch=TorchOp("all_reduce", "0-7", rank, 0))
+
+
+def test_the_one_pass_physics_without_domains_equals_the_grouped_one() -> None:
+    """claims_absolute.absolute_physics is claims' grouped physics for stamps without a host clock domain:
+    the same decision, its gap, and the same witnesses in the same order (the first worst one is tallied)."""
+    rng = random.Random("absolute-physics")
+    outcomes: set[Any] = set()
+    for _ in range(4000):
+        n = rng.randrange(1, 7)
+        members = [_plain_member(rng, r) for r in range(n)]
+        starts = sorted(rng.sample(range(n), rng.randrange(1, n + 1)))
+        ends = sorted(rng.sample(range(n), rng.randrange(1, n + 1)))
+        # as decide_claim passes them: only members with a partner on the other side
+        starts, ends = ([i for i in starts if len(ends) > 1 or ends[0] != i],
+                        [j for j in ends if len(starts) > 1 or starts[0] != j])
+        if not starts or not ends:
+            continue
+        extra = rng.choice((0, 0, 150))
+        end_stamps = [members[j].end or Stamp(None) for j in ends]
+        want = claims._grouped_physics(members, starts, ends, extra)
+        got = absolute_physics(starts, ends, [members[i].start for i in starts], end_stamps, extra)
+        assert got == want, (members, starts, ends, extra)
+        outcomes.add(None if want is None else (want[0].relation, len(want[1]) > 1))
+    assert outcomes == {None, (Relation.BEFORE, False), (Relation.AFTER, False), (Relation.AFTER, True)}
+
+
+def test_a_claim_with_a_domain_takes_the_grouped_physics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-pass physics is only for stamps without domains: one stamp in a domain sends the claim to the
+    grouped path (where readings of one domain are compared by their difference)."""
+    from tempotrace_sdk.analysis.clockdomain import Domain
+
+    rng = random.Random("domain-dispatch")
+    members = [_plain_member(rng, r) for r in range(3)]
+    in_domain = Stamp(T0 + 5, 50, "OK", domain=Domain("h1/CLOCK_TAI", 0, 10, 100))
+    members[1] = msgspec.structs.replace(members[1], start=in_domain)
+    calls: list[str] = []
+    monkeypatch.setattr(claims, "absolute_physics", lambda *a: calls.append("absolute"))
+    monkeypatch.setattr(claims, "_grouped_physics", lambda *a: calls.append("grouped"))
+    claims._physics(members, [0, 1, 2], [0, 1, 2], 0)
+    claims._physics([members[0], members[2]], [0, 1], [0, 1], 0)
+    assert calls == ["grouped", "absolute"]
