@@ -36,13 +36,10 @@ _SAFE = 1 << 62  # times at or beyond: the batch goes pair by pair (no int64 ove
 _CLOCK, _START_NS, _END_NS = attrgetter("clock"), attrgetter("otel_start_ns"), attrgetter("otel_end_ns")
 
 
-_READING = attrgetter("ptp_ns", "uncertainty_ns", "quality", "lts", "degraded", "domain")
-
-
-def _ints(values: tuple[int | None, ...]) -> np.ndarray:
+def _ints(values: list[int | None]) -> np.ndarray:
     """int64 values, -1 for None (readings and counters are never negative)."""
     if None in values:
-        values = tuple(-1 if v is None else v for v in values)
+        values = [-1 if v is None else v for v in values]
     return np.array(values, dtype=np.int64)
 
 
@@ -52,14 +49,14 @@ class _Side:
 
     def __init__(self, stamps: Sequence[Stamp]) -> None:
         self.stamps = stamps
-        ptp, unc, quality, lts, degraded, domain = zip(*map(_READING, stamps), strict=True)
-        self.ptp = _ints(ptp)
-        self.unc = np.array(unc, dtype=np.int64)
-        self.unknown = np.fromiter(map("UNKNOWN".__eq__, quality), bool, len(stamps))
-        self.degraded = np.array(degraded, dtype=bool)
-        self.lts = _ints(lts)
-        self.domain: tuple[Any, ...] = domain
-        self.domains = domain.count(None) != len(domain)
+        # one comprehension a field: a quarter of the cost of transposing the stamps with zip(*...)
+        self.ptp = _ints([s.ptp_ns for s in stamps])
+        self.unc = np.array([s.uncertainty_ns for s in stamps], dtype=np.int64)
+        self.unknown = np.array([s.quality == "UNKNOWN" for s in stamps], dtype=bool)
+        self.degraded = np.array([s.degraded for s in stamps], dtype=bool)
+        self.lts = _ints([s.lts for s in stamps])
+        self.domain: list[Any] = [s.domain for s in stamps]
+        self.domains = self.domain.count(None) != len(stamps)
 
     def reading(self) -> np.ndarray:
         return self.ptp >= 0
