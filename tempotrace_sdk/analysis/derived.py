@@ -76,7 +76,7 @@ class Derived:
 
     def add(self, s: SpanRecord) -> None:
         """Take a torch span (an op or a step span) of its trace's current run, or start the next run."""
-        runs = self._runs.get(s.trace_id)
+        runs = self._runs.get(s.trace_id) or []
         run = runs[-1] if runs else None
         if run is None or s.pos - run.last > self.horizon:
             run = _Run(s.trace_id, s.pos)
@@ -117,7 +117,10 @@ class Derived:
 
     def _linkable(self, s: SpanRecord, nodes: int, settle: Settle | None) -> _Run | None:
         """The run ``s`` lies in, when it can hold ``nodes`` more; else None, and a waiting edge undecided."""
-        run = next((r for r in reversed(self._runs.get(s.trace_id, ())) if r.first <= s.pos), None)
+        runs = self._runs.get(s.trace_id) or []
+        run = runs[-1] if runs else None
+        if run is not None and run.first > s.pos:  # an earlier run's (the latest is nearly always the one)
+            run = next((r for r in reversed(runs) if r.first <= s.pos), None)
         if run is not None and not run.full and not run.graph.room(nodes):
             run.full = True
         if run is not None and not run.full:

@@ -241,6 +241,25 @@ def test_a_trace_quiet_longer_than_the_hop_horizon_is_two_runs(tmp_path: Path) -
     assert split == d
 
 
+def test_a_collective_finished_after_its_trace_moved_on_is_derived_in_its_own_run(tmp_path: Path) -> None:
+    """An incomplete collective finishes only when the input moves past its horizon, after its trace may have
+    begun a later run (§5.2): its claim is linked into the run its members lie in, not the trace's latest, so
+    each run is checked with its own edges (two runs with a deferred edge each)."""
+    kw: dict[str, Any] = {"u": NTP, "trace": 0xABC}
+    first = [op_span(0, 0, 1000, group="0-2", sid=0xA0, **kw), op_span(1, 0, 1000, group="0-2", sid=0xB0, **kw)]
+    later = [p2p_span("send", 0, 1, 60, 70, seq=1, sid=0xA1, lts=3, end_lts=4, group="0-1", **kw),
+             p2p_span("recv", 1, 0, 50, 80, seq=1, sid=0xB1, lts=3, end_lts=4, group="0-1", **kw)]
+    filler = [span(0xF000 + i, 0xF0000 + i, name="other") for i in range(5000)]
+    path = write(str(tmp_path / "late.jsonl"), first + filler + later, per_line=64)
+    d = analyze(path, window_spans=1000).to_dict()
+    assert d["collective_counts"]["incomplete"] == 1 and d["p2p"]["matched"] == 1
+    assert d["derived"]["runs"] == 2 and d["edges"]["decided"]["derived"] == 2
+    split = analyze(path, window_spans=1000, jobs=2).to_dict()
+    d.pop("elapsed_s")
+    split.pop("elapsed_s")
+    assert split == d
+
+
 @pytest.mark.slow
 def test_2048_ranks_stay_bounded(tmp_path: Path) -> None:
     """2,048 ranks, a ring of messages and 32 collectives in one step (70k spans): the structure is linear in its
