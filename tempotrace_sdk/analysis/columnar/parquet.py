@@ -26,7 +26,6 @@ from ...stamptext import MAX_SENDS
 from ...wire.layout import LTS_MAX, TENANT_MAX, UNCERTAINTY_SATURATED
 from .. import parquet_layout as L
 from ..events import QUALITIES, Stamp
-from ..order import span_mask
 from ..parquet_records import RowGroup, RowsResult
 from ..parquet_schema import SCHEMA
 from ..parquet_stamps import QUALITY_NAMES, SOURCE_NAMES
@@ -37,6 +36,7 @@ from .pivot import ARROW_TYPES
 from .records import torch_refusals
 from .rows import Records
 from .rules import may_break
+from .sketchmask import own_sketches
 
 __all__ = ["ParquetRows"]
 
@@ -228,18 +228,16 @@ class _TableStamps:
         rptp, runc, rqual, rlts = (take(c) for c in (*L.STAMPS_REMOTE[:3], L.STAMPS_REMOTE[5]))
         recv, sketch, sends = take(L.STAMPS_RECV_LTS), take(L.STAMPS_SKETCH), take(L.STAMPS_SENDS)
         sat = UNCERTAINTY_SATURATED
-        for k, i in enumerate(rows.tolist()):
+        at = rows.tolist()
+        own = own_sketches(span_id, parent, at, np.array([x is None for x in sketch], dtype=bool))
+        for k, i in enumerate(at):
             d = degraded[i]
             start = Stamp(ptp[k], sat if unc[k] is None else unc[k], qual[k] or "UNKNOWN", lts[k], d)
             end = None if elts[k] is None else Stamp(eptp[k], eunc[k], equal[k], elts[k], d)
             remote = None if rlts[k] is None else Stamp(rptp[k], runc[k], rqual[k], rlts[k])
             sent = tuple((x["lts"], x["ptp_ns"], x["uncertainty_ns"]) for x in sends[k]) if sends[k] else ()
             written = sketch[k]
-            if written is not None:
-                mask = int.from_bytes(written, "big")
-            else:
-                sid, pid = span_id[i], parent[i]
-                mask = span_mask(sid) | span_mask(pid) if pid else span_mask(sid)
+            mask = own[k] if written is None else int.from_bytes(written, "big")
             out[i] = (start, end, remote, None if remote is None else recv[k], sent, mask, None)
 
 

@@ -8,6 +8,7 @@ columns (parquet.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any, Protocol
 
 import numpy as np
@@ -17,11 +18,11 @@ import pyarrow.compute as pc
 from ... import semconv as S
 from ..clockdomain import domain_of
 from ..events import NO_STAMP, QUALITIES, DumpInfo, SpanRecord, Stamp, TorchOp
-from ..order import span_mask
 from ..values import DEGRADED_NO_STAMP, AttributeRuleError, _in_domain, _job_key, _sends, _span_domain
 from .arrow import scalar
 from .decode import ATTRIBUTE_PREFIX, RESOURCE_PREFIX
 from .records import identity, steps_and_dumps, torch_ops
+from .sketchmask import own_sketches
 from .stamps import StampsBlock, read_column
 
 __all__ = ["Records", "StampsSource", "TextStamps"]
@@ -59,29 +60,49 @@ class TextStamps:
 
     def fill(self, rows: np.ndarray, span_id: list[str], parent: list[str], degraded: list[bool],
              out: list[Any]) -> None:
-        """values._from_slots of each row's decoded text."""
+        """values._from_slots of each row's decoded text, a field at a time: the Stamps made by ``map`` over
+        columns (a Python loop over rows only where a row has something the others lack)."""
         block = self.block
         if block is None or not len(rows):
             return
-        slots = block.slots[rows].tolist()
-        sketches = block.sketch[rows]
-        offsets = block.send_offsets.tolist()
-        sends = block.sends.tolist()
-        q = QUALITIES
-        for k, (i, v) in enumerate(zip(rows.tolist(), slots, strict=True)):
-            d = degraded[i]
-            start = Stamp(v[2], v[3], q[v[4]], v[5], d)
-            end = Stamp(v[7], v[8], q[v[9]], v[10], d) if v[6] else None
-            remote = Stamp(v[12], v[13], q[v[14]], v[17]) if v[11] else None
-            recv = (v[19] if v[18] else None) if v[11] else None
-            lo, hi = offsets[i], offsets[i + 1]
-            sent = tuple((x[0], x[1], x[2]) for x in sends[lo:hi]) if hi > lo else ()
-            if v[20]:
-                sketch = int.from_bytes(sketches[k].tobytes(), "big")
-            else:
-                sid, pid = span_id[i], parent[i]
-                sketch = span_mask(sid) | span_mask(pid) if pid else span_mask(sid)
-            out[i] = (start, end, remote, recv, sent, sketch, None)
+        at = rows.tolist()
+        v = block.slots[rows]
+        names = _QUALITY_NAMES
+        deg = [degraded[i] for i in at]
+        starts = list(map(Stamp, v[:, 2].tolist(), v[:, 3].tolist(), names[v[:, 4]].tolist(), v[:, 5].tolist(), deg))
+        ends = _some(v[:, 6] != 0, lambda k: map(Stamp, v[k, 7].tolist(), v[k, 8].tolist(), names[v[k, 9]].tolist(),
+                                                 v[k, 10].tolist(), [deg[x] for x in k.tolist()]))
+        has_remote = v[:, 11] != 0
+        remotes = _some(has_remote, lambda k: map(Stamp, v[k, 12].tolist(), v[k, 13].tolist(),
+                                                  names[v[k, 14]].tolist(), v[k, 17].tolist()))
+        recvs = _some(has_remote & (v[:, 18] != 0), lambda k: v[k, 19].tolist())
+        sent: list[Any] = [()] * len(at)
+        offsets = block.send_offsets
+        lo, hi = offsets[rows], offsets[rows + 1]
+        if (hi > lo).any():
+            sends = block.sends.tolist()
+            for k in np.flatnonzero(hi > lo).tolist():
+                sent[k] = tuple((x[0], x[1], x[2]) for x in sends[lo[k]:hi[k]])
+        recorded = v[:, 20] != 0
+        sketches = own_sketches(span_id, parent, at, ~recorded)
+        for k in np.flatnonzero(recorded).tolist():
+            sketches[k] = int.from_bytes(block.sketch[at[k]].tobytes(), "big")
+        for i, readings in zip(at, zip(starts, ends, remotes, recvs, sent, sketches, repeat(None)), strict=True):
+            out[i] = readings
+
+
+_QUALITY_NAMES = np.array(QUALITIES, dtype=object)
+
+
+def _some(which: np.ndarray, make: Any) -> list[Any]:
+    """A list over the rows: ``make(k)``'s values at the rows ``k`` where ``which`` holds, None elsewhere."""
+    if which.all():
+        return list(make(np.arange(len(which))))
+    values: list[Any] = [None] * len(which)
+    k = np.flatnonzero(which)
+    for x, value in zip(k.tolist(), make(k), strict=True):
+        values[x] = value
+    return values
 
 
 def _shared(values: Any) -> list[Any]:

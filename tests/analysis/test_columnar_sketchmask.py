@@ -1,0 +1,66 @@
+"""Span ids' sketch bits over a column (columnar/sketchmask.py) are order.span_mask's, id for id (spec/tt-ext-v3.md
+§8.1: MurmurHash3 x64 128 through mmh3): on drawn ids, the extremes of the id space, and with and without
+parents; an id that is not 16 hex digits is span_mask's to refuse."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tempotrace_sdk.analysis.columnar.sketchmask import own_masks, own_sketches
+from tempotrace_sdk.analysis.order import span_mask
+
+EXTREMES = ["0000000000000000", "ffffffffffffffff", "8000000000000000", "0000000000000001", "00000000ffffffff",
+            "FFFFFFFF00000000"]
+
+
+def _reference(span_id: str, parent: str) -> int:
+    return span_mask(span_id) | span_mask(parent) if parent else span_mask(span_id)
+
+
+@given(st.lists(st.tuples(st.integers(0, 2**64 - 1), st.one_of(st.none(), st.integers(0, 2**64 - 1))),
+                min_size=1, max_size=40))
+def test_own_masks_are_span_masks_of_the_id_and_its_parent(pairs: list[tuple[int, int | None]]) -> None:
+    ids = [f"{s:016x}" for s, _ in pairs]
+    parents = ["" if p is None else f"{p:016x}" for _, p in pairs]
+    want = [_reference(s, p) for s, p in zip(ids, parents, strict=True)]
+    assert own_masks(ids, parents, list(range(len(ids)))) == want
+
+
+def test_the_extremes_and_a_large_column_agree_with_span_mask() -> None:
+    rng = random.Random("sketchmask")
+    ids = EXTREMES + [f"{rng.getrandbits(64):016x}" for _ in range(20_000)]
+    parents = [rng.choice(["", *EXTREMES, f"{rng.getrandbits(64):016x}"]) for _ in ids]
+    rows = [*range(0, len(ids), 3), 1]  # some rows, out of order
+    assert own_masks(ids, parents, rows) == [_reference(ids[i], parents[i]) for i in rows]
+
+
+@pytest.mark.parametrize("bad", ["abc", "0123456789abcdeg", "0123456789abcdef0", "0123456789abcdef01",
+                                 " 123456789abcdef"])
+def test_an_id_not_of_16_hex_digits_goes_to_span_mask(bad: str) -> None:
+    """own_masks declines (None); own_sketches then asks span_mask: what the reference gets, bits or refusal."""
+    assert own_masks([bad], [""], [0]) is None
+    assert own_masks(["0123456789abcdef"], [bad], [0]) is None
+    try:
+        want = span_mask(bad)
+    except ValueError:
+        with pytest.raises(ValueError):
+            own_sketches([bad], [""], [0], np.array([True]))
+    else:
+        assert own_sketches([bad], [""], [0], np.array([True])) == [want]
+
+
+def test_ids_whose_lengths_only_add_up_are_not_hashed_as_others() -> None:
+    """14 and 18 digits join to two ids' worth of hex: hashing the joined bytes would give other ids' bits."""
+    assert own_masks(["0123456789abcd", "ef0123456789abcdef"], ["", ""], [0, 1]) is None
+
+
+def test_own_sketches_fill_only_the_rows_asked_for() -> None:
+    ids, parents = ["00000000000000aa", "00000000000000bb", "00000000000000cc"], ["", "00000000000000aa", ""]
+    got = own_sketches(ids, parents, [2, 1, 0], np.array([True, False, True]))
+    assert got == [_reference(ids[2], ""), None, _reference(ids[0], "")]
+    assert own_sketches(ids, parents, [0], np.array([False])) == [None]
