@@ -137,14 +137,18 @@ class RankFacts:
         assert t is not None
         seq = seq_of(s)
         if t.completion not in STUCK:
-            if _higher(s, self.done):
+            # _higher written out: every op span of a job passes here (a rank's seqs mostly rise: one compare)
+            have = self.done
+            if have is None or seq > (b := seq_of(have)) or (seq == b and _earlier(s, have)):
                 self.done = s
-                for o in self.open:
-                    if seq_of(o) <= seq:
-                        self._pending_below(o)
-                self.open = [o for o in self.open if seq_of(o) > seq]
+                if self.open:
+                    for o in self.open:
+                        if seq_of(o) <= seq:
+                            self._pending_below(o)
+                    self.open = [o for o in self.open if seq_of(o) > seq]
             if t.completion not in NOT_COMPLETED:
-                if _higher(s, self.completed):
+                have = self.completed
+                if have is None or seq > (b := seq_of(have)) or (seq == b and _earlier(s, have)):
                     self.completed = s
                 if SHAPES.get(t.op) == ALL and _higher(s, self.all_completed):
                     self.all_completed = s
