@@ -28,12 +28,14 @@ Members are SpanRecords; starts and ends are indexes into the member list.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 
 import msgspec
 
 from ..semconv import TORCH_CLAIMS, TORCH_NOT_COMPLETED
 from ..wire.layout import LTS_MAX, SKETCH_BITS, SKETCH_HASHES
 from .claims_absolute import absolute_physics
+from .claims_arrays import ARRAYS_FROM, Declined, arrival_arrays, naive_arrays, physics_arrays
 from .events import NO_STAMP, SpanRecord, Stamp
 from .order import SILENCE_REASONS, Decision, Method, Relation, physics_gap, physics_silence, span_mask, stamp_usable
 
@@ -161,6 +163,9 @@ def _physics(members: Sequence[SpanRecord], starts: list[int], ends: list[int],
     start_stamps = [members[i].start for i in starts]
     end_stamps = [_end(members[j]) for j in ends]
     if all(s.domain is None for s in start_stamps) and all(e.domain is None for e in end_stamps):
+        if len(members) >= ARRAYS_FROM:
+            with suppress(Declined):
+                return physics_arrays(starts, ends, start_stamps, end_stamps, extra)
         return absolute_physics(starts, ends, start_stamps, end_stamps, extra)  # the common case, in one pass
     return _grouped_physics(members, starts, ends, extra)
 
@@ -411,6 +416,9 @@ def _svc(members: Sequence[SpanRecord], starts: list[int], ends: list[int]) -> f
 def _naive(members: Sequence[SpanRecord], starts: list[int], ends: list[int]) -> int | None:
     """What raw timestamps show (spec §6.1, like with like): TAI readings when every event has one,
     else OpenTelemetry times. 1 when some end reads before a start of another span, 0 for a tie."""
+    if len(members) >= ARRAYS_FROM:
+        with suppress(Declined):
+            return naive_arrays(members, starts, ends)
     tai = all(members[i].start.ptp_ns is not None for i in starts) and \
         all(_end(members[j]).ptp_ns is not None for j in ends)
     s = {i: (members[i].start.ptp_ns if tai else members[i].otel_start_ns) for i in starts}
@@ -430,6 +438,9 @@ def arrival(members: Sequence[SpanRecord], ranks: Sequence[int], extra_ns: int =
     """Members in arrival order (by start: TAI readings when all have one, else OpenTelemetry times) and
     whether physics says the last arriver started after every other member (its start interval wholly
     after theirs)."""
+    if len(members) >= ARRAYS_FROM and all(m.start.domain is None for m in members):
+        with suppress(Declined):
+            return arrival_arrays(members, ranks, extra_ns)
     tai = all(m.start.ptp_ns is not None for m in members)
     order = sorted(range(len(members)), key=lambda i: (members[i].start.ptp_ns if tai else members[i].otel_start_ns,
                                                       ranks[i]))

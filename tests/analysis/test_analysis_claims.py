@@ -115,11 +115,13 @@ def test_the_claim_equals_every_pair_decided_one_by_one(shape: str) -> None:
     assert len(seen) >= 5, seen  # physics both ways, Lamport both ways, SVC, undecided
 
 
-@pytest.mark.parametrize("domains", [False, True], ids=["absolute", "host-domains"])
+@pytest.mark.parametrize(("domains", "arrays"), [(False, True), (False, False), (True, False)],
+                         ids=["arrays", "one-pass", "host-domains"])
 def test_a_2048_rank_all_reduce_costs_o_n_decisions_and_no_pair_objects(monkeypatch: pytest.MonkeyPatch,
-                                                                        domains: bool) -> None:
-    """The issue's bound: 2,048 ranks must not cost ~4 million pairwise decisions or edge objects, on the
-    one-pass path (no stamp in a host clock domain) and on the grouped one (8 ranks a host, one domain each)."""
+                                                                        domains: bool, arrays: bool) -> None:
+    """The issue's bound: 2,048 ranks must not cost ~4 million pairwise decisions or edge objects: as arrays
+    (no stamp in a host clock domain: no decision one at a time), on the one-pass path (below ARRAYS_FROM
+    members) and on the grouped one (8 ranks a host, one domain each)."""
     from tempotrace_sdk.analysis import claims_absolute
     from tempotrace_sdk.analysis.clockdomain import Domain
 
@@ -140,6 +142,8 @@ def test_a_2048_rank_all_reduce_costs_o_n_decisions_and_no_pair_objects(monkeypa
             return int(real(*args))
         return count
 
+    if not arrays:
+        monkeypatch.setattr(claims, "ARRAYS_FROM", n + 1)
     monkeypatch.setattr(claims, "physics_gap", counted(physics_gap))
     monkeypatch.setattr(claims_absolute, "_gap", counted(claims_absolute._gap))
     starts, ends = required(members, list(range(n)), ALL, None)
@@ -149,7 +153,7 @@ def test_a_2048_rank_all_reduce_costs_o_n_decisions_and_no_pair_objects(monkeypa
     tracemalloc.stop()
     assert claim is not None and claim.pairs == n * (n - 1)
     assert claim.decision.method is Method.PHYSICS and claim.decision.relation is Relation.BEFORE
-    assert n <= calls <= 3 * n
+    assert (calls == 0) if arrays else (n <= calls <= 3 * n)
     assert peak < 4 << 20  # a few small dicts and lists per member; 4 million pairs would be ~1 GB
 
 
@@ -212,3 +216,108 @@ def test_a_claim_with_a_domain_takes_the_grouped_physics(monkeypatch: pytest.Mon
     claims._physics(members, [0, 1, 2], [0, 1, 2], 0)
     claims._physics([members[0], members[2]], [0, 1], [0, 1], 0)
     assert calls == ["grouped", "absolute"]
+
+
+def _large_member(rng: random.Random, rank: int, ordered: bool, usable: bool, honest: bool) -> SpanRecord:
+    """A member of a large collective: ``ordered``, its start before every end by more than the bounds unless
+    it lies (1 in 40, never when ``honest``) or its stamp is unusable (never when ``usable``); else drawn from
+    few values (ties). OpenTelemetry times drawn from few values too (the naive order falls back to them where
+    a reading is missing)."""
+    def stamp(at: int, u: int) -> Stamp:
+        kinds = ("ok", "unknown", "saturated", "degraded", "none")
+        kind = "ok" if usable else rng.choices(kinds, (60, 1, 1, 1, 1))[0]
+        if kind == "none":
+            return Stamp(None)
+        return Stamp(T0 + at, 65535 if kind == "saturated" else u, "UNKNOWN" if kind == "unknown" else "OK",
+                     degraded=kind == "degraded")
+    if ordered:
+        lie = not honest and rng.random() < 1 / 40
+        start = stamp(rng.randrange(0, 300) + (rng.choice((400, 5000)) if lie else 0), rng.choice((20, 50)))
+        end = stamp(2000 + rng.randrange(0, 300), rng.choice((20, 50)))
+    else:
+        far = rng.choice((0,) * 30 + (200_000,))  # beyond a saturated bound from the others
+        start = stamp(far + rng.choice((0, 100, 200, 400)), rng.choice((0, 50, 100)))
+        end = stamp(far + rng.choice((200, 300, 500)), rng.choice((0, 50, 100)))
+    otel = rng.choice((0, 10, 20))
+    return SpanRecord(f"{1:032x}", f"{rank + 1:016x}", "", "torch.all_reduce", 1, f"h{rank}", start, end, otel,
+                      otel + rng.choice((0, 5, 30)), rank=rank, torch=TorchOp("all_reduce", "0-4095", rank, 0))
+
+
+def test_large_claims_as_arrays_equal_the_list_forms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """claims_arrays (from ARRAYS_FROM members) answers as the list forms do: physics' decision, gap and witnesses
+    in order, the naive order, and the arrival order with its certainty, on drawn claims of every shape."""
+    from tempotrace_sdk.analysis import claims_arrays
+
+    rng = random.Random("claims-arrays")
+    seen: set[Any] = set()
+    for _ in range(400):
+        n = rng.choice((claims_arrays.ARRAYS_FROM, 70, 130))
+        ordered = rng.random() < 0.7
+        usable, honest = ordered and rng.random() < 0.6, rng.random() < 0.5
+        clean = usable and honest
+        ranks = sorted(rng.sample(range(4096), n))
+        members = [_large_member(rng, r, ordered, usable, honest) for r in ranks]
+        shape = rng.choice((ALL, ALL, ROOT_START, ROOT_END))
+        starts, ends = required(members, ranks, shape, rng.choice(ranks))
+        starts, ends = ([i for i in starts if len(ends) > 1 or ends[0] != i],
+                        [j for j in ends if len(starts) > 1 or starts[0] != j])
+        if not starts or not ends:
+            continue
+        if clean and rng.random() < 0.3:  # one end touching the latest start interval of another member: silent
+            his = {i: (members[i].start.ptp_ns or 0) + members[i].start.uncertainty_ns for i in starts}
+            reach = max(starts, key=his.__getitem__)
+            hi = his[reach]
+            j = next(j for j in ends if j != reach)
+            members[j] = msgspec.structs.replace(members[j], end=Stamp(hi + 20, 20, "OK"))
+        extra = rng.choice((0, 0, 150))
+        start_stamps = [members[i].start for i in starts]
+        end_stamps = [members[j].end or Stamp(None) for j in ends]
+        got = (claims_arrays.physics_arrays(starts, ends, start_stamps, end_stamps, extra),
+               claims_arrays.naive_arrays(members, starts, ends), claims_arrays.arrival_arrays(members, ranks, extra))
+        with monkeypatch.context() as m:
+            m.setattr(claims, "ARRAYS_FROM", 1 << 30)
+            want = (absolute_physics(starts, ends, start_stamps, end_stamps, extra),
+                    claims._naive(members, starts, ends), claims.arrival(members, ranks, extra))
+        assert got == want, (shape, ordered, extra)
+        physics = want[0]
+        seen.add((None if physics is None else physics[0].relation, want[1], want[2][1]))
+    relations = {r for r, _, _ in seen}
+    assert relations == {None, Relation.BEFORE, Relation.AFTER}, seen
+    assert {naive for _, naive, _ in seen} == {-1, 0, 1} and {c for _, _, c in seen} == {True, False}
+
+
+def test_large_claims_with_times_past_2_62_are_declined() -> None:
+    """int64 sums could overflow past 2^62 ns: the arrays decline and the list forms answer."""
+    from tempotrace_sdk.analysis import claims_arrays
+    from tempotrace_sdk.analysis.claims_arrays import Declined
+
+    late = 1 << 62
+    members = [SpanRecord(f"{1:032x}", f"{r + 1:016x}", "", "torch.all_reduce", 1, "h", Stamp(late + r, 20, "OK"),
+                          Stamp(late + 10_000 + r, 20, "OK"), late, late + 1, rank=r,
+                          torch=TorchOp("all_reduce", "0-99", r, 0)) for r in range(100)]
+    ranks = list(range(100))
+    stamps = [m.start for m in members], [m.end or Stamp(None) for m in members]
+    for call in (lambda: claims_arrays.physics_arrays(ranks, ranks, *stamps, 0),
+                 lambda: claims_arrays.naive_arrays(members, ranks, ranks),
+                 lambda: claims_arrays.arrival_arrays(members, ranks, 0)):
+        with pytest.raises(Declined):
+            call()
+    claim = decide_claim(members, ranks, ranks, ranks)
+    assert claim is not None and claim.decision.relation is Relation.BEFORE and claim.naive == -1
+    assert claims.arrival(members, ranks) == (ranks, False)
+
+
+def test_the_naive_order_of_a_large_claim_pairs_the_latest_starter_with_the_next_latest() -> None:
+    """The latest start's own end is compared with the next latest start: here member 0 starts last (100), the
+    next latest is member 63 (63), and member 0's end at 62 reads before it: an inversion (1)."""
+    from tempotrace_sdk.analysis import claims_arrays
+
+    n = 64
+
+    def member(r: int) -> SpanRecord:
+        start, end = Stamp(T0 + (100 if r == 0 else r), 0, "OK"), Stamp(T0 + (62 if r == 0 else 1000), 0, "OK")
+        return SpanRecord(f"{1:032x}", f"{r + 1:016x}", "", "torch.all_reduce", 1, "h", start, end, 0, 0, rank=r,
+                          torch=TorchOp("all_reduce", "0-63", r, 0))
+    members = [member(r) for r in range(n)]
+    ranks = list(range(n))
+    assert claims_arrays.naive_arrays(members, ranks, ranks) == 1
