@@ -4,8 +4,9 @@ stamps without a host clock domain.
 
 A 2,048-rank collective costs those functions a few Python steps per member (7-8 µs a member together); here
 a member costs the gathering of its fields into lists, and the rest is a handful of array expressions. Each
-function raises ``Declined`` where it cannot answer exactly (a time at or beyond 2^62 ns, where int64 sums could
-overflow, or a missing time the list form would skip): the caller then asks the list form.
+function raises ``Declined`` where it cannot answer exactly (a time at or beyond 2^62 ns or a topology extra near
+it, where int64 sums could overflow, or a missing time the list form would skip): the caller then asks the list
+form.
 test_analysis_claims.py checks each against its list form on drawn claims.
 """
 
@@ -23,7 +24,11 @@ __all__ = ["ARRAYS_FROM", "Declined", "arrival_arrays", "naive_arrays", "physics
 
 #: Members from which a claim is decided by these arrays: below, the list forms cost less than making arrays.
 ARRAYS_FROM = 64
+#: Readings and times in [0, 2^62) ns and a topology extra below 2^62 - 2^17 keep every sum below within int64
+#: (a reading near 2^62 against one near 0 with the largest extra still fits; only usable stamps' bounds, below
+#: 65,535 ns, enter a sum).
 _SAFE = 1 << 62
+_EXTRA_MAX = _SAFE - (1 << 17)
 _UNKNOWN = "UNKNOWN"
 
 Witness = tuple[int, int, int]
@@ -39,11 +44,14 @@ class _Readings:
     def __init__(self, stamps: Sequence[Stamp]) -> None:
         ptp = [s.ptp_ns for s in stamps]
         have = [p is not None for p in ptp]
-        self.ptp = np.array([p if p is not None else 0 for p in ptp], dtype=np.int64)
-        self.unc = np.array([s.uncertainty_ns for s in stamps], dtype=np.int64)
+        try:
+            self.ptp = np.array([p if p is not None else 0 for p in ptp], dtype=np.int64)
+            self.unc = np.array([s.uncertainty_ns for s in stamps], dtype=np.int64)
+        except OverflowError:
+            raise Declined from None
         self.usable = np.array(have, dtype=bool) & ~np.array([s.degraded for s in stamps], dtype=bool) & \
             ~np.array([s.quality == _UNKNOWN for s in stamps], dtype=bool) & (self.unc < UNCERTAINTY_SATURATED)
-        if len(ptp) and int(self.ptp.max()) >= _SAFE:
+        if len(ptp) and not 0 <= int(self.ptp.min()) <= int(self.ptp.max()) < _SAFE:
             raise Declined
 
 
@@ -72,7 +80,7 @@ def _gap(pa: np.ndarray, ua: np.ndarray, pb: np.ndarray, ub: np.ndarray, extra: 
 def physics_arrays(starts: list[int], ends: list[int], start_stamps: list[Stamp], end_stamps: list[Stamp],
                    extra: int) -> tuple[Decision, list[Witness]] | None:
     """``absolute_physics`` (same arguments, same answer, witnesses in its order)."""
-    if not 0 <= extra < _SAFE:
+    if not 0 <= extra < _EXTRA_MAX:
         raise Declined
     s, e = _Readings(start_stamps), _Readings(end_stamps)
     s_member, e_member = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
@@ -109,7 +117,10 @@ def _times(values: list[int | None]) -> np.ndarray:
     """int64 times; Declined when one is missing or at or beyond 2^62 ns."""
     if None in values:
         raise Declined
-    out = np.array(values, dtype=np.uint64)
+    try:
+        out = np.array(values, dtype=np.uint64)
+    except OverflowError:  # (a negative time: beyond what a span table or OTLP JSON holds)
+        raise Declined from None
     if len(out) and int(out.max()) >= _SAFE:
         raise Declined
     return out.astype(np.int64)
@@ -139,7 +150,7 @@ def naive_arrays(members: Sequence[SpanRecord], starts: list[int], ends: list[in
 
 def arrival_arrays(members: Sequence[SpanRecord], ranks: Sequence[int], extra: int) -> tuple[list[int], bool]:
     """``claims.arrival`` for members whose starts name no domain."""
-    if not 0 <= extra < _SAFE:
+    if not 0 <= extra < _EXTRA_MAX:
         raise Declined
     starts = [m.start for m in members]
     tai: list[int | None] = [s.ptp_ns for s in starts]

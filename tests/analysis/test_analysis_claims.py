@@ -321,3 +321,28 @@ def test_the_naive_order_of_a_large_claim_pairs_the_latest_starter_with_the_next
     members = [member(r) for r in range(n)]
     ranks = list(range(n))
     assert claims_arrays.naive_arrays(members, ranks, ranks) == 1
+
+
+def test_large_claims_whose_sums_could_overflow_int64_are_declined() -> None:
+    """Readings 2^62 apart and a topology extra near 2^62 (a broken topology file): the sums would wrap in int64,
+    so the arrays decline and the claim is decided by the list forms (physics silent here, not BEFORE)."""
+    from tempotrace_sdk.analysis import claims_arrays
+    from tempotrace_sdk.analysis.claims_arrays import Declined
+
+    n = 64
+    members = [SpanRecord(f"{1:032x}", f"{r + 1:016x}", "", "torch.all_reduce", 1, "h",
+                          Stamp((1 << 62) - 1, 65534, "OK"), Stamp(0, 65534, "OK"), 0, 0, rank=r,
+                          torch=TorchOp("all_reduce", "0-63", r, 0)) for r in range(n)]
+    ranks, extra = list(range(n)), (1 << 62) - 1
+    stamps = [m.start for m in members], [m.end or Stamp(None) for m in members]
+    with pytest.raises(Declined):
+        claims_arrays.physics_arrays(ranks, ranks, *stamps, extra)
+    with pytest.raises(Declined):
+        claims_arrays.arrival_arrays(members, ranks, extra)
+    claim = decide_claim(members, ranks, ranks, ranks, extra)
+    assert claim is not None and claim.decision.method is not Method.PHYSICS
+    assert claims._physics(members, ranks, ranks, extra) == absolute_physics(ranks, ranks, *stamps, extra) is None
+    # a negative reading (no input holds one; a Stamp may): declined too, not wrapped
+    negative = [msgspec.structs.replace(m, start=Stamp(-(1 << 62) - 5, 20, "OK")) for m in members]
+    with pytest.raises(Declined):
+        claims_arrays.physics_arrays(ranks, ranks, [m.start for m in negative], stamps[1], 0)

@@ -40,7 +40,7 @@ def test_the_extremes_and_a_large_column_agree_with_span_mask() -> None:
 
 
 @pytest.mark.parametrize("bad", ["abc", "0123456789abcdeg", "0123456789abcdef0", "0123456789abcdef01",
-                                 " 123456789abcdef"])
+                                 " 123456789abcdef", "0123456789ab    ", "01234567 89abcde"])
 def test_an_id_not_of_16_hex_digits_goes_to_span_mask(bad: str) -> None:
     """own_masks declines (None); own_sketches then asks span_mask: what the reference gets, bits or refusal."""
     assert own_masks([bad], [""], [0]) is None

@@ -59,6 +59,8 @@ def _words(ids: list[str]) -> np.ndarray | None:
         raw = bytes.fromhex("".join(ids))
     except ValueError:
         return None
+    if len(raw) != 8 * len(ids):  # fromhex skips whitespace: "0123456789ab    " is 6 bytes
+        return None
     h1, h2 = _hashes(raw)
     n = len(ids)
     words = np.zeros((n, 4), dtype=np.uint64)
