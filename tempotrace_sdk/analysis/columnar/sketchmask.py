@@ -53,7 +53,7 @@ def _hashes(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
 def _words(ids: list[str]) -> np.ndarray | None:
     """Each id's sketch bits as 4 uint64 words, the most significant first; None unless every id is 16 hex
     digits."""
-    if any(len(x) != 16 for x in ids):
+    if ids and set(map(len, ids)) != {16}:
         return None
     try:
         raw = bytes.fromhex("".join(ids))
