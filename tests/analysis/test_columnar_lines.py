@@ -23,7 +23,7 @@ from tempotrace_sdk.analysis.otlp import BadLine, LineResult, decode_line
 
 from .enginegen import drawn_trace
 from .otlpgen import kv, line, loss_line, span, stamp
-from .torchgen import TorchJob
+from .torchgen import TorchJob, p2p_span
 from .tracegen import write_trace
 
 STAMPS = "tempotrace.stamps"
@@ -221,6 +221,28 @@ def test_the_exporters_lines_are_made_from_columns(tmp_path: Path, monkeypatch: 
     called = _spied(monkeypatch)
     decode_block([(i, t.encode()) for i, t in enumerate(texts, 1)], 0)
     assert called == []
+    assert_same(texts)
+
+
+def test_point_to_point_ops_are_made_from_columns_as_the_reference_makes_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sends and receives: a receive carrying its sender's record (a bound other than the default, a counter),
+    one whose record has no reading, one marked ambiguous, one with neither; every TorchOp field as the
+    reference reads it, and from columns."""
+    kw: dict[str, Any] = {"group": "0-1", "u": 300}
+    spans = [p2p_span("send", 0, 1, 0, 10, seq=0, lts=1, end_lts=2, **kw),
+             p2p_span("recv", 1, 0, 0, 20, seq=0, lts=1, end_lts=2, record={"ptp": 5, "u": 777, "lts": 9,
+                                                                            "span": 0x10_0001}, **kw),
+             p2p_span("recv", 1, 0, 30, 40, seq=1, lts=3, end_lts=4, torch_p2p_ambiguous=True, **kw),
+             p2p_span("recv", 1, 0, 50, 60, seq=2, lts=5, end_lts=6, **kw)]
+    lts_only = p2p_span("recv", 1, 0, 70, 80, seq=3, record={"ptp": 0, "lts": 11, "span": 0x10_0004}, **kw)
+    lts_only["attributes"] = [a for a in lts_only["attributes"] if a["key"] != "tempotrace.torch.remote.ptp_ns"]
+    texts = [line([*spans, lts_only])]
+    called = _spied(monkeypatch)
+    out = decode_block([(1, texts[0].encode())], 0)
+    assert called == []
+    ops = [r.torch for r in out[0].records]  # type: ignore[union-attr]
+    assert ops[1] is not None and ops[1].remote is not None and ops[1].remote.uncertainty_ns == 777
+    assert ops[2] is not None and ops[2].ambiguous and ops[4] is not None and ops[4].remote is not None
     assert_same(texts)
 
 

@@ -159,6 +159,12 @@ _SENDS = (S.SEND_LTS, S.SEND_PTP_NS, S.SEND_UNCERTAINTY_NS)
 _DOMAIN = (S.CLOCK_DOMAIN, S.CLOCK_EPOCH_NS, S.CLOCK_EPOCH_BOUND_NS, S.CLOCK_READ_NS)
 
 
+#: torch_ops' columns in TorchOp's order (the sender's record's four where TorchOp has its Stamp)
+_TORCH_COLUMNS = ("op", "group", "group_rank", "seq", "root", "completion", "src", "dst", "tag", "p2p_seq",
+                  "recv_lts", "recv_missing", "recv_sketch", "remote.ptp_ns", "remote.uncertainty_ns",
+                  "remote.clk_quality", "remote.lts", "remote_span", "ambiguous")
+
+
 class Records:
     """The records of a table's clean rows (a decode.SpanColumns table, or a span table's in that shape), made from
     its columns: the values of every row first (each kind only where a row has one), then one SpanRecord a row,
@@ -262,15 +268,13 @@ class Records:
         index = pa.array(rows)
         t = {name: (_shared(col.take(index)) if pa.types.is_string(col.type) else col.take(index).to_pylist())
              for name, col in ops.items()}
-        for k, i in enumerate(rows.tolist()):
-            rptp, rlts = t["remote.ptp_ns"][k], t["remote.lts"][k]
-            remote = None if rptp is None and rlts is None else Stamp(
-                rptp, t["remote.uncertainty_ns"][k], t["remote.clk_quality"][k], rlts)
-            missing = t["recv_missing"][k]
-            out[i] = TorchOp(t["op"][k], t["group"][k], t["group_rank"][k], t["seq"][k], t["root"][k],
-                             t["completion"][k], t["src"][k], t["dst"][k], t["tag"][k], t["p2p_seq"][k],
-                             t["recv_lts"][k], tuple(missing) if missing else (), _hex_int(t["recv_sketch"][k]),
-                             remote, t["remote_span"][k], t["ambiguous"][k] is True)
+        fields = zip(*(t[name] for name in _TORCH_COLUMNS), strict=True)
+        for i, (op, group, group_rank, seq, root, completion, src, dst, tag, p2p_seq, recv_lts, missing, sketch,
+                rptp, runc, rqual, rlts, remote_span, ambiguous) in zip(rows.tolist(), fields, strict=True):
+            remote = None if rptp is None and rlts is None else Stamp(rptp, runc, rqual, rlts)
+            out[i] = TorchOp(op, group, group_rank, seq, root, completion, src, dst, tag, p2p_seq, recv_lts,
+                             tuple(missing) if missing else (), None if sketch is None else int(sketch, 16),
+                             remote, remote_span, ambiguous is True)
 
     @staticmethod
     def _dumps(steps: dict[str, pa.ChunkedArray], rows: np.ndarray, out: list[DumpInfo | None]) -> None:
