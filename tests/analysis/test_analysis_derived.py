@@ -194,16 +194,27 @@ def test_a_run_past_the_cap_leaves_its_later_edges_undecided(tmp_path: Path, mon
     assert e["decided"]["undecided"] == d["derived"]["beyond_limit"] and e["wrong_total"] == 0
 
 
+def _assert_split_agrees(path: str, one: dict[str, Any], jobs: int, **kw: Any) -> None:
+    """``--jobs`` gives ``one``, the single process's report (its elapsed time aside)."""
+    split = analyze(path, jobs=jobs, **kw).to_dict()
+    one.pop("elapsed_s")
+    split.pop("elapsed_s")
+    assert split == one
+
+
+def _past_the_horizon(path: Path, first: list[dict[str, Any]], later: list[dict[str, Any]]) -> str:
+    """``first``, 5,000 spans of other traces (beyond the hop horizon of a 1,000-span window: 4,096), ``later``."""
+    filler = [span(0xF000 + i, 0xF0000 + i, name="other") for i in range(5000)]
+    return write(str(path), first + filler + later, per_line=64)
+
+
 def test_split_runs_give_one_processs_report(tmp_path: Path) -> None:
     """§5.3: derived runs are per trace and formed by positions only: --jobs gives the same report, with a window
     small enough that steps are analysed in parts."""
     path = Pipeline(ranks=4, steps=4, u=NTP, liar=3, liar_ns=400 * US).write(str(tmp_path / "s.jsonl"))
     one = analyze(path, window_spans=8).to_dict()
     assert one["trace_parts"] > one["traces"] and one["edges"]["decided"]["derived"] > 0
-    split = analyze(path, window_spans=8, jobs=3).to_dict()
-    one.pop("elapsed_s")
-    split.pop("elapsed_s")
-    assert split == one
+    _assert_split_agrees(path, one, 3, window_spans=8)
 
 
 @pytest.mark.slow
@@ -230,15 +241,11 @@ def test_a_trace_quiet_longer_than_the_hop_horizon_is_two_runs(tmp_path: Path) -
              p2p_span("recv", 1, 0, 0, 20, seq=0, sid=0xB0, lts=1, end_lts=2, **kw)]
     later = [p2p_span("send", 0, 1, 60, 70, seq=1, sid=0xA1, lts=3, end_lts=4, **kw),
              p2p_span("recv", 1, 0, 50, 80, seq=1, sid=0xB1, lts=3, end_lts=4, **kw)]
-    filler = [span(0xF000 + i, 0xF0000 + i, name="other") for i in range(5000)]
-    path = write(str(tmp_path / "gap.jsonl"), first + filler + later, per_line=64)
+    path = _past_the_horizon(tmp_path / "gap.jsonl", first, later)
     d = analyze(path, window_spans=1000).to_dict()
     assert d["limits"]["hop_horizon"] == 4096 and d["p2p"]["matched"] == 2
     assert d["derived"]["runs"] == 2 and d["edges"]["decided"]["derived"] == 2
-    split = analyze(path, window_spans=1000, jobs=2).to_dict()
-    d.pop("elapsed_s")
-    split.pop("elapsed_s")
-    assert split == d
+    _assert_split_agrees(path, d, 2, window_spans=1000)
 
 
 def test_a_collective_finished_after_its_trace_moved_on_is_derived_in_its_own_run(tmp_path: Path) -> None:
@@ -249,15 +256,11 @@ def test_a_collective_finished_after_its_trace_moved_on_is_derived_in_its_own_ru
     first = [op_span(0, 0, 1000, group="0-2", sid=0xA0, **kw), op_span(1, 0, 1000, group="0-2", sid=0xB0, **kw)]
     later = [p2p_span("send", 0, 1, 60, 70, seq=1, sid=0xA1, lts=3, end_lts=4, group="0-1", **kw),
              p2p_span("recv", 1, 0, 50, 80, seq=1, sid=0xB1, lts=3, end_lts=4, group="0-1", **kw)]
-    filler = [span(0xF000 + i, 0xF0000 + i, name="other") for i in range(5000)]
-    path = write(str(tmp_path / "late.jsonl"), first + filler + later, per_line=64)
+    path = _past_the_horizon(tmp_path / "late.jsonl", first, later)
     d = analyze(path, window_spans=1000).to_dict()
     assert d["collective_counts"]["incomplete"] == 1 and d["p2p"]["matched"] == 1
     assert d["derived"]["runs"] == 2 and d["edges"]["decided"]["derived"] == 2
-    split = analyze(path, window_spans=1000, jobs=2).to_dict()
-    d.pop("elapsed_s")
-    split.pop("elapsed_s")
-    assert split == d
+    _assert_split_agrees(path, d, 2, window_spans=1000)
 
 
 @pytest.mark.slow
