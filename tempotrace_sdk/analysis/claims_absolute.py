@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..wire.layout import UNCERTAINTY_SATURATED
 from .events import Stamp
-from .order import Decision, Method, Relation
+from .order import Decision, Method, Relation, interval_gap
 
 __all__ = ["absolute_physics"]
 
@@ -49,15 +49,6 @@ def _other(top: tuple[_Entry | None, _Entry | None], member: int) -> _Entry | No
     return first if first is not None and first[1] != member else second
 
 
-def _gap(pa: int, ua: int, pb: int, ub: int, extra: int) -> int:
-    """order.physics_gap for two usable stamps without domains."""
-    gap = (pb - ub) - (pa + ua) - extra
-    if gap > 0:
-        return gap
-    gap = (pa - ua) - (pb + ub) - extra
-    return -gap if gap > 0 else 0
-
-
 def absolute_physics(starts: list[int], ends: list[int], start_stamps: list[Stamp], end_stamps: list[Stamp],
                      extra: int) -> tuple[Decision, list[Witness]] | None:
     """``claims._physics`` where no stamp has a domain: ``start_stamps[k]`` is member ``starts[k]``'s start,
@@ -71,11 +62,11 @@ def absolute_physics(starts: list[int], ends: list[int], start_stamps: list[Stam
     earliest = _top2([(-(p + u), j, p, u) for j, p, u in use_e])
     for j, pb, ub in use_e:
         best = _other(latest, j)
-        if best is not None and (gap := _gap(best[2], best[3], pb, ub, extra)) < 0:
+        if best is not None and (gap := interval_gap(best[2], best[3], pb, ub, extra)) < 0:
             found[(best[1], j)] = -gap
     for i, pa, ua in use_s:
         best = _other(earliest, i)
-        if best is not None and (gap := _gap(pa, ua, best[2], best[3], extra)) < 0:
+        if best is not None and (gap := interval_gap(pa, ua, best[2], best[3], extra)) < 0:
             found[(i, best[1])] = -gap
     if found:
         witnesses = [(i, j, excess) for (i, j), excess in found.items()]
@@ -87,7 +78,7 @@ def absolute_physics(starts: list[int], ends: list[int], start_stamps: list[Stam
     for j, pb, ub in use_e:
         best = _other(reach, j)
         assert best is not None  # every end has a partner
-        gap = _gap(best[2], best[3], pb, ub, extra)
+        gap = interval_gap(best[2], best[3], pb, ub, extra)
         if gap <= 0:
             return None
         room = gap if room is None else min(room, gap)

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..wire.layout import UNCERTAINTY_SATURATED
 from .events import NO_STAMP, SpanRecord, Stamp
-from .order import Decision, Method, Relation
+from .order import Decision, Method, Relation, interval_gaps
+from .stamparrays import SAFE, StampArrays, times
 
 __all__ = ["ARRAYS_FROM", "Declined", "arrival_arrays", "naive_arrays", "physics_arrays"]
 
@@ -27,9 +27,7 @@ ARRAYS_FROM = 64
 #: Readings and times in [0, 2^62) ns and a topology extra below 2^62 - 2^17 keep every sum below within int64
 #: (a reading near 2^62 against one near 0 with the largest extra still fits; only usable stamps' bounds, below
 #: 65,535 ns, enter a sum).
-_SAFE = 1 << 62
-_EXTRA_MAX = _SAFE - (1 << 17)
-_UNKNOWN = "UNKNOWN"
+_EXTRA_MAX = SAFE - (1 << 17)
 
 Witness = tuple[int, int, int]
 
@@ -38,21 +36,15 @@ class Declined(Exception):
     """These arrays cannot answer this claim exactly: the list form does."""
 
 
-class _Readings:
-    """Stamps as arrays: reading (0 where none), bound, and whether order.stamp_usable accepts each."""
-
-    def __init__(self, stamps: Sequence[Stamp]) -> None:
-        ptp = [s.ptp_ns for s in stamps]
-        have = [p is not None for p in ptp]
-        try:
-            self.ptp = np.array([p if p is not None else 0 for p in ptp], dtype=np.int64)
-            self.unc = np.array([s.uncertainty_ns for s in stamps], dtype=np.int64)
-        except OverflowError:
-            raise Declined from None
-        self.usable = np.array(have, dtype=bool) & ~np.array([s.degraded for s in stamps], dtype=bool) & \
-            ~np.array([s.quality == _UNKNOWN for s in stamps], dtype=bool) & (self.unc < UNCERTAINTY_SATURATED)
-        if len(ptp) and not 0 <= int(self.ptp.min()) <= int(self.ptp.max()) < _SAFE:
-            raise Declined
+def _readings(stamps: Sequence[Stamp]) -> StampArrays:
+    """The stamps as arrays; Declined where a reading lies outside [0, 2^62) ns."""
+    try:
+        out = StampArrays(stamps)
+    except OverflowError:
+        raise Declined from None
+    if not out.safe():
+        raise Declined
+    return out
 
 
 def _top2(value: np.ndarray, member: np.ndarray) -> tuple[int, int | None]:
@@ -70,21 +62,14 @@ def _other(top: tuple[int, int | None], member: np.ndarray, of: np.ndarray) -> t
     return at, at >= 0
 
 
-def _gap(pa: np.ndarray, ua: np.ndarray, pb: np.ndarray, ub: np.ndarray, extra: int) -> np.ndarray:
-    """order.physics_gap of usable stamps without domains, elementwise."""
-    after = (pb - ub) - (pa + ua) - extra
-    before = (pa - ua) - (pb + ub) - extra
-    return np.where(after > 0, after, np.where(before > 0, -before, 0))
-
-
 def physics_arrays(starts: list[int], ends: list[int], start_stamps: list[Stamp], end_stamps: list[Stamp],
                    extra: int) -> tuple[Decision, list[Witness]] | None:
     """``absolute_physics`` (same arguments, same answer, witnesses in its order)."""
     if not 0 <= extra < _EXTRA_MAX:
         raise Declined
-    s, e = _Readings(start_stamps), _Readings(end_stamps)
+    s, e = _readings(start_stamps), _readings(end_stamps)
     s_member, e_member = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
-    us, ue = np.flatnonzero(s.usable), np.flatnonzero(e.usable)
+    us, ue = np.flatnonzero(s.usable()), np.flatnonzero(e.usable())
     found: dict[tuple[int, int], int] = {}
     if len(us) and len(ue):
         sp, su, sm = s.ptp[us], s.unc[us], s_member[us]
@@ -92,12 +77,12 @@ def physics_arrays(starts: list[int], ends: list[int], start_stamps: list[Stamp]
         latest, earliest = _top2(sp - su, sm), _top2(-(ep + eu), em)
         # each usable end against the usable start lying furthest after it
         at, has = _other(latest, sm, em)
-        gap = _gap(sp[at], su[at], ep, eu, extra)
+        gap = interval_gaps(sp[at], su[at], ep, eu, extra)
         for k in np.flatnonzero(has & (gap < 0)).tolist():
             found[(int(sm[at[k]]), int(em[k]))] = -int(gap[k])
         # each usable start against the usable end lying furthest before it
         at, has = _other(earliest, em, sm)
-        gap = _gap(sp, su, ep[at], eu[at], extra)
+        gap = interval_gaps(sp, su, ep[at], eu[at], extra)
         for k in np.flatnonzero(has & (gap < 0)).tolist():
             found.setdefault((int(sm[k]), int(em[at[k]])), -int(gap[k]))
     if found:
@@ -107,23 +92,18 @@ def physics_arrays(starts: list[int], ends: list[int], start_stamps: list[Stamp]
         return None  # a member physics cannot use: silent on its pairs
     at, has = _other(_top2(s.ptp + s.unc, s_member), s_member, e_member)
     assert has.all()  # every end has a partner
-    gap = _gap(s.ptp[at], s.unc[at], e.ptp, e.unc, extra)
+    gap = interval_gaps(s.ptp[at], s.unc[at], e.ptp, e.unc, extra)
     if (gap <= 0).any():
         return None
     return Decision(Relation.BEFORE, Method.PHYSICS, 1.0, 0.0, int(gap.min())), []
 
 
-def _times(values: list[int | None]) -> np.ndarray:
-    """int64 times; Declined when one is missing or at or beyond 2^62 ns."""
-    if None in values:
+def _times(values: Sequence[int | None]) -> np.ndarray:
+    """stamparrays.times; Declined where it has none."""
+    out = times(values)
+    if out is None:
         raise Declined
-    try:
-        out = np.array(values, dtype=np.uint64)
-    except OverflowError:  # (a negative time: beyond what a span table or OTLP JSON holds)
-        raise Declined from None
-    if len(out) and int(out.max()) >= _SAFE:
-        raise Declined
-    return out.astype(np.int64)
+    return out
 
 
 def naive_arrays(members: Sequence[SpanRecord], starts: list[int], ends: list[int]) -> int | None:
@@ -158,10 +138,11 @@ def arrival_arrays(members: Sequence[SpanRecord], ranks: Sequence[int], extra: i
     order = np.lexsort((np.array(ranks, dtype=np.int64), times))
     if len(order) < 2:
         return order.tolist(), False
-    r = _Readings(starts)
+    r = _readings(starts)
     last = int(order[-1])
     before = order[:-1]
-    if not r.usable[last] or not r.usable[before].all():
+    usable = r.usable()
+    if not usable[last] or not usable[before].all():
         return order.tolist(), False
-    gap = (r.ptp[last] - r.unc[last]) - (r.ptp[before] + r.unc[before]) - extra
+    gap = interval_gaps(r.ptp[before], r.unc[before], r.ptp[last], r.unc[last], extra)
     return order.tolist(), bool((gap > 0).all())

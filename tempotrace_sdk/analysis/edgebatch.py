@@ -13,9 +13,8 @@ a time at or beyond 2^62 ns (int64 arithmetic could overflow) is counted pair by
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,7 +22,8 @@ from ..wire.layout import LTS_MAX, UNCERTAINTY_SATURATED
 from .clockdomain import claimed_bounds
 from .edges import end_edge
 from .events import NO_STAMP, SpanRecord, Stamp
-from .order import physics_gap, physics_silence, span_mask
+from .order import interval_gaps, physics_gap, physics_silence, span_mask
+from .stamparrays import SAFE, StampArrays, times
 
 if TYPE_CHECKING:
     from .edges import EdgeJudge
@@ -32,44 +32,7 @@ __all__ = ["BATCH", "ParentChildBatch"]
 
 #: pairs per flush: arrays long enough to pay for themselves, short enough to hold no more records than a part
 BATCH = 4096
-_SAFE = 1 << 62  # times at or beyond: the batch goes pair by pair (no int64 overflow in the sums below)
 _CLOCK, _START_NS, _END_NS = attrgetter("clock"), attrgetter("otel_start_ns"), attrgetter("otel_end_ns")
-
-
-def _ints(values: list[int | None]) -> np.ndarray:
-    """int64 values, -1 for None (readings and counters are never negative)."""
-    if None in values:
-        values = [-1 if v is None else v for v in values]
-    return np.array(values, dtype=np.int64)
-
-
-class _Side:
-    """One side's stamps as arrays: reading (-1: none), bound, UNKNOWN quality, degraded, Lamport value (-1:
-    none), domain."""
-
-    def __init__(self, stamps: Sequence[Stamp]) -> None:
-        self.stamps = stamps
-        # one comprehension a field: a quarter of the cost of transposing the stamps with zip(*...)
-        self.ptp = _ints([s.ptp_ns for s in stamps])
-        self.unc = np.array([s.uncertainty_ns for s in stamps], dtype=np.int64)
-        self.unknown = np.array([s.quality == "UNKNOWN" for s in stamps], dtype=bool)
-        self.degraded = np.array([s.degraded for s in stamps], dtype=bool)
-        self.lts = _ints([s.lts for s in stamps])
-        self.domain: list[Any] = [s.domain for s in stamps]
-        self.domains = self.domain.count(None) != len(stamps)
-
-    def reading(self) -> np.ndarray:
-        return self.ptp >= 0
-
-    def safe(self) -> bool:
-        """No reading at or beyond 2^62 ns (the sums below stay within int64)."""
-        return not len(self.ptp) or int(self.ptp.max()) < _SAFE
-
-
-def _times(values: list[int]) -> np.ndarray | None:
-    """Span times as int64, None when one is at or beyond 2^62 ns."""
-    out = np.array(values, dtype=np.uint64)
-    return None if len(out) and int(out.max()) >= _SAFE else out.astype(np.int64)
 
 
 class ParentChildBatch:
@@ -115,8 +78,8 @@ class ParentChildBatch:
         """EdgeJudge._edge and, where physics is silent, ``_logical``, for each pair a[k] -> b[k] (``starts``:
         both events are span starts, so SVC may decide; ``unmerged``: a's Lamport value is not used). False,
         counting nothing, when a time is at or beyond 2^62 ns: the caller counts those pairs one by one."""
-        sa, sb = _Side(stamps_a), _Side(stamps_b)
-        ra, rb = _times(raw_a), _times(raw_b)
+        sa, sb = StampArrays(stamps_a), StampArrays(stamps_b)
+        ra, rb = times(raw_a), times(raw_b)
         extra = self._extra(a, b)
         if ra is None or rb is None or not sa.safe() or not sb.safe() or extra is None:
             return False
@@ -165,26 +128,23 @@ class ParentChildBatch:
             got = known.get(key)
             if got is None:
                 got = known[key] = judge.topology.extra_ns(x.host, y.host)
-                if got >= _SAFE:
+                if got >= SAFE:
                     return None
             values.append(got)
         return np.array(values, dtype=np.int64)
 
-    def _physics(self, sa: _Side, sb: _Side, extra: np.ndarray | int) -> np.ndarray:
+    def _physics(self, sa: StampArrays, sb: StampArrays, extra: np.ndarray | int) -> np.ndarray:
         """order.physics_gap of every pair, ``extra`` its topology extra."""
         n = len(sa.stamps)
-        usable = (sa.reading() & sb.reading() & ~sa.degraded & ~sb.degraded & ~sa.unknown & ~sb.unknown
-                  & (sa.unc < UNCERTAINTY_SATURATED) & (sb.unc < UNCERTAINTY_SATURATED))
-        after_room = (sb.ptp - sb.unc) - (sa.ptp + sa.unc) - extra
-        before_room = (sa.ptp - sa.unc) - (sb.ptp + sb.unc) - extra
-        gap = np.where(usable & (after_room > 0), after_room, np.where(usable & (before_room > 0), -before_room, 0))
+        usable = sa.usable() & sb.usable()
+        gap = np.where(usable, interval_gaps(sa.ptp, sa.unc, sb.ptp, sb.unc, extra), 0)
         # readings both in a host clock domain: by their difference first, the one definition decides
         for k in range(n) if sa.domains and sb.domains else ():
             if sa.domain[k] is not None and sb.domain[k] is not None:
                 gap[k] = physics_gap(sa.stamps[k], sb.stamps[k], 0 if isinstance(extra, int) else int(extra[k]))
         return gap
 
-    def _silences(self, sa: _Side, sb: _Side, silent: np.ndarray) -> None:
+    def _silences(self, sa: StampArrays, sb: StampArrays, silent: np.ndarray) -> None:
         """Why physics was silent (order.physics_silence), counted by reason."""
         out = self.judge.counts.physics_silent
         no_reading = silent & ~(sa.reading() & sb.reading())
@@ -209,7 +169,7 @@ class ParentChildBatch:
             if count:
                 out[reason] = out.get(reason, 0) + count
 
-    def _logical(self, sa: _Side, sb: _Side, a: list[SpanRecord], b: list[SpanRecord], clock_a: list[str],
+    def _logical(self, sa: StampArrays, sb: StampArrays, a: list[SpanRecord], b: list[SpanRecord], clock_a: list[str],
                  clock_b: list[str], silent: np.ndarray, unmerged: np.ndarray, starts: bool) -> None:
         """order.decide_logical of the silent pairs, counted as EdgeJudge.count_decision counts it."""
         judge = self.judge

@@ -145,7 +145,7 @@ def test_a_2048_rank_all_reduce_costs_o_n_decisions_and_no_pair_objects(monkeypa
     if not arrays:
         monkeypatch.setattr(claims, "ARRAYS_FROM", n + 1)
     monkeypatch.setattr(claims, "physics_gap", counted(physics_gap))
-    monkeypatch.setattr(claims_absolute, "_gap", counted(claims_absolute._gap))
+    monkeypatch.setattr(claims_absolute, "interval_gap", counted(claims_absolute.interval_gap))
     starts, ends = required(members, list(range(n)), ALL, None)
     tracemalloc.start()
     claim = decide_claim(members, list(range(n)), starts, ends)

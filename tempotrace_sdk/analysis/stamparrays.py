@@ -1,0 +1,71 @@
+"""Stamps and span times as numpy arrays, for the rules applied to many at once (spec/analysis.md §2.1, §5.6):
+the parent -> child edge batches (edgebatch.py) and large collectives' claims (claims_arrays.py).
+
+int64 sums of readings, bounds and a topology extra stay exact only while the readings do not come near
+2^63: a batch whose readings or times lie outside [0, 2^62) ns is left to the one-at-a-time rules, which
+Python's integers keep exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..wire.layout import UNCERTAINTY_SATURATED
+from .events import Stamp
+
+__all__ = ["SAFE", "StampArrays", "times"]
+
+#: readings and times from here on (or negative ones) are not put through int64 sums
+SAFE = 1 << 62
+_UNKNOWN = "UNKNOWN"
+
+
+def _ints(values: list[int | None]) -> np.ndarray:
+    """int64 values, -1 for None."""
+    if None in values:
+        values = [-1 if v is None else v for v in values]
+    return np.array(values, dtype=np.int64)
+
+
+class StampArrays:
+    """Stamps as arrays, one comprehension a field: reading (-1: none), bound, UNKNOWN quality, degraded, Lamport
+    value (-1: none), domain."""
+
+    def __init__(self, stamps: Sequence[Stamp]) -> None:
+        self.stamps = stamps
+        ptp = [s.ptp_ns for s in stamps]
+        self.have = np.array([p is not None for p in ptp], dtype=bool)
+        self.ptp = _ints(ptp)
+        self.unc = np.array([s.uncertainty_ns for s in stamps], dtype=np.int64)
+        self.unknown = np.array([s.quality == _UNKNOWN for s in stamps], dtype=bool)
+        self.degraded = np.array([s.degraded for s in stamps], dtype=bool)
+        self.lts = _ints([s.lts for s in stamps])
+        self.domain: list[Any] = [s.domain for s in stamps]
+        self.domains = self.domain.count(None) != len(stamps)
+
+    def reading(self) -> np.ndarray:
+        return self.have
+
+    def usable(self) -> np.ndarray:
+        """order.stamp_usable of each stamp, for stamps without a domain (a reading below 2^62 ns)."""
+        usable: np.ndarray = self.have & ~self.degraded & ~self.unknown & (self.unc < UNCERTAINTY_SATURATED)
+        return usable
+
+    def safe(self) -> bool:
+        """Every reading in [0, 2^62) ns."""
+        readings = self.ptp[self.have]
+        return not len(readings) or (int(readings.min()) >= 0 and int(readings.max()) < SAFE)
+
+
+def times(values: Sequence[int | None]) -> np.ndarray | None:
+    """Span times as int64; None when one is missing, negative or at or beyond 2^62 ns."""
+    if None in values:
+        return None
+    try:
+        out = np.array(values, dtype=np.uint64)
+    except OverflowError:  # (a negative time: beyond what a span table or OTLP JSON holds)
+        return None
+    return None if len(out) and int(out.max()) >= SAFE else out.astype(np.int64)
