@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SILENCE_REASONS", "Decision", "Method", "Relation", "decide", "decide_arrays", "decide_logical", "interval_gap",
-    "interval_gaps", "naive_order", "physics_gap", "physics_silence", "sketch_fp", "span_mask", "stamp_usable",
+    "interval_gaps", "naive_order", "own_mask", "physics_gap", "physics_silence", "sketch_fp", "span_mask",
+    "stamp_usable",
 ]
 
 
@@ -216,6 +217,12 @@ def _utc(tai_ns: int) -> int:
 def span_mask(span_id: str) -> int:
     """The sketch bits a span id (16 hex chars) sets, as an int (spec tt-ext-v3 §3.7)."""
     return int(_indices_and_mask(bytes.fromhex(span_id))[1])
+
+
+def own_mask(span_id: str, parent_id: str) -> int:
+    """The sketch bits a span without a recorded sketch is known to hold: its own id's and its parent's, when
+    it has one (values.build_record; columnar/sketchmask.py computes them for a column)."""
+    return span_mask(span_id) | span_mask(parent_id) if parent_id else span_mask(span_id)
 
 
 def sketch_fp(sketch: int) -> float:

@@ -38,7 +38,7 @@ from ..wire.layout import TENANT_MAX, UNCERTAINTY_SATURATED, ClockQuality, TsSou
 from .clockdomain import Domain, domain_of
 from .events import NO_STAMP, QUALITIES, DumpInfo, JobKey, Sends, SpanRecord, Stamp, TorchOp, clock_id
 from .groupkey import GROUP_KEY_PATTERN, MAX_GROUP, MAX_RANK, parse_key
-from .order import span_mask
+from .order import own_mask
 from .schema import BOOL, HEX, INT, INT64_MAX, INT_ARRAY, STRING, AttributeRuleError, Rule, Schema
 from .stampsread import Slots, thread_reader
 
@@ -374,7 +374,7 @@ def _from_slots(got: Slots, span_id: str, parent_id: str,
     if written is not None:
         sketch = int.from_bytes(written, "big")
     else:
-        sketch = span_mask(span_id) | span_mask(parent_id) if parent_id else span_mask(span_id)
+        sketch = own_mask(span_id, parent_id)
     return start, end, remote, recv, sends, sketch
 
 
@@ -406,5 +406,5 @@ def _from_stamps(text: str | SpanStamps, span_id: str, parent_id: str, otel_star
     if st.sketch is not None:
         sketch = int.from_bytes(st.sketch, "big")
     else:
-        sketch = span_mask(span_id) | span_mask(parent_id) if parent_id else span_mask(span_id)
+        sketch = own_mask(span_id, parent_id)
     return start, end, remote, None if r is None else r.recv_lts, sends, sketch

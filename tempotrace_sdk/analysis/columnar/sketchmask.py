@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...wire.layout import SKETCH_BITS, SKETCH_HASHES, SKETCH_SEED
-from ..order import span_mask
+from ..order import own_mask
 
 __all__ = ["own_masks", "own_sketches"]
 
@@ -72,8 +72,8 @@ def _words(ids: list[str]) -> np.ndarray | None:
 
 
 def own_masks(span_id: list[str], parent: list[str], rows: list[int]) -> list[int] | None:
-    """``span_mask(span_id[i]) | span_mask(parent[i])`` (the parent's only when it has one) for each i in
-    ``rows``; None when an id is not 16 hex digits (the caller asks span_mask, which says what is wrong)."""
+    """``order.own_mask(span_id[i], parent[i])`` for each i in ``rows``; None when an id is not 16 hex digits (the
+    caller asks own_mask, which says what is wrong)."""
     own = _words([span_id[i] for i in rows])
     if own is None:
         return None
@@ -96,8 +96,8 @@ def own_sketches(span_id: list[str], parent: list[str], rows: list[int], which: 
         return out
     want = [rows[k] for k in at]
     masks = own_masks(span_id, parent, want)
-    if masks is None:  # an id that is not 16 hex digits: span_mask says what is wrong with it
-        masks = [span_mask(span_id[i]) | span_mask(parent[i]) if parent[i] else span_mask(span_id[i]) for i in want]
+    if masks is None:  # an id that is not 16 hex digits: own_mask (span_mask) says what is wrong with it
+        masks = [own_mask(span_id[i], parent[i]) for i in want]
     for k, mask in zip(at, masks, strict=True):
         out[k] = mask
     return out
