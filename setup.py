@@ -24,7 +24,7 @@ OPCALL = Extension(
 
 COLUMNS = Extension(
     "tempotrace_sdk._columns",
-    sources=["native/columns/tt_attrs.c"],
+    sources=["native/columns/tt_attrs.c", "native/columns/tt_stampfields.c"],
     extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Werror=implicit-function-declaration"],
 )
 

@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tt_stampfields.h"
+
 /* A column's kind: what value its cells hold (analysis/schema.py's kinds the pivot knows). */
 enum { K_INT = 0, K_STRING = 1, K_BOOL = 2, K_INT_ARRAY = 3 };
 
@@ -623,8 +625,15 @@ static PyTypeObject PivotType = {
 	.tp_dealloc = (destructor)pivot_dealloc,
 };
 
+static PyMethodDef module_methods[] = {
+	{"stamp_fields", (PyCFunction)(void (*)(void))tt_stamp_fields, METH_FASTCALL,
+	 "stamp_fields(stamps, stamp_type) -> bytes | None: Stamps' fields as int64 columns (tt_stampfields.h)."},
+	{NULL, NULL, 0, NULL}};
+
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tempotrace_sdk._columns",
-				     "OTLP JSON attribute arrays into columns (spec/analysis.md §5.6).", -1, NULL};
+				     "OTLP JSON attribute arrays into columns, and Stamps' fields as columns "
+				     "(spec/analysis.md §5.6).",
+				     -1, module_methods};
 
 PyMODINIT_FUNC PyInit__columns(void)
 {

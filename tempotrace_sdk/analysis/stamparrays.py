@@ -16,11 +16,18 @@ import numpy as np
 from ..wire.layout import UNCERTAINTY_SATURATED
 from .events import Stamp
 
+try:
+    from .. import _columns
+except ImportError:  # (not built: the comprehensions answer)
+    _columns = None
+
 __all__ = ["SAFE", "StampArrays", "times"]
 
 #: readings and times from here on (or negative ones) are not put through int64 sums
 SAFE = 1 << 62
 _UNKNOWN = "UNKNOWN"
+#: the flags column's bits (native/columns/tt_stampfields.h)
+_HAVE, _UNKNOWN_BIT, _DEGRADED, _DOMAIN = 1, 2, 4, 8
 
 
 def _ints(values: list[int | None]) -> np.ndarray:
@@ -31,11 +38,36 @@ def _ints(values: list[int | None]) -> np.ndarray:
 
 
 class StampArrays:
-    """Stamps as arrays, one comprehension a field: reading (-1: none), bound, UNKNOWN quality, degraded, Lamport
-    value (-1: none), domain."""
+    """Stamps as arrays: reading (-1: none), bound, UNKNOWN quality, degraded, Lamport value (-1: none), domain.
+    Gathered in C (native/columns/tt_stampfields.c) where it is built and the stamps are plain, else one
+    comprehension a field; the two are equal (tests/analysis/test_stamparrays.py)."""
 
-    def __init__(self, stamps: Sequence[Stamp]) -> None:
+    have: np.ndarray
+    ptp: np.ndarray
+    unc: np.ndarray
+    unknown: np.ndarray
+    degraded: np.ndarray
+    lts: np.ndarray
+    domain: list[Any]
+    domains: bool
+
+    def __init__(self, stamps: Sequence[Stamp], native: bool = True) -> None:
         self.stamps = stamps
+        fields = _columns.stamp_fields(stamps, Stamp) if native and _columns is not None and \
+            type(stamps) is list else None
+        if fields is None:
+            self._gather(stamps)
+            return
+        n = len(stamps)
+        ptp, unc, lts, flags = np.frombuffer(fields, dtype=np.int64).reshape(4, n)
+        self.have = (flags & _HAVE) != 0
+        self.ptp, self.unc, self.lts = ptp, unc, lts
+        self.unknown = (flags & _UNKNOWN_BIT) != 0
+        self.degraded = (flags & _DEGRADED) != 0
+        self.domains = bool((flags & _DOMAIN).any())
+        self.domain = [s.domain for s in stamps] if self.domains else [None] * n
+
+    def _gather(self, stamps: Sequence[Stamp]) -> None:
         ptp = [s.ptp_ns for s in stamps]
         self.have = np.array([p is not None for p in ptp], dtype=bool)
         self.ptp = _ints(ptp)
@@ -43,7 +75,7 @@ class StampArrays:
         self.unknown = np.array([s.quality == _UNKNOWN for s in stamps], dtype=bool)
         self.degraded = np.array([s.degraded for s in stamps], dtype=bool)
         self.lts = _ints([s.lts for s in stamps])
-        self.domain: list[Any] = [s.domain for s in stamps]
+        self.domain = [s.domain for s in stamps]
         self.domains = self.domain.count(None) != len(stamps)
 
     def reading(self) -> np.ndarray:

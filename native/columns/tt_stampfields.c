@@ -1,0 +1,114 @@
+/*
+ * tt_stampfields.c - the fields of many analysis Stamps as int64 columns, in C
+ * (tempotrace_sdk._columns.stamp_fields; analysis/stamparrays.py, spec/analysis.md §5.6).
+ *
+ * Why: the edge batches and large collectives decide pairs as numpy arrays,
+ * but gathering each Stamp's fields into those arrays took one Python
+ * comprehension a field: about 0.5 us a stamp, 6% of the columnar engine's
+ * time on the HTTP demo's export, as much as deciding them. This reads the
+ * fields straight from each Stamp's slots (the offsets its type's member
+ * descriptors name), one pass.
+ *
+ * It answers for the plain case only and None for anything else, so the
+ * Python comprehensions (which it must equal) answer there: an item that is
+ * not exactly the given type, a field left unset, a reading, bound or Lamport
+ * value that is not an int or None (or, for the bound, not an int) or does
+ * not fit int64.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tt_stampfields.h"
+
+/* Stamp's fields, in the order their offsets are looked up */
+enum { F_PTP, F_UNC, F_QUALITY, F_LTS, F_DEGRADED, F_DOMAIN, N_FIELDS };
+static const char *const FIELD_NAMES[N_FIELDS] = {"ptp_ns", "uncertainty_ns", "quality", "lts", "degraded", "domain"};
+
+/* The slot offset of each field of `type` (its member descriptors'); -1 when one is not a plain object slot. */
+static int field_offsets(PyTypeObject *type, Py_ssize_t offsets[N_FIELDS])
+{
+	for (int f = 0; f < N_FIELDS; f++) {
+		PyObject *descr = PyDict_GetItemString(type->tp_dict, FIELD_NAMES[f]); /* borrowed */
+		if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+			return -1;
+		PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+		if (member->type != T_OBJECT_EX && member->type != T_OBJECT)
+			return -1;
+		offsets[f] = member->offset;
+	}
+	return 0;
+}
+
+/* An int field as int64 (`none` for None when `none_ok`); 0 done, 1 not the plain case, -1 an error set. */
+static int int_field(PyObject *v, int none_ok, int64_t none, int64_t *out)
+{
+	if (v == Py_None && none_ok) {
+		*out = none;
+		return 0;
+	}
+	if (!PyLong_Check(v))
+		return 1;
+	int overflow = 0;
+	long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+	if (overflow)
+		return 1;
+	if (x == -1 && PyErr_Occurred())
+		return -1;
+	*out = (int64_t)x;
+	return 0;
+}
+
+PyObject *tt_stamp_fields(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+	if (nargs != 2 || !PyList_Check(args[0]) || !PyType_Check(args[1])) {
+		PyErr_SetString(PyExc_TypeError, "stamp_fields(stamps: list, stamp_type: type)");
+		return NULL;
+	}
+	PyObject *stamps = args[0];
+	PyTypeObject *type = (PyTypeObject *)args[1];
+	Py_ssize_t offsets[N_FIELDS];
+	if (field_offsets(type, offsets) < 0)
+		Py_RETURN_NONE;
+	Py_ssize_t n = PyList_GET_SIZE(stamps);
+	PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 * (size_t)n * sizeof(int64_t)));
+	if (out == NULL)
+		return NULL;
+	int64_t *ptp = (int64_t *)PyBytes_AS_STRING(out), *unc = ptp + n, *lts = unc + n, *flags = lts + n;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *s = PyList_GET_ITEM(stamps, i);
+		if (Py_TYPE(s) != type)
+			goto plain_case_only;
+		PyObject *v[N_FIELDS];
+		for (int f = 0; f < N_FIELDS; f++) {
+			v[f] = *(PyObject **)((char *)s + offsets[f]);
+			if (v[f] == NULL) /* unset: Python's read would raise */
+				goto plain_case_only;
+		}
+		int rc;
+		if ((rc = int_field(v[F_PTP], 1, -1, &ptp[i])) || (rc = int_field(v[F_UNC], 0, 0, &unc[i])) ||
+		    (rc = int_field(v[F_LTS], 1, -1, &lts[i]))) {
+			if (rc < 0)
+				goto error;
+			goto plain_case_only;
+		}
+		int degraded = PyObject_IsTrue(v[F_DEGRADED]);
+		if (degraded < 0)
+			goto error;
+		int64_t bits = (v[F_PTP] != Py_None ? TT_SF_HAVE : 0) | (degraded ? TT_SF_DEGRADED : 0) |
+			       (v[F_DOMAIN] != Py_None ? TT_SF_DOMAIN : 0);
+		PyObject *q = v[F_QUALITY];
+		if (PyUnicode_Check(q) && PyUnicode_CompareWithASCIIString(q, "UNKNOWN") == 0)
+			bits |= TT_SF_UNKNOWN;
+		flags[i] = bits;
+	}
+	return out;
+plain_case_only:
+	Py_DECREF(out);
+	Py_RETURN_NONE;
+error:
+	Py_DECREF(out);
+	return NULL;
+}
