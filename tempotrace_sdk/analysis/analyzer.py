@@ -31,6 +31,7 @@ from .derived import Derived
 from .edgebatch import ParentChildBatch
 from .edges import EdgeJudge
 from .events import SpanRecord
+from .hopbatch import HopBatch
 from .memory import Sender, Senders, TraceMemory, Waiting
 from .p2p import Messages
 from .report import AnalysisReport
@@ -85,8 +86,10 @@ class Analyzer:
         self.derived = Derived(self.report.derived, self.horizon)
         self.judge = EdgeJudge(topology, self.report, self.derived)
         self.ledger = self.judge.ledger
-        # the columnar engine's parent -> child edges, counted a batch at a time (edgebatch.py: the same counts)
+        # the columnar engine's parent -> child edges and unkept hops, counted a batch at a time (edgebatch.py:
+        # the same counts)
         self.pairs = ParentChildBatch(self.judge) if batch_edges else None
+        self.hops = HopBatch(self.judge) if batch_edges else None
         self.traces = TraceMemory(dedup_spans)
         self.senders = Senders()
         self.waiting = Waiting()
@@ -174,6 +177,8 @@ class Analyzer:
         self.derived.expire(None)
         if self.pairs is not None:
             self.pairs.flush()
+        if self.hops is not None:
+            self.hops.flush()
         rep = self.report
         rep.faults = self.ledger.attribute()
         rep.elapsed_s = time.monotonic() - self._t0
@@ -260,6 +265,9 @@ class Analyzer:
             client = None
         rep = self.report
         keep = len(rep.hops_kept) < self.keep
+        if not keep and self.hops is not None:
+            self.hops.add(s, client)
+            return
         record = self.judge.hop(s, client, keep)
         if record is not None:
             rep.hops_kept.append(record)

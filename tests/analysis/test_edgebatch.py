@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,6 +20,7 @@ from tempotrace_sdk.analysis.clockdomain import Domain
 from tempotrace_sdk.analysis.edgebatch import ParentChildBatch
 from tempotrace_sdk.analysis.edges import EdgeJudge
 from tempotrace_sdk.analysis.events import SpanRecord, Stamp
+from tempotrace_sdk.analysis.hopbatch import HopBatch
 from tempotrace_sdk.analysis.order import span_mask
 from tempotrace_sdk.analysis.report import AnalysisReport
 from tempotrace_sdk.analysis.topology import Topology
@@ -65,7 +67,8 @@ def records(draw: Any) -> SpanRecord:
 
 def _state(judge: EdgeJudge) -> dict[str, Any]:
     ledger = judge.ledger
-    return {"edges": judge.counts.to_dict(), "physics": dict(ledger.physics_pairs),
+    return {"edges": judge.counts.to_dict(), "unattributed": judge.counts.unattributed,
+            "physics": dict(ledger.physics_pairs),
             "lamport": dict(ledger.lamport_pairs), "excess": dict(ledger.pair_excess), "claimed": dict(ledger.claimed),
             "per_clock": dict(ledger.edges)}
 
@@ -112,3 +115,71 @@ def test_the_batch_decides_the_usual_cases_by_arrays() -> None:
     assert decided["physics"] == 1 and decided["lamport"] >= 1 and decided["svc"] == 1
     assert edges["wrong"]["lamport"] == 1
     assert edges["physics_silent"] and edges["by_kind"]["parent_child"] == 4
+
+
+# -- hops (HopBatch: EdgeJudge.hop for hops whose record is not kept) ---------------------------------------------
+CLIENT_CLOCKS = ("h1/0", "h2/1", "h3")
+
+
+@st.composite
+def hops(draw: Any) -> tuple[SpanRecord, Any]:
+    """A receive span with its sender's record, and its client span as the analyzer finds it (or none)."""
+    server = draw(records())
+    remote = draw(stamps(False))
+    sketch = draw(st.one_of(st.none(), st.just(0), st.just(span_mask(server.span_id)),
+                            st.just(span_mask(server.span_id) | span_mask(IDS[0])), st.just(span_mask(IDS[0]))))
+    server = msgspec.structs.replace(server, remote=remote, remote_sketch=sketch, parent_id=IDS[0])
+    client = None
+    if draw(st.integers(1, 4)) > 1:
+        sends = draw(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 6)), st.just(0), st.just(0)),
+                              max_size=3))
+        client = (0, draw(st.sampled_from(CLIENT_CLOCKS)), draw(st.sampled_from(HOSTS)), tuple(sends),
+                  draw(st.integers(1, 5)) == 1)
+    return server, client
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(drawn=st.lists(hops(), min_size=1, max_size=40), size=st.integers(1, 64), topology=st.sampled_from(TOPOLOGIES))
+def test_a_hop_batch_counts_what_the_judge_counts_hop_by_hop(drawn: list[tuple[SpanRecord, Any]], size: int,
+                                                             topology: Topology) -> None:
+    """Senders unknown (blaming nobody), degraded by the client's policy, with or without the matching send;
+    receivers that merged or not; sketches holding the receive's id or not; a receive with no reading (the send's
+    naive time its reading in UTC)."""
+    one_report, many_report = AnalysisReport(), AnalysisReport()
+    one, many = EdgeJudge(topology, one_report), EdgeJudge(topology, many_report)
+    batch = HopBatch(many, size)
+    for server, client in drawn:
+        assert one.hop(server, client, False) is None
+        batch.add(server, client)
+    batch.flush()
+    assert _state(many) == _state(one)
+    assert (many_report.hops, many_report.hops_matched) == (one_report.hops, one_report.hops_matched)
+
+
+def test_the_hop_batch_decides_the_usual_cases_by_arrays() -> None:
+    """A clean hop by physics, an overlapping one by Lamport, one by SVC reversed, an unknown sender's
+    reversed one (unattributed), a receive without a reading (naive order in UTC)."""
+    def server(span: str, t: int, unc: int, lts: int | None, remote_lts: int | None = 1,
+               sketch: int | None = None, reading: bool = True) -> SpanRecord:
+        start = Stamp(T0 + t, unc, "OK", lts) if reading else Stamp(None)
+        return SpanRecord("t" * 32, span, IDS[0], "srv", 2, "h2", start, None, T0 + t, T0 + t + 9_000, None,
+                          remote=Stamp(T0, 100, "OK", remote_lts), remote_sketch=sketch, recv_lts=lts)
+
+    client = (0, "h1/0", "h1", ((1, 0, 0),), False)
+    drawn = [(server(IDS[1], 5_000, 100, 2), client), (server(IDS[2], 50, 900, 2), client),
+             (server(IDS[3], 50, 900, None, None, span_mask(IDS[3])), client),
+             (server(IDS[4], -5_000, 100, 2), None), (server(IDS[5], 5_000, 100, 2, reading=False), client)]
+    one_report, many_report = AnalysisReport(), AnalysisReport()
+    one, many = EdgeJudge(Topology(), one_report), EdgeJudge(Topology(), many_report)
+    batch = HopBatch(many)
+    for s, c in drawn:
+        one.hop(s, c, False)
+        batch.add(s, c)
+    batch.flush()
+    got = _state(many)
+    assert got == _state(one)
+    edges = got["edges"]
+    assert edges["decided"]["physics"] == 1 and edges["decided"]["lamport"] == 1 and edges["wrong"]["svc"] == 1
+    assert edges["wrong"]["physics"] == 1 and got["unattributed"] == 1 and edges["by_kind"]["hop"] == 5
+    assert edges["naive_inversions"] == 1
+    assert (many_report.hops, many_report.hops_matched) == (5, 3)  # no client; a record without a counter
