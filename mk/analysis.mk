@@ -6,8 +6,9 @@
 # demo-like and lighter spans, its memory, and the Dask engine's identity;
 # and the analysis of one collective of n ranks (bench_collectives.py).
 
-# The columnar decode's C pivot (tempotrace_sdk._columns) is built by the install.
-INSTALL_DEPS += $(wildcard native/columns/*.c native/columns/*.h)
+# The columnar decode's C pivot, stamp gather and own sketches (tempotrace_sdk._columns, with the C codec's
+# sketch code from native/ttext) are built by the install.
+INSTALL_DEPS += $(wildcard native/columns/*.c native/columns/*.h) native/ttext/ttext.c native/ttext/ttext.h
 
 # `--engine dask` is tested on a real distributed.LocalCluster: the [dask] extra is installed.
 EXTRAS += dask

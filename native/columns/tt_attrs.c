@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tt_ownsketch.h"
 #include "tt_stampfields.h"
 
 /* A column's kind: what value its cells hold (analysis/schema.py's kinds the pivot knows). */
@@ -628,11 +629,13 @@ static PyTypeObject PivotType = {
 static PyMethodDef module_methods[] = {
 	{"stamp_fields", (PyCFunction)(void (*)(void))tt_stamp_fields, METH_FASTCALL,
 	 "stamp_fields(stamps, stamp_type) -> bytes | None: Stamps' fields as int64 columns (tt_stampfields.h)."},
+	{"own_masks", (PyCFunction)(void (*)(void))tt_own_masks, METH_FASTCALL,
+	 "own_masks(span_ids, parents, rows) -> list[int] | None: each row's own sketch (tt_ownsketch.h)."},
 	{NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tempotrace_sdk._columns",
-				     "OTLP JSON attribute arrays into columns, and Stamps' fields as columns "
-				     "(spec/analysis.md §5.6).",
+				     "OTLP JSON attribute arrays into columns; Stamps' fields as columns; spans' "
+				     "own sketches (spec/analysis.md §5.6).",
 				     -1, module_methods};
 
 PyMODINIT_FUNC PyInit__columns(void)

@@ -1,6 +1,7 @@
-"""Span ids' sketch bits over a column (columnar/sketchmask.py) are order.span_mask's, id for id (spec/tt-ext-v3.md
-§8.1: MurmurHash3 x64 128 through mmh3): on drawn ids, the extremes of the id space, and with and without
-parents; an id that is not 16 hex digits is span_mask's to refuse."""
+"""Span ids' sketch bits over a column (columnar/sketchmask.py, in C: native/columns/tt_ownsketch.c) are
+order.span_mask's, id for id (spec/tt-ext-v3.md §8.1: MurmurHash3 x64 128 through mmh3): on drawn ids, the
+extremes of the id space, and with and without parents; an id that is not 16 hex digits is span_mask's to
+refuse."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from hypothesis import strategies as st
 
 from tempotrace_sdk.analysis.columnar.sketchmask import own_masks, own_sketches
 from tempotrace_sdk.analysis.order import span_mask
+
+pytest.importorskip("tempotrace_sdk._columns", reason="the native columns module is not built")
 
 EXTREMES = ["0000000000000000", "ffffffffffffffff", "8000000000000000", "0000000000000001", "00000000ffffffff",
             "FFFFFFFF00000000"]
@@ -40,7 +43,8 @@ def test_the_extremes_and_a_large_column_agree_with_span_mask() -> None:
 
 
 @pytest.mark.parametrize("bad", ["abc", "0123456789abcdeg", "0123456789abcdef0", "0123456789abcdef01",
-                                 " 123456789abcdef", "0123456789ab    ", "01234567 89abcde"])
+                                 " 123456789abcdef", "0123456789ab    ", "01234567 89abcde",
+                                 "０１２３４５６７８９ａｂｃｄｅｆ", "0123456789abcdé0", "0x23456789abcdef"])
 def test_an_id_not_of_16_hex_digits_goes_to_span_mask(bad: str) -> None:
     """own_masks declines (None); own_sketches then asks span_mask: what the reference gets, bits or refusal."""
     assert own_masks([bad], [""], [0]) is None
@@ -64,3 +68,10 @@ def test_own_sketches_fill_only_the_rows_asked_for() -> None:
     got = own_sketches(ids, parents, [2, 1, 0], np.array([True, False, True]))
     assert got == [_reference(ids[2], ""), None, _reference(ids[0], "")]
     assert own_sketches(ids, parents, [0], np.array([False])) == [None]
+
+
+def test_an_id_that_is_no_str_declines_and_a_row_past_the_lists_raises() -> None:
+    assert own_masks([b"0123456789abcdef"], [""], [0]) is None  # type: ignore[list-item]
+    assert own_masks(["0123456789abcdef"], [None], [0]) is None  # type: ignore[list-item]
+    with pytest.raises(IndexError):
+        own_masks(["0123456789abcdef"], [""], [1])

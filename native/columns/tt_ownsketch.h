@@ -1,0 +1,14 @@
+/*
+ * tt_ownsketch.h - the sketch a span without a recorded one holds, for many spans (tt_ownsketch.c).
+ */
+#ifndef TT_OWNSKETCH_H
+#define TT_OWNSKETCH_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* own_masks(span_ids, parents, rows) -> list[int] | None: for each row, the 256-bit sketch of its span id and
+ * (when not empty) its parent's id as an int; None when an id is not 16 hex digits. */
+PyObject *tt_own_masks(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+#endif
