@@ -28,13 +28,28 @@ from .values import RESOURCE, SPAN, build_record
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["ENGINES", "analyze", "analyze_file", "analyze_spans", "atomic_write", "records_from_readable"]
+__all__ = ["ENGINES", "analyze", "analyze_file", "analyze_spans", "atomic_write", "columnar_installed",
+           "records_from_readable"]
 
-#: where and how: "reference" (the per-span engine, local processes; "local" is its former name), "columnar"
-#: (local processes, lines and span tables decoded as columns: spec/analysis.md §5.6), "dask" (the columnar
-#: decode and the analysis over a cluster)
-ENGINES = ("reference", "local", "columnar", "dask")
+#: where and how: "auto" (columnar where it is installed, else reference), "reference" (the per-span engine,
+#: local processes; "local" is its former name), "columnar" (local processes, lines and span tables decoded as
+#: columns: spec/analysis.md §5.6), "dask" (the columnar decode and the analysis over a cluster)
+ENGINES = ("auto", "reference", "local", "columnar", "dask")
 IN_MEMORY_WINDOW = 2**62
+
+
+def columnar_installed() -> bool:
+    """Whether the columnar engine runs here at its speed: pyarrow and numpy (the ``analysis`` extra) and the
+    native columns module (built on Linux); without the module it would run, slower than the reference."""
+    try:
+        import numpy  # noqa: F401
+        import pyarrow  # noqa: F401
+
+        from .. import _columns  # noqa: F401
+        from .columnar import lines  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _topology(topology: Topology | str | None) -> Topology | None:
@@ -53,7 +68,7 @@ def analyze(
     strict: bool = False,
     max_line: int = DEFAULT_MAX_LINE,
     jobs: int = 1,
-    engine: str = "reference",
+    engine: str = "auto",
     scheduler: str | None = None,
     progress: Progress | None = None,
 ) -> AnalysisReport:
@@ -64,9 +79,12 @@ def analyze(
     that many local processes; ``engine="dask"`` over a Dask cluster
     (``scheduler`` address, or a local cluster of ``jobs`` workers);
     ``engine="columnar"`` decodes lines and span tables as columns (dask's
-    workers too). The report is the same
+    workers too); ``"auto"`` (the default) is columnar where pyarrow, numpy and
+    the native columns module are installed, else reference. The report is the same
     whichever way. Raises TraceFileError / TopologyError."""
     t0 = time.monotonic()
+    if engine == "auto":
+        engine = "columnar" if columnar_installed() else "reference"
     sources = expand([inputs] if isinstance(inputs, str) else list(inputs))
     # (dask decodes as columns too: its workers run the columnar stages, spec/analysis.md §5.3)
     options = Options(window_spans, keep, dedup_spans, strict, max_line, columnar=engine in ("columnar", "dask"))

@@ -87,10 +87,11 @@ def add_analyze_command(subparsers: argparse._SubParsersAction) -> argparse.Argu
                    metavar="MB", help=f"longest line read; longer ones are skipped (default {DEFAULT_MAX_LINE >> 20})")
     p.add_argument("--jobs", type=_at_least(1), default=1, metavar="N",  # type: ignore[arg-type]
                    help="analyse with N local processes, split by trace (same report; default 1)")
-    p.add_argument("--engine", choices=ENGINES, default="reference",
-                   help="reference: the per-span engine in local processes (default; 'local' is its former name); "
-                        "columnar: local processes decoding lines and span tables as columns (the same "
-                        "report); dask: the columnar decode over a Dask cluster (pip install "
+    p.add_argument("--engine", choices=ENGINES, default="auto",
+                   help="auto (default): columnar where pyarrow and the native columns module are installed, "
+                        "else reference; reference: the per-span engine in local processes ('local' is its "
+                        "former name); columnar: local processes decoding lines and span tables as columns (the "
+                        "same report); dask: the columnar decode over a Dask cluster (pip install "
                         "'tempotrace-sdk[dask]')")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler to use with --engine dask (default: a local cluster of --jobs workers)")

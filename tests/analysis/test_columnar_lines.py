@@ -287,3 +287,38 @@ def test_the_columnar_engine_without_pyarrow_says_what_to_install(tmp_path: Path
         if code:
             assert "--engine columnar needs pyarrow" in out.stderr and "tempotrace-sdk[analysis]" in out.stderr
             assert "Traceback" not in out.stderr
+
+
+def test_the_default_engine_is_columnar_where_it_is_installed(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """engine="auto" (the default, and the CLI's) runs the columnar decode when pyarrow, numpy and the native
+    module import, else the reference: one report either way."""
+    import subprocess
+    import sys
+
+    from tempotrace_sdk.analysis import api
+
+    pytest.importorskip("tempotrace_sdk._columns", reason="the native columns module is not built")
+    path = tmp_path / "t.jsonl"
+    path.write_text(_one({STAMPS: _TEXT}) + "\n")
+    seen: list[bool] = []
+    real_run = api.run
+
+    def spy(sources: Any, topology: Any, options: Any, **kw: Any) -> Any:
+        seen.append(options.columnar)
+        return real_run(sources, topology, options, **kw)
+
+    monkeypatch.setattr(api, "run", spy)
+    assert api.columnar_installed()
+    by_default = api.analyze(str(path)).to_dict()
+    monkeypatch.setattr(api, "columnar_installed", lambda: False)
+    without = api.analyze(str(path)).to_dict()
+    assert seen == [True, False]
+    from .parquetgen import comparable
+
+    assert comparable(by_default) == comparable(without)
+    blocked = ("import sys; sys.modules['pyarrow'] = None; from tempotrace_sdk.cli.main import main; "
+               "sys.exit(main(sys.argv[1:]))")
+    out = subprocess.run([sys.executable, "-c", blocked, "analyze", "--quiet", "--json", str(path)],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr  # no pyarrow: the reference, silently
