@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tt_claimphysics.h"
 #include "tt_ownsketch.h"
 #include "tt_stampfields.h"
 
@@ -631,11 +632,14 @@ static PyMethodDef module_methods[] = {
 	 "stamp_fields(stamps, stamp_type) -> bytes | None: Stamps' fields as int64 columns (tt_stampfields.h)."},
 	{"own_masks", (PyCFunction)(void (*)(void))tt_own_masks, METH_FASTCALL,
 	 "own_masks(span_ids, parents, rows) -> list[int] | None: each row's own sketch (tt_ownsketch.h)."},
+	{"claim_physics", (PyCFunction)(void (*)(void))tt_claim_physics, METH_FASTCALL,
+	 "claim_physics(starts, ends, start_stamps, end_stamps, extra, stamp_type) -> (code, value, witnesses) | "
+	 "None: a claim's physics without host clock domains (tt_claimphysics.h)."},
 	{NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tempotrace_sdk._columns",
 				     "OTLP JSON attribute arrays into columns; Stamps' fields as columns; spans' "
-				     "own sketches (spec/analysis.md §5.6).",
+				     "own sketches; claims' physics (spec/analysis.md §5.6).",
 				     -1, module_methods};
 
 PyMODINIT_FUNC PyInit__columns(void)

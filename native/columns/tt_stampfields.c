@@ -23,12 +23,9 @@
 
 #include "tt_stampfields.h"
 
-/* Stamp's fields, in the order their offsets are looked up */
-enum { F_PTP, F_UNC, F_QUALITY, F_LTS, F_DEGRADED, F_DOMAIN, N_FIELDS };
 static const char *const FIELD_NAMES[N_FIELDS] = {"ptp_ns", "uncertainty_ns", "quality", "lts", "degraded", "domain"};
 
-/* The slot offset of each field of `type` (its member descriptors'); -1 when one is not a plain object slot. */
-static int field_offsets(PyTypeObject *type, Py_ssize_t offsets[N_FIELDS])
+int tt_stamp_offsets(PyTypeObject *type, Py_ssize_t offsets[N_FIELDS])
 {
 	for (int f = 0; f < N_FIELDS; f++) {
 		PyObject *descr = PyDict_GetItemString(type->tp_dict, FIELD_NAMES[f]); /* borrowed */
@@ -42,8 +39,7 @@ static int field_offsets(PyTypeObject *type, Py_ssize_t offsets[N_FIELDS])
 	return 0;
 }
 
-/* An int field as int64 (`none` for None when `none_ok`); 0 done, 1 not the plain case, -1 an error set. */
-static int int_field(PyObject *v, int none_ok, int64_t none, int64_t *out)
+int tt_int_field(PyObject *v, int none_ok, int64_t none, int64_t *out)
 {
 	if (v == Py_None && none_ok) {
 		*out = none;
@@ -70,7 +66,7 @@ PyObject *tt_stamp_fields(PyObject *Py_UNUSED(module), PyObject *const *args, Py
 	PyObject *stamps = args[0];
 	PyTypeObject *type = (PyTypeObject *)args[1];
 	Py_ssize_t offsets[N_FIELDS];
-	if (field_offsets(type, offsets) < 0)
+	if (tt_stamp_offsets(type, offsets) < 0)
 		Py_RETURN_NONE;
 	Py_ssize_t n = PyList_GET_SIZE(stamps);
 	PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 * (size_t)n * sizeof(int64_t)));
@@ -88,8 +84,8 @@ PyObject *tt_stamp_fields(PyObject *Py_UNUSED(module), PyObject *const *args, Py
 				goto plain_case_only;
 		}
 		int rc;
-		if ((rc = int_field(v[F_PTP], 1, -1, &ptp[i])) || (rc = int_field(v[F_UNC], 0, 0, &unc[i])) ||
-		    (rc = int_field(v[F_LTS], 1, -1, &lts[i]))) {
+		if ((rc = tt_int_field(v[F_PTP], 1, -1, &ptp[i])) || (rc = tt_int_field(v[F_UNC], 0, 0, &unc[i])) ||
+		    (rc = tt_int_field(v[F_LTS], 1, -1, &lts[i]))) {
 			if (rc < 0)
 				goto error;
 			goto plain_case_only;

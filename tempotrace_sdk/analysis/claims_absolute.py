@@ -4,7 +4,10 @@ what ``claims._physics`` decides, in one pass over plain lists.
 Without domains every member is a group of its own, so the generic path's group bookkeeping (a dict per
 side, a group per stamp, closures) reduces to each side's top two by member, and ``physics_gap`` to the
 absolute intervals. A 2,048-GPU step finishes hundreds of thousands of collectives, most of them judged
-this way; test_analysis_claims.py checks this path against the generic one, witnesses in order.
+this way; test_analysis_claims.py checks this path against the generic one, witnesses in order. Where the
+native columns module is built, the same pass runs in C (native/columns/tt_claimphysics.c) for claims of up
+to 64 stamps a side whose fields are plain ints; it declines anything else to the Python pass, which it
+equals (test_analysis_claims.py).
 """
 
 from __future__ import annotations
@@ -12,6 +15,11 @@ from __future__ import annotations
 from ..wire.layout import UNCERTAINTY_SATURATED
 from .events import Stamp
 from .order import Decision, Method, Relation, interval_gap
+
+try:
+    from .. import _columns
+except ImportError:  # (not built: the Python pass answers)
+    _columns = None
 
 __all__ = ["absolute_physics"]
 
@@ -49,13 +57,26 @@ def _other(top: tuple[_Entry | None, _Entry | None], member: int) -> _Entry | No
     return first if first is not None and first[1] != member else second
 
 
+#: claim_physics's codes (native/columns/tt_claimphysics.h)
+_SILENT, _BEFORE = 0, 1
+
+
 def absolute_physics(starts: list[int], ends: list[int], start_stamps: list[Stamp], end_stamps: list[Stamp],
-                     extra: int) -> tuple[Decision, list[Witness]] | None:
+                     extra: int, native: bool = True) -> tuple[Decision, list[Witness]] | None:
     """``claims._physics`` where no stamp has a domain: ``start_stamps[k]`` is member ``starts[k]``'s start,
     ``end_stamps[k]`` member ``ends[k]``'s end, each member with a partner on the other side (as
     ``decide_claim`` passes them). BEFORE when every pair is ordered, AFTER with the witnesses (each violating
     end against the usable start lying furthest after it, then each violating start against the usable end
     lying furthest before it) when any pair is reversed, else None."""
+    if native and _columns is not None:
+        got = _columns.claim_physics(starts, ends, start_stamps, end_stamps, extra, Stamp)
+        if got is not None:
+            code, value, witnesses = got
+            if code == _SILENT:
+                return None
+            if code == _BEFORE:
+                return Decision(Relation.BEFORE, Method.PHYSICS, 1.0, 0.0, value), []
+            return Decision(Relation.AFTER, Method.PHYSICS, 1.0, 0.0, value), witnesses
     use_s, use_e = _usable(starts, start_stamps), _usable(ends, end_stamps)
     found: dict[tuple[int, int], int] = {}
     latest = _top2([(p - u, i, p, u) for i, p, u in use_s])

@@ -346,3 +346,39 @@ def test_large_claims_whose_sums_could_overflow_int64_are_declined() -> None:
     negative = [msgspec.structs.replace(m, start=Stamp(-(1 << 62) - 5, 20, "OK")) for m in members]
     with pytest.raises(Declined):
         claims_arrays.physics_arrays(ranks, ranks, [m.start for m in negative], stamps[1], 0)
+
+
+def test_the_c_pass_equals_the_python_pass() -> None:
+    """claim_physics (native/columns/tt_claimphysics.c) answers as absolute_physics's Python pass on drawn claims,
+    witnesses in order, and near the int64 edges (exact sums); it declines, for Python to answer, what it does not
+    take: more than 64 stamps a side, a float reading, an extra past int64 or not an int."""
+    columns = pytest.importorskip("tempotrace_sdk._columns", reason="the native columns module is not built")
+    rng = random.Random("claim-physics-c")
+    answered = 0
+    for _ in range(4000):
+        n = rng.randrange(1, 9)
+        members = [_plain_member(rng, r) for r in range(n)]
+        starts = sorted(rng.sample(range(n), rng.randrange(1, n + 1)))
+        ends = sorted(rng.sample(range(n), rng.randrange(1, n + 1)))
+        starts, ends = ([i for i in starts if len(ends) > 1 or ends[0] != i],
+                        [j for j in ends if len(starts) > 1 or starts[0] != j])
+        if not starts or not ends:
+            continue
+        extra = rng.choice((0, 0, 150, 2**62, 2**63 - 1))
+        start_stamps = [members[i].start for i in starts]
+        end_stamps = [members[j].end or Stamp(None) for j in ends]
+        if rng.randrange(8) == 0:  # readings at the int64 edges: sums past 64 bits
+            edge = rng.choice((2**63 - 1, -(2**63), 2**63 - 70_000))
+            start_stamps = [msgspec.structs.replace(s, ptp_ns=edge) if s.ptp_ns is not None else s
+                            for s in start_stamps]
+        args = (starts, ends, start_stamps, end_stamps, extra)
+        assert columns.claim_physics(*args, Stamp) is not None
+        assert absolute_physics(*args) == absolute_physics(*args, native=False), args
+        answered += 1
+    assert answered > 3000
+    one = [Stamp(T0, 10, "OK")]
+    many = [Stamp(T0 + k, 10, "OK") for k in range(65)]
+    for declined in ((list(range(65)), [0], many, one, 0), ([0], [1], [Stamp(1.5, 10, "OK")], one, 0),  # type: ignore[arg-type]
+                     ([0], [1], one, one, 2**63), ([0], [1], one, one, -1), ([0], [1], one, one, 1.0)):
+        assert columns.claim_physics(*declined, Stamp) is None
+        assert absolute_physics(*declined) == absolute_physics(*declined, native=False)  # type: ignore[arg-type]
