@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import tracemalloc
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -177,21 +178,26 @@ def _plain_member(rng: random.Random, rank: int) -> SpanRecord:
                       torch=TorchOp("all_reduce", "0-7", rank, 0))
 
 
+def _drawn_claims(rng: random.Random, draws: int, most: int) -> Iterator[tuple[list[SpanRecord], list[int], list[int]]]:
+    """Claims of up to ``most`` plain members, (members, starts, ends) as decide_claim passes them to the physics:
+    only members with a partner on the other side."""
+    for _ in range(draws):
+        n = rng.randrange(1, most + 1)
+        members = [_plain_member(rng, r) for r in range(n)]
+        starts = sorted(rng.sample(range(n), rng.randrange(1, n + 1)))
+        ends = sorted(rng.sample(range(n), rng.randrange(1, n + 1)))
+        starts, ends = ([i for i in starts if len(ends) > 1 or ends[0] != i],
+                        [j for j in ends if len(starts) > 1 or starts[0] != j])
+        if starts and ends:
+            yield members, starts, ends
+
+
 def test_the_one_pass_physics_without_domains_equals_the_grouped_one() -> None:
     """claims_absolute.absolute_physics is claims' grouped physics for stamps without a host clock domain:
     the same decision, its gap, and the same witnesses in the same order (the first worst one is tallied)."""
     rng = random.Random("absolute-physics")
     outcomes: set[Any] = set()
-    for _ in range(4000):
-        n = rng.randrange(1, 7)
-        members = [_plain_member(rng, r) for r in range(n)]
-        starts = sorted(rng.sample(range(n), rng.randrange(1, n + 1)))
-        ends = sorted(rng.sample(range(n), rng.randrange(1, n + 1)))
-        # as decide_claim passes them: only members with a partner on the other side
-        starts, ends = ([i for i in starts if len(ends) > 1 or ends[0] != i],
-                        [j for j in ends if len(starts) > 1 or starts[0] != j])
-        if not starts or not ends:
-            continue
+    for members, starts, ends in _drawn_claims(rng, 4000, 6):
         extra = rng.choice((0, 0, 150))
         end_stamps = [members[j].end or Stamp(None) for j in ends]
         want = claims._grouped_physics(members, starts, ends, extra)
@@ -355,15 +361,7 @@ def test_the_c_pass_equals_the_python_pass() -> None:
     columns = pytest.importorskip("tempotrace_sdk._columns", reason="the native columns module is not built")
     rng = random.Random("claim-physics-c")
     answered = 0
-    for _ in range(4000):
-        n = rng.randrange(1, 9)
-        members = [_plain_member(rng, r) for r in range(n)]
-        starts = sorted(rng.sample(range(n), rng.randrange(1, n + 1)))
-        ends = sorted(rng.sample(range(n), rng.randrange(1, n + 1)))
-        starts, ends = ([i for i in starts if len(ends) > 1 or ends[0] != i],
-                        [j for j in ends if len(starts) > 1 or starts[0] != j])
-        if not starts or not ends:
-            continue
+    for members, starts, ends in _drawn_claims(rng, 4000, 8):
         extra = rng.choice((0, 0, 150, 2**62, 2**63 - 1))
         start_stamps = [members[i].start for i in starts]
         end_stamps = [members[j].end or Stamp(None) for j in ends]
