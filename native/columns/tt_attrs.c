@@ -649,7 +649,8 @@ PyMODINIT_FUNC PyInit__columns(void)
 	PyObject *m = PyModule_Create(&module);
 	if (m == NULL)
 		return NULL;
-	if (PyModule_AddObjectRef(m, "Pivot", (PyObject *)&PivotType) < 0) {
+	if (PyModule_AddIntConstant(m, "UNCERTAINTY_SATURATED", TT_UNCERTAINTY_SATURATED) < 0 ||
+	    PyModule_AddObjectRef(m, "Pivot", (PyObject *)&PivotType) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

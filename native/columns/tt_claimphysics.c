@@ -10,7 +10,8 @@
  *
  * The sums are exact (128-bit). It declines (None) what it does not take, for the Python pass to answer:
  * more than MAX_MEMBERS stamps a side, an item that is not exactly the stamp type, a reading or bound that
- * is not an int within int64, an extra that is not an int in 0..2^63-1, a member index that is not a small
+ * is not exactly an int within int64, a degraded flag not exactly a bool, a quality not exactly a str (so no
+ * Python code runs while it reads the lists), an extra that is not an int in 0..2^63-1, a member index that is not a small
  * int.
  */
 #define PY_SSIZE_T_CLEAN
@@ -22,7 +23,6 @@
 #include "tt_stampfields.h"
 
 #define MAX_MEMBERS 64
-#define SATURATED 65535 /* wire.layout.UNCERTAINTY_SATURATED */
 
 typedef __int128 wide;
 
@@ -85,7 +85,7 @@ static wide interval_gap(wide pa, wide ua, wide pb, wide ub, wide extra)
 }
 
 /* The usable stamps of one side: 0 done (*n of them), 1 not the plain case, -1 an error set. */
-static int usable_side(PyObject *members, PyObject *stamps, PyTypeObject *type, const Py_ssize_t off[N_FIELDS],
+static int usable_side(PyObject *members, PyObject *stamps, PyTypeObject *type, const Py_ssize_t off[TT_STAMP_FIELDS],
 		       Usable *out, Py_ssize_t *n)
 {
 	Py_ssize_t len = PyList_GET_SIZE(stamps);
@@ -94,9 +94,9 @@ static int usable_side(PyObject *members, PyObject *stamps, PyTypeObject *type, 
 		PyObject *s = PyList_GET_ITEM(stamps, k);
 		if (Py_TYPE(s) != type)
 			return 1;
-		PyObject *ptp = *(PyObject **)((char *)s + off[F_PTP]), *unc = *(PyObject **)((char *)s + off[F_UNC]),
-			 *quality = *(PyObject **)((char *)s + off[F_QUALITY]),
-			 *degraded = *(PyObject **)((char *)s + off[F_DEGRADED]);
+		PyObject *ptp = *(PyObject **)((char *)s + off[TT_STAMP_PTP]), *unc = *(PyObject **)((char *)s + off[TT_STAMP_UNC]),
+			 *quality = *(PyObject **)((char *)s + off[TT_STAMP_QUALITY]),
+			 *degraded = *(PyObject **)((char *)s + off[TT_STAMP_DEGRADED]);
 		if (ptp == NULL || unc == NULL || quality == NULL || degraded == NULL)
 			return 1;
 		int64_t p, u;
@@ -105,15 +105,14 @@ static int usable_side(PyObject *members, PyObject *stamps, PyTypeObject *type, 
 			return rc;
 		if (ptp == Py_None)
 			continue;
-		int deg = PyObject_IsTrue(degraded);
-		if (deg < 0)
-			return -1;
-		if (deg || u >= SATURATED)
-			continue;
-		if (PyUnicode_Check(quality) && PyUnicode_CompareWithASCIIString(quality, "UNKNOWN") == 0)
+		/* only exact bools and strs: nothing here may run Python code (it could change the lists) */
+		int deg = tt_plain_flag(degraded), unknown = tt_plain_unknown(quality);
+		if (deg < 0 || unknown < 0)
+			return 1;
+		if (deg || u >= TT_UNCERTAINTY_SATURATED || unknown)
 			continue;
 		PyObject *index = PyList_GET_ITEM(members, k);
-		if (!PyLong_Check(index))
+		if (!PyLong_CheckExact(index))
 			return 1;
 		int overflow = 0;
 		long m = PyLong_AsLongAndOverflow(index, &overflow);
@@ -150,8 +149,8 @@ static PyObject *wide_to_long(wide v)
 
 PyObject *tt_claim_physics(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-	if (nargs != 6 || !PyList_Check(args[0]) || !PyList_Check(args[1]) || !PyList_Check(args[2]) ||
-	    !PyList_Check(args[3]) || !PyType_Check(args[5])) {
+	if (nargs != 6 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1]) || !PyList_CheckExact(args[2]) ||
+	    !PyList_CheckExact(args[3]) || !PyType_Check(args[5])) {
 		PyErr_SetString(PyExc_TypeError,
 				"claim_physics(starts: list, ends: list, start_stamps: list, end_stamps: list, "
 				"extra: int, stamp_type: type)");
@@ -172,7 +171,7 @@ PyObject *tt_claim_physics(PyObject *Py_UNUSED(module), PyObject *const *args, P
 	if (overflow || extra_ll < 0)
 		Py_RETURN_NONE;
 	wide extra = extra_ll;
-	Py_ssize_t off[N_FIELDS];
+	Py_ssize_t off[TT_STAMP_FIELDS];
 	if (tt_stamp_offsets(type, off) < 0)
 		Py_RETURN_NONE;
 	Usable us[MAX_MEMBERS], ue[MAX_MEMBERS];
@@ -185,9 +184,9 @@ PyObject *tt_claim_physics(PyObject *Py_UNUSED(module), PyObject *const *args, P
 	}
 	Entry latest[2] = {{0}}, earliest[2] = {{0}};
 	for (Py_ssize_t k = 0; k < ns; k++)
-		top2_add(latest, (Entry){(wide)us[k].p - us[k].u, us[k].member, us[k].p, us[k].u, 1});
+		top2_add(latest, (Entry){(wide)us[k].p - us[k].u, us[k].member, us[k].p, us[k].u, 0});
 	for (Py_ssize_t k = 0; k < ne; k++)
-		top2_add(earliest, (Entry){-((wide)ue[k].p + ue[k].u), ue[k].member, ue[k].p, ue[k].u, 1});
+		top2_add(earliest, (Entry){-((wide)ue[k].p + ue[k].u), ue[k].member, ue[k].p, ue[k].u, 0});
 	Witness found[2 * MAX_MEMBERS];
 	Py_ssize_t nfound = 0;
 	for (int side = 0; side < 2; side++) {
@@ -237,7 +236,7 @@ PyObject *tt_claim_physics(PyObject *Py_UNUSED(module), PyObject *const *args, P
 		return Py_BuildValue("(iiO)", TT_CLAIM_SILENT, 0, Py_None);
 	Entry reach[2] = {{0}};
 	for (Py_ssize_t k = 0; k < ns; k++)
-		top2_add(reach, (Entry){(wide)us[k].p + us[k].u, us[k].member, us[k].p, us[k].u, 1});
+		top2_add(reach, (Entry){(wide)us[k].p + us[k].u, us[k].member, us[k].p, us[k].u, 0});
 	wide room = -1;
 	for (Py_ssize_t k = 0; k < ne; k++) {
 		const Entry *best = other(reach, ue[k].member);

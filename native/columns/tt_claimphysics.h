@@ -7,6 +7,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+/* wire.layout.UNCERTAINTY_SATURATED (the module exports it; claims_absolute.py checks the two agree) */
+#define TT_UNCERTAINTY_SATURATED 65535
+
 /* claim_physics's first item: what claims_absolute.absolute_physics answers */
 #define TT_CLAIM_SILENT 0 /* None */
 #define TT_CLAIM_BEFORE 1 /* BEFORE, the room, no witnesses */

@@ -8,8 +8,10 @@
  * digits, its bits set by the C codec's own sketch code (native/ttext/ttext.c: MurmurHash3 x64 128, the
  * spec's k = 4 indexes), and the int made from the 32 octets once.
  *
- * An id that is not 16 hex digits (or not a str) makes the whole answer None: order.own_mask then says
- * what is wrong with it, as the reference does.
+ * An id that is not 16 hex digits (or not a str; a parent None too) makes the whole answer None:
+ * order.own_mask then says what is wrong with it, as the reference does. Rows are ints within the lists
+ * (IndexError, TypeError otherwise). The int is made by _PyLong_FromByteArray, CPython's (private but
+ * present 3.10-3.13; 3.13's public PyLong_FromUnsignedNativeBytes would do when 3.10 is dropped).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -52,7 +54,7 @@ static int id_octets(PyObject *s, uint8_t out[TTEXT_SPAN_ID_LEN])
 
 PyObject *tt_own_masks(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-	if (nargs != 3 || !PyList_Check(args[0]) || !PyList_Check(args[1]) || !PyList_Check(args[2])) {
+	if (nargs != 3 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1]) || !PyList_CheckExact(args[2])) {
 		PyErr_SetString(PyExc_TypeError, "own_masks(span_ids: list, parents: list, rows: list)");
 		return NULL;
 	}

@@ -10,10 +10,13 @@
  * descriptors name), one pass.
  *
  * It answers for the plain case only and None for anything else, so the
- * Python comprehensions (which it must equal) answer there: an item that is
- * not exactly the given type, a field left unset, a reading, bound or Lamport
- * value that is not an int or None (or, for the bound, not an int) or does
- * not fit int64.
+ * Python comprehensions (which it equals on the plain case) answer there: an
+ * item that is not exactly the given type, a field left unset, a reading,
+ * bound or Lamport value that is not exactly an int (or None; a bool too) or
+ * does not fit int64, a degraded flag that is not exactly True or False, a
+ * quality that is not exactly a str. Nothing it calls runs Python code, so
+ * the borrowed items it reads stay alive. (Whether any stamp names a domain
+ * is answered by the comprehension over the domains, which compares them.)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -23,11 +26,13 @@
 
 #include "tt_stampfields.h"
 
-static const char *const FIELD_NAMES[N_FIELDS] = {"ptp_ns", "uncertainty_ns", "quality", "lts", "degraded", "domain"};
+static const char *const FIELD_NAMES[TT_STAMP_FIELDS] = {"ptp_ns", "uncertainty_ns", "quality", "lts", "degraded", "domain"};
 
-int tt_stamp_offsets(PyTypeObject *type, Py_ssize_t offsets[N_FIELDS])
+int tt_stamp_offsets(PyTypeObject *type, Py_ssize_t offsets[TT_STAMP_FIELDS])
 {
-	for (int f = 0; f < N_FIELDS; f++) {
+	if (type->tp_dict == NULL) /* (a static built-in type from 3.12 on: no Stamp) */
+		return -1;
+	for (int f = 0; f < TT_STAMP_FIELDS; f++) {
 		PyObject *descr = PyDict_GetItemString(type->tp_dict, FIELD_NAMES[f]); /* borrowed */
 		if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
 			return -1;
@@ -45,7 +50,7 @@ int tt_int_field(PyObject *v, int none_ok, int64_t none, int64_t *out)
 		*out = none;
 		return 0;
 	}
-	if (!PyLong_Check(v))
+	if (!PyLong_CheckExact(v) && !PyBool_Check(v)) /* (a subclass may read otherwise through __index__) */
 		return 1;
 	int overflow = 0;
 	long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
@@ -57,18 +62,32 @@ int tt_int_field(PyObject *v, int none_ok, int64_t none, int64_t *out)
 	return 0;
 }
 
+int tt_plain_flag(PyObject *v)
+{
+	return v == Py_True ? 1 : v == Py_False ? 0 : -1;
+}
+
+int tt_plain_unknown(PyObject *v)
+{
+	if (!PyUnicode_CheckExact(v))
+		return -1;
+	return PyUnicode_CompareWithASCIIString(v, "UNKNOWN") == 0;
+}
+
 PyObject *tt_stamp_fields(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-	if (nargs != 2 || !PyList_Check(args[0]) || !PyType_Check(args[1])) {
+	if (nargs != 2 || !PyList_CheckExact(args[0]) || !PyType_Check(args[1])) {
 		PyErr_SetString(PyExc_TypeError, "stamp_fields(stamps: list, stamp_type: type)");
 		return NULL;
 	}
 	PyObject *stamps = args[0];
 	PyTypeObject *type = (PyTypeObject *)args[1];
-	Py_ssize_t offsets[N_FIELDS];
+	Py_ssize_t offsets[TT_STAMP_FIELDS];
 	if (tt_stamp_offsets(type, offsets) < 0)
 		Py_RETURN_NONE;
 	Py_ssize_t n = PyList_GET_SIZE(stamps);
+	if (n > PY_SSIZE_T_MAX / 32)
+		Py_RETURN_NONE;
 	PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 * (size_t)n * sizeof(int64_t)));
 	if (out == NULL)
 		return NULL;
@@ -77,28 +96,25 @@ PyObject *tt_stamp_fields(PyObject *Py_UNUSED(module), PyObject *const *args, Py
 		PyObject *s = PyList_GET_ITEM(stamps, i);
 		if (Py_TYPE(s) != type)
 			goto plain_case_only;
-		PyObject *v[N_FIELDS];
-		for (int f = 0; f < N_FIELDS; f++) {
+		PyObject *v[TT_STAMP_FIELDS];
+		for (int f = 0; f < TT_STAMP_FIELDS; f++) {
 			v[f] = *(PyObject **)((char *)s + offsets[f]);
 			if (v[f] == NULL) /* unset: Python's read would raise */
 				goto plain_case_only;
 		}
 		int rc;
-		if ((rc = tt_int_field(v[F_PTP], 1, -1, &ptp[i])) || (rc = tt_int_field(v[F_UNC], 0, 0, &unc[i])) ||
-		    (rc = tt_int_field(v[F_LTS], 1, -1, &lts[i]))) {
+		if ((rc = tt_int_field(v[TT_STAMP_PTP], 1, -1, &ptp[i])) || (rc = tt_int_field(v[TT_STAMP_UNC], 0, 0, &unc[i])) ||
+		    (rc = tt_int_field(v[TT_STAMP_LTS], 1, -1, &lts[i]))) {
 			if (rc < 0)
 				goto error;
 			goto plain_case_only;
 		}
-		int degraded = PyObject_IsTrue(v[F_DEGRADED]);
-		if (degraded < 0)
-			goto error;
-		int64_t bits = (v[F_PTP] != Py_None ? TT_SF_HAVE : 0) | (degraded ? TT_SF_DEGRADED : 0) |
-			       (v[F_DOMAIN] != Py_None ? TT_SF_DOMAIN : 0);
-		PyObject *q = v[F_QUALITY];
-		if (PyUnicode_Check(q) && PyUnicode_CompareWithASCIIString(q, "UNKNOWN") == 0)
-			bits |= TT_SF_UNKNOWN;
-		flags[i] = bits;
+		/* only exact bools and strs: nothing here may run Python code (it could change the list) */
+		int degraded = tt_plain_flag(v[TT_STAMP_DEGRADED]), unknown = tt_plain_unknown(v[TT_STAMP_QUALITY]);
+		if (degraded < 0 || unknown < 0)
+			goto plain_case_only;
+		flags[i] = (v[TT_STAMP_PTP] != Py_None ? TT_SF_HAVE : 0) | (degraded ? TT_SF_DEGRADED : 0) |
+			   (unknown ? TT_SF_UNKNOWN : 0) | (v[TT_STAMP_DOMAIN] != Py_None ? TT_SF_DOMAIN : 0);
 	}
 	return out;
 plain_case_only:

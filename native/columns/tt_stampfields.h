@@ -15,13 +15,20 @@
 #define TT_SF_DOMAIN 8	 /* it names a host clock domain */
 
 /* analysis.events.Stamp's fields, in the order tt_stamp_offsets looks them up */
-enum { F_PTP, F_UNC, F_QUALITY, F_LTS, F_DEGRADED, F_DOMAIN, N_FIELDS };
+enum { TT_STAMP_PTP, TT_STAMP_UNC, TT_STAMP_QUALITY, TT_STAMP_LTS, TT_STAMP_DEGRADED, TT_STAMP_DOMAIN, TT_STAMP_FIELDS };
 
 /* The slot offset of each field of `type` (its member descriptors'); -1 when one is not a plain object slot. */
-int tt_stamp_offsets(PyTypeObject *type, Py_ssize_t offsets[N_FIELDS]);
+int tt_stamp_offsets(PyTypeObject *type, Py_ssize_t offsets[TT_STAMP_FIELDS]);
 
-/* An int field as int64 (`none` for None when `none_ok`); 0 done, 1 not the plain case, -1 an error set. */
+/* An int field as int64 (`none` for None when `none_ok`); 0 done, 1 not the plain case (not exactly an int or a
+ * bool, or beyond int64), -1 an error set. */
 int tt_int_field(PyObject *v, int none_ok, int64_t none, int64_t *out);
+
+/* A plain degraded flag (exactly True or False): 1 or 0; -1 anything else (no Python code is run for it). */
+int tt_plain_flag(PyObject *v);
+
+/* A plain quality (exactly a str): 1 when it is "UNKNOWN", 0 when another; -1 anything else. */
+int tt_plain_unknown(PyObject *v);
 
 /* stamp_fields(stamps, stamp_type) -> bytes | None: four int64 columns of len(stamps) each, one after the
  * other: reading (-1: none), bound, Lamport value (-1: none), flags; None for anything but the plain case. */

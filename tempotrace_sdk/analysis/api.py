@@ -47,7 +47,7 @@ def columnar_installed() -> bool:
 
         from .. import _columns  # noqa: F401
         from .columnar import lines  # noqa: F401
-    except ImportError:
+    except Exception:  # (not installed, or broken: an import that raises anything)
         return False
     return True
 

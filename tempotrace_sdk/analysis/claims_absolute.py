@@ -20,6 +20,8 @@ try:
     from .. import _columns
 except ImportError:  # (not built: the Python pass answers)
     _columns = None
+if _columns is not None and _columns.UNCERTAINTY_SATURATED != UNCERTAINTY_SATURATED:
+    _columns = None  # built against another saturated bound: a stale build must not judge
 
 __all__ = ["absolute_physics"]
 

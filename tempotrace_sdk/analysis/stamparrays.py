@@ -40,7 +40,8 @@ def _ints(values: list[int | None]) -> np.ndarray:
 class StampArrays:
     """Stamps as arrays: reading (-1: none), bound, UNKNOWN quality, degraded, Lamport value (-1: none), domain.
     Gathered in C (native/columns/tt_stampfields.c) where it is built and the stamps are plain, else one
-    comprehension a field; the two are equal (tests/analysis/test_stamparrays.py)."""
+    comprehension a field; the two are equal (tests/analysis/test_stamparrays.py). The C path's reading,
+    bound and Lamport arrays are read-only views of its buffer: the rules only read them."""
 
     have: np.ndarray
     ptp: np.ndarray
@@ -64,8 +65,11 @@ class StampArrays:
         self.ptp, self.unc, self.lts = ptp, unc, lts
         self.unknown = (flags & _UNKNOWN_BIT) != 0
         self.degraded = (flags & _DEGRADED) != 0
-        self.domains = bool((flags & _DOMAIN).any())
-        self.domain = [s.domain for s in stamps] if self.domains else [None] * n
+        if (flags & _DOMAIN).any():  # (whether any names one: as the comprehension says, which compares them)
+            self.domain = [s.domain for s in stamps]
+            self.domains = self.domain.count(None) != n
+        else:
+            self.domain, self.domains = [None] * n, False
 
     def _gather(self, stamps: Sequence[Stamp]) -> None:
         ptp = [s.ptp_ns for s in stamps]

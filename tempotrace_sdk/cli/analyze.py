@@ -134,7 +134,8 @@ def run_analyze(args: argparse.Namespace) -> int:
     except ImportError as err:  # an engine's optional dependencies (the reference needs none)
         extra = "dask: pip install 'tempotrace-sdk[dask]'" if args.engine == "dask" else \
             "pyarrow and numpy: pip install 'tempotrace-sdk[analysis]'"
-        return fail("analyze", f"--engine {args.engine} needs {extra} ({shown(err, MESSAGE_LIMIT)})", EXIT_USAGE)
+        engine = "the columnar engine" if args.engine == "auto" else f"--engine {args.engine}"
+        return fail("analyze", f"{engine} needs {extra} ({shown(err, MESSAGE_LIMIT)})", EXIT_USAGE)
     except MemoryError:
         return fail("analyze", "out of memory: lower --window / --dedup, or split the work (--jobs, --engine dask)",
                     EXIT_RUNTIME)

@@ -380,3 +380,20 @@ def test_the_c_pass_equals_the_python_pass() -> None:
                      ([0], [1], one, one, 2**63), ([0], [1], one, one, -1), ([0], [1], one, one, 1.0)):
         assert columns.claim_physics(*declined, Stamp) is None
         assert absolute_physics(*declined) == absolute_physics(*declined, native=False)  # type: ignore[arg-type]
+
+
+def test_the_c_pass_never_asks_a_flag_that_could_change_its_lists() -> None:
+    """A degraded flag whose __bool__ empties the starts being read (a crash before the fix): declined, and the
+    Python pass answers."""
+    columns = pytest.importorskip("tempotrace_sdk._columns", reason="the native columns module is not built")
+    starts = [0, 1, 2]
+
+    class Emptying:
+        def __bool__(self) -> bool:
+            starts.clear()
+            return False
+
+    start_stamps = [Stamp(100, 5, "OK", None, Emptying()), Stamp(100, 5, "OK"), Stamp(100, 5, "OK")]  # type: ignore[arg-type]
+    assert columns.claim_physics(starts, [0, 1, 2], start_stamps, [Stamp(200, 5, "OK")] * 3, 0, Stamp) is None
+    assert starts == [0, 1, 2]
+    assert columns.UNCERTAINTY_SATURATED == 65_535

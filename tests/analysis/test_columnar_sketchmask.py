@@ -12,10 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tempotrace_sdk.analysis.columnar import sketchmask
 from tempotrace_sdk.analysis.columnar.sketchmask import own_masks, own_sketches
 from tempotrace_sdk.analysis.order import span_mask
 
-pytest.importorskip("tempotrace_sdk._columns", reason="the native columns module is not built")
+native = pytest.mark.skipif(sketchmask._columns is None, reason="the native columns module is not built")
 
 EXTREMES = ["0000000000000000", "ffffffffffffffff", "8000000000000000", "0000000000000001", "00000000ffffffff",
             "FFFFFFFF00000000"]
@@ -25,6 +26,7 @@ def _reference(span_id: str, parent: str) -> int:
     return span_mask(span_id) | span_mask(parent) if parent else span_mask(span_id)
 
 
+@native
 @given(st.lists(st.tuples(st.integers(0, 2**64 - 1), st.one_of(st.none(), st.integers(0, 2**64 - 1))),
                 min_size=1, max_size=40))
 def test_own_masks_are_span_masks_of_the_id_and_its_parent(pairs: list[tuple[int, int | None]]) -> None:
@@ -34,6 +36,7 @@ def test_own_masks_are_span_masks_of_the_id_and_its_parent(pairs: list[tuple[int
     assert own_masks(ids, parents, list(range(len(ids)))) == want
 
 
+@native
 def test_the_extremes_and_a_large_column_agree_with_span_mask() -> None:
     rng = random.Random("sketchmask")
     ids = EXTREMES + [f"{rng.getrandbits(64):016x}" for _ in range(20_000)]
@@ -42,6 +45,7 @@ def test_the_extremes_and_a_large_column_agree_with_span_mask() -> None:
     assert own_masks(ids, parents, rows) == [_reference(ids[i], parents[i]) for i in rows]
 
 
+@native
 @pytest.mark.parametrize("bad", ["abc", "0123456789abcdeg", "0123456789abcdef0", "0123456789abcdef01",
                                  " 123456789abcdef", "0123456789ab    ", "01234567 89abcde",
                                  "０１２３４５６７８９ａｂｃｄｅｆ", "0123456789abcdé0", "0x23456789abcdef"])
@@ -58,6 +62,7 @@ def test_an_id_not_of_16_hex_digits_goes_to_span_mask(bad: str) -> None:
         assert own_sketches([bad], [""], [0], np.array([True])) == [want]
 
 
+@native
 def test_ids_whose_lengths_only_add_up_are_not_hashed_as_others() -> None:
     """14 and 18 digits join to two ids' worth of hex: hashing the joined bytes would give other ids' bits."""
     assert own_masks(["0123456789abcd", "ef0123456789abcdef"], ["", ""], [0, 1]) is None
@@ -70,8 +75,18 @@ def test_own_sketches_fill_only_the_rows_asked_for() -> None:
     assert own_sketches(ids, parents, [0], np.array([False])) == [None]
 
 
+@native
 def test_an_id_that_is_no_str_declines_and_a_row_past_the_lists_raises() -> None:
     assert own_masks([b"0123456789abcdef"], [""], [0]) is None  # type: ignore[list-item]
     assert own_masks(["0123456789abcdef"], [None], [0]) is None  # type: ignore[list-item]
     with pytest.raises(IndexError):
         own_masks(["0123456789abcdef"], [""], [1])
+
+
+def test_without_the_module_own_mask_answers_span_by_span(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No native module (another platform): own_masks declines and own_sketches asks own_mask, the same bits."""
+    monkeypatch.setattr(sketchmask, "_columns", None)
+    ids, parents = ["00000000000000aa", "00000000000000bb"], ["", "00000000000000aa"]
+    assert own_masks(ids, parents, [0, 1]) is None
+    assert own_sketches(ids, parents, [1, 0], np.array([True, True])) == [_reference(ids[1], parents[1]),
+                                                                       _reference(ids[0], "")]

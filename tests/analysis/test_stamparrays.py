@@ -105,3 +105,64 @@ def test_bad_arguments_raise_a_type_error() -> None:
         _columns.stamp_fields([Stamp(1)])
     assert _columns.stamp_fields([Stamp(1)], Domain) is None  # a type without Stamp's fields: declined
     assert np.frombuffer(_columns.stamp_fields([], Stamp), dtype=np.int64).size == 0
+
+
+class _Quality(str):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+
+class _Index(int):
+    def __index__(self) -> int:
+        return 7
+
+
+class _NoneLike:
+    def __eq__(self, other: object) -> bool:
+        return other is None
+
+    __hash__ = object.__hash__
+
+
+@pytest.mark.parametrize("odd", [
+    Stamp(5, 10, _Quality("OK")),  # a str subclass whose == says UNKNOWN
+    Stamp(_Index(5), 10),  # an int subclass numpy reads through __index__
+    Stamp(5, 10, "OK", 1, 1),  # type: ignore[arg-type]  # a degraded flag that is no bool
+    Stamp(5, 10, "OK", 1, []),  # type: ignore[arg-type]
+])
+def test_odd_field_types_are_left_to_the_comprehensions(odd: Stamp) -> None:
+    """Only exact ints, bools and strs are read in C (anything else could compare or convert otherwise, or run
+    Python code while C holds borrowed items): the comprehensions answer, as they alone would."""
+    batch = [Stamp(1, 2), odd]
+    assert _columns.stamp_fields(batch, Stamp) is None
+    try:
+        python = StampArrays(batch, native=False)
+    except (TypeError, ValueError) as err:
+        with pytest.raises(type(err)):
+            StampArrays(batch)
+        return
+    native = StampArrays(batch)
+    for name in FIELDS:
+        assert np.array_equal(getattr(native, name), getattr(python, name)), name
+
+
+def test_a_domain_that_compares_equal_to_none_counts_as_the_comprehension_counts_it() -> None:
+    batch = [Stamp(1, 2, "OK", None, False, _NoneLike()), Stamp(3, 4)]  # type: ignore[arg-type]
+    _assert_same(StampArrays(batch), StampArrays(batch, native=False))
+
+
+def test_a_flag_whose_truth_would_change_the_list_is_never_asked() -> None:
+    """A degraded flag with a __bool__ that empties the list being read: C declines before asking it (a crash
+    before the fix), the comprehensions ask it."""
+    stamps: list[Any] = []
+
+    class Emptying:
+        def __bool__(self) -> bool:
+            stamps.clear()
+            return True
+
+    stamps += [Stamp(1, 2, "UNKNOWN", 3, Emptying())] + [Stamp(k, 1) for k in range(1000)]  # type: ignore[arg-type]
+    assert _columns.stamp_fields(stamps, Stamp) is None
+    assert len(stamps) == 1001
