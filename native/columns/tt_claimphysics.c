@@ -126,25 +126,16 @@ static int usable_side(PyObject *members, PyObject *stamps, PyTypeObject *type, 
 	return 0;
 }
 
+/* An excess or a room (0 <= v < 2^65) as a Python int: 16 octets, little-endian (as tt_ownsketch.c makes its
+ * ints, through CPython's _PyLong_FromByteArray). */
 static PyObject *wide_to_long(wide v)
 {
-	/* every value here is an excess or a room: 0 <= v < 2^65 */
-	if (v >= 0 && v <= (wide)INT64_MAX)
+	if (v <= (wide)INT64_MAX)
 		return PyLong_FromLongLong((long long)v);
-	PyObject *hi = PyLong_FromUnsignedLongLong((unsigned long long)(v >> 32));
-	PyObject *shift = PyLong_FromLong(32), *lo = PyLong_FromUnsignedLongLong((unsigned long long)(v & 0xFFFFFFFFu));
-	PyObject *out = NULL;
-	if (hi && shift && lo) {
-		PyObject *high = PyNumber_Lshift(hi, shift);
-		if (high != NULL) {
-			out = PyNumber_Or(high, lo);
-			Py_DECREF(high);
-		}
-	}
-	Py_XDECREF(hi);
-	Py_XDECREF(shift);
-	Py_XDECREF(lo);
-	return out;
+	unsigned char le[16];
+	for (int i = 0; i < 16; i++)
+		le[i] = (unsigned char)((unsigned __int128)v >> (8 * i));
+	return _PyLong_FromByteArray(le, sizeof le, 1, 0);
 }
 
 PyObject *tt_claim_physics(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)

@@ -86,8 +86,8 @@ class Analyzer:
         self.derived = Derived(self.report.derived, self.horizon)
         self.judge = EdgeJudge(topology, self.report, self.derived)
         self.ledger = self.judge.ledger
-        # the columnar engine's parent -> child edges and unkept hops, counted a batch at a time (edgebatch.py:
-        # the same counts)
+        # the columnar engine's parent -> child edges and unkept hops, counted a batch at a time (edgebatch.py,
+        # hopbatch.py: the same counts)
         self.pairs = ParentChildBatch(self.judge) if batch_edges else None
         self.hops = HopBatch(self.judge) if batch_edges else None
         self.traces = TraceMemory(dedup_spans)

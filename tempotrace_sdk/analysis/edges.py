@@ -81,6 +81,20 @@ def unmerged(s: SpanRecord) -> bool:
     return s.remote is not None and s.recv_lts is None
 
 
+def hop_send(s: SpanRecord, client: Sender | None) -> tuple[Stamp, str, str, bool]:
+    """A hop's send event as the judge orders it: the receive span's remote record (degraded when the client
+    span's policy said degrade), the sender's clock key and host, and whether the client span recorded a send
+    with the record's Lamport value (matched). An unknown sender is never guessed: "?" reaches only the
+    topology (whose unknown-host extra is the worst case) and the rendered record, never the fault ledger."""
+    remote = s.remote
+    assert remote is not None
+    if client is None:
+        return remote, UNKNOWN_SENDER, UNKNOWN_SENDER, False
+    if client[4] and not remote.degraded:
+        remote = msgspec.structs.replace(remote, degraded=True)
+    return remote, client[1], client[2], any(lts == remote.lts for lts, _, _ in client[3])
+
+
 class EdgeJudge:
     """Decides and counts known edges into ``report`` and ``ledger``."""
 
@@ -119,19 +133,11 @@ class EdgeJudge:
     def hop(self, s: SpanRecord, client: Sender | None, keep: bool) -> dict[str, Any] | None:
         """send (the remote header) -> server span start; the rendering record when ``keep``."""
         rep = self.report
-        remote = s.remote
-        assert remote is not None
+        remote, clock, host, matched = hop_send(s, client)
         rep.hops += 1
-        matched = client is not None and any(lts == remote.lts for lts, _, _ in client[3])
         if matched:
             rep.hops_matched += 1
-        if client is not None and client[4] and not remote.degraded:
-            remote = msgspec.structs.replace(remote, degraded=True)  # the client span's policy said degrade
-        # An unknown sender is never guessed: "?" reaches only the topology (whose unknown-host extra is the
-        # worst case) and the rendered record, never the fault ledger (attributed=False).
         attributed = client is not None
-        clock = client[1] if client is not None else UNKNOWN_SENDER
-        host = client[2] if client is not None else UNKNOWN_SENDER
         send = _Sender(host, clock)
         gap = self._edge("hop", remote, s.start, send, s, None, s.otel_start_ns, attributed)
         if gap == 0:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import msgspec
 import numpy as np
 
 from .edgebatch import BATCH, CLOCK, HOST, START_NS, PairSides, SvcTest, count_pairs
-from .edges import UNKNOWN_SENDER, unmerged
-from .events import SpanRecord, Stamp
+from .edges import hop_send, unmerged
+from .events import SpanRecord
 from .order import span_mask
 from .stamparrays import SAFE, StampArrays, times
 
@@ -50,28 +49,19 @@ class HopBatch:
             return
         self.servers, self.clients = [], []
         judge = self.judge
-        sent: list[Stamp] = []
-        for s, client in zip(servers, clients, strict=True):
-            remote = s.remote
-            assert remote is not None
-            if client is not None and client[4] and not remote.degraded:
-                remote = msgspec.structs.replace(remote, degraded=True)  # the client span's policy said degrade
-            sent.append(remote)
-        sa, sb = StampArrays(sent), StampArrays([s.start for s in servers])
+        sent, clock_a, host_a, matched = zip(*map(hop_send, servers, clients), strict=True)
+        sa, sb = StampArrays(list(sent)), StampArrays([s.start for s in servers])
         rb = times(list(map(START_NS, servers)))
         raw_a, raw_a_ok = _tai_as_utc(sa, sb)
         if rb is not None and raw_a is not None:
             attributed = np.array([c is not None for c in clients], dtype=bool)
-            clock_a = [c[1] if c is not None else UNKNOWN_SENDER for c in clients]
-            host_a = [c[2] if c is not None else UNKNOWN_SENDER for c in clients]
-            sides = PairSides(clock_a, list(map(CLOCK, servers)), host_a, list(map(HOST, servers)), raw_a, rb,
-                              np.array(list(map(unmerged, servers)), dtype=bool), self._svc(servers), attributed,
-                              raw_a_ok)
+            sides = PairSides(list(clock_a), list(map(CLOCK, servers)), list(host_a), list(map(HOST, servers)),
+                              raw_a, rb, np.array(list(map(unmerged, servers)), dtype=bool), self._svc(servers),
+                              attributed, raw_a_ok)
             if count_pairs(judge, "hop", sa, sb, sides):
                 rep = judge.report
                 rep.hops += len(servers)
-                rep.hops_matched += sum(1 for remote, c in zip(sent, clients, strict=True)
-                                        if c is not None and any(lts == remote.lts for lts, _, _ in c[3]))
+                rep.hops_matched += sum(matched)
                 return
         for s, client in zip(servers, clients, strict=True):
             judge.hop(s, client, False)
