@@ -29,6 +29,7 @@
 
 #include "tt_claimphysics.h"
 #include "tt_ownsketch.h"
+#include "tt_skeleton.h"
 #include "tt_stampfields.h"
 
 /* A column's kind: what value its cells hold (analysis/schema.py's kinds the pivot knows). */
@@ -628,6 +629,8 @@ static PyTypeObject PivotType = {
 };
 
 static PyMethodDef module_methods[] = {
+	{"span_fields", (PyCFunction)(void (*)(void))tt_span_fields, METH_FASTCALL,
+	 "span_fields(spans, span_type, status_type) -> tuple | None: decoded spans' OTLP fields (tt_skeleton.h)."},
 	{"stamp_fields", (PyCFunction)(void (*)(void))tt_stamp_fields, METH_FASTCALL,
 	 "stamp_fields(stamps, stamp_type) -> bytes | None: Stamps' fields as int64 columns (tt_stampfields.h)."},
 	{"own_masks", (PyCFunction)(void (*)(void))tt_own_masks, METH_FASTCALL,
@@ -638,7 +641,7 @@ static PyMethodDef module_methods[] = {
 	{NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tempotrace_sdk._columns",
-				     "OTLP JSON attribute arrays into columns; Stamps' fields as columns; spans' "
+				     "OTLP JSON attribute arrays into columns; spans' OTLP fields; Stamps' fields as columns; spans' "
 				     "own sketches; claims' physics (spec/analysis.md §5.6).",
 				     -1, module_methods};
 

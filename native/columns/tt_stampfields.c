@@ -28,12 +28,12 @@
 
 static const char *const FIELD_NAMES[TT_STAMP_FIELDS] = {"ptp_ns", "uncertainty_ns", "quality", "lts", "degraded", "domain"};
 
-int tt_stamp_offsets(PyTypeObject *type, Py_ssize_t offsets[TT_STAMP_FIELDS])
+int tt_slot_offsets(PyTypeObject *type, const char *const *names, int n, Py_ssize_t *offsets)
 {
-	if (type->tp_dict == NULL) /* (a static built-in type from 3.12 on: no Stamp) */
+	if (type->tp_dict == NULL) /* (a static built-in type from 3.12 on: no Struct of ours) */
 		return -1;
-	for (int f = 0; f < TT_STAMP_FIELDS; f++) {
-		PyObject *descr = PyDict_GetItemString(type->tp_dict, FIELD_NAMES[f]); /* borrowed */
+	for (int f = 0; f < n; f++) {
+		PyObject *descr = PyDict_GetItemString(type->tp_dict, names[f]); /* borrowed */
 		if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
 			return -1;
 		PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
@@ -42,6 +42,11 @@ int tt_stamp_offsets(PyTypeObject *type, Py_ssize_t offsets[TT_STAMP_FIELDS])
 		offsets[f] = member->offset;
 	}
 	return 0;
+}
+
+int tt_stamp_offsets(PyTypeObject *type, Py_ssize_t offsets[TT_STAMP_FIELDS])
+{
+	return tt_slot_offsets(type, FIELD_NAMES, TT_STAMP_FIELDS, offsets);
 }
 
 int tt_int_field(PyObject *v, int none_ok, int64_t none, int64_t *out)

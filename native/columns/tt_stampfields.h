@@ -17,7 +17,11 @@
 /* analysis.events.Stamp's fields, in the order tt_stamp_offsets looks them up */
 enum { TT_STAMP_PTP, TT_STAMP_UNC, TT_STAMP_QUALITY, TT_STAMP_LTS, TT_STAMP_DEGRADED, TT_STAMP_DOMAIN, TT_STAMP_FIELDS };
 
-/* The slot offset of each field of `type` (its member descriptors'); -1 when one is not a plain object slot. */
+/* The slot offset of each of the `n` named fields of `type` (its member descriptors'); -1 when one is not a
+ * plain object slot. */
+int tt_slot_offsets(PyTypeObject *type, const char *const *names, int n, Py_ssize_t *offsets);
+
+/* tt_slot_offsets of a Stamp's fields, in the order of the enum above. */
 int tt_stamp_offsets(PyTypeObject *type, Py_ssize_t offsets[TT_STAMP_FIELDS]);
 
 /* An int field as int64 (`none` for None when `none_ok`); 0 done, 1 not the plain case (not exactly an int or a

@@ -99,7 +99,7 @@ def test_the_exporters_own_lines_are_taken_whole_in_c(tmp_path: Path) -> None:
         decoded = SpanColumns()
         for i, data in enumerate(_lines(path)):
             decoded.add_line(data, i + 1)
-        attributes = decoded.attributes
+        attributes = decoded.fields().attributes
         _, refused = decoded._pivot.scan(attributes)
         assert len(attributes) > 20 and refused == []
         assert decoded.left_lines == []
@@ -133,12 +133,14 @@ def test_decoded_columns_hold_what_the_span_table_holds(drawn: Any) -> None:
             continue
         decoded.add_line(data, i + 1)
     assert not decoded.left_lines
-    table = decoded.table().to_pylist()
+    table, fields = decoded.table().to_pylist(), decoded.fields()
     assert len(table) == block.rows
-    for row, span in zip(table, block.spans, strict=True):
+    for i, (row, span) in enumerate(zip(table, block.spans, strict=True)):
         if L.OTLP_JSON in span:  # a span the table keeps as written: the reference reader's
             continue
-        assert bytes.fromhex(row["trace_id"]) == span[L.TRACE_ID] and bytes.fromhex(row["span_id"]) == span[L.SPAN_ID]
+        assert bytes.fromhex(fields.trace_id[i]) == span[L.TRACE_ID] and \
+            bytes.fromhex(fields.span_id[i]) == span[L.SPAN_ID]
+        assert fields.trace_id[i] == fields.trace_id[i].lower()
         assert (row["start"], row["end"]) == (span[L.START], span[L.END])
         assert not row["refused"]
         for key, _ in ATTRIBUTE_COLUMNS:
@@ -206,21 +208,25 @@ def test_a_row_the_prefilter_passes_keeps_every_rule(lines: list[str]) -> None:
     decoded = SpanColumns()
     for i, text in enumerate(lines):
         decoded.add_line(text.encode(), i + 1)
-    marked = may_break(decoded.table())
+    fields = decoded.fields()
+    marked = may_break(decoded.table()) | fields.marked
     kvs = msgspec.json.Decoder(list[KeyValue], strict=False)
-    for row, (attributes, resource) in enumerate(zip(decoded.attributes, decoded.resource, strict=True)):
+    for row, (attributes, resource) in enumerate(zip(fields.attributes, decoded.resource, strict=True)):
         if marked[row]:
             continue
         try:
             SPAN.read_otlp(kvs.decode(attributes))
             RESOURCE.read_otlp(kvs.decode(decoded.resources[resource]))
-            trace_id, span_id, parent = decoded.trace_id[row], decoded.span_id[row], decoded.parent[row]
-            assert norm_id(trace_id, 16, "traceId") == trace_id.lower()  # read as it stands, hex
-            assert norm_id(span_id, 8, "spanId") == span_id.lower()
-            assert not parent or norm_id(parent, 8, "parentSpanId") == parent.lower()
-            assert span_kind(decoded.kind[row]) == decoded.kind[row]
-            unix_nanos(decoded.start[row], "startTimeUnixNano")
-            unix_nanos(decoded.end[row], "endTimeUnixNano")
+            sp = decoded.spans[row]  # as written; the fields as the reference reads them
+            assert norm_id(sp.traceId, 16, "traceId") == fields.trace_id[row]
+            assert norm_id(sp.spanId, 8, "spanId") == fields.span_id[row]
+            if sp.parentSpanId:
+                assert norm_id(sp.parentSpanId, 8, "parentSpanId") == fields.parent[row]
+            else:
+                assert fields.parent[row] == ""
+            assert span_kind(fields.kind[row]) == fields.kind[row]
+            assert unix_nanos(fields.start[row], "startTimeUnixNano") == fields.start_times[row].as_py()
+            assert unix_nanos(fields.end[row], "endTimeUnixNano") == fields.end_times[row].as_py()
         except (AttributeRuleError, msgspec.DecodeError) as err:
             pytest.fail(f"row {row} passed the prefilter but breaks a rule: {err}")
 
@@ -344,7 +350,7 @@ def test_a_spans_host_rank_clock_and_job_are_its_records(drawn: Any, extra: list
         for i, text in enumerate(lines):
             decoded.add_line(text.encode(), i + 1)
     table = decoded.table()
-    marked = may_break(table)
+    marked = may_break(table) | decoded.fields().marked
     cols = {k: v.to_pylist() for k, v in identity(table).items()}
     compared = 0
     for row in range(table.num_rows):
@@ -425,7 +431,7 @@ def test_a_spans_torch_op_is_its_records(data: st.DataObject) -> None:
         for i, text in enumerate(lines):
             decoded.add_line(text.encode(), i + 1)
     table = decoded.table()
-    marked, refused = may_break(table), torch_refusals(table)
+    marked, refused = may_break(table) | decoded.fields().marked, torch_refusals(table)
     cols = {k: v.to_pylist() for k, v in torch_ops(table).items()}
     more = {k: v.to_pylist() for k, v in steps_and_dumps(table).items()}
     for row in range(table.num_rows):

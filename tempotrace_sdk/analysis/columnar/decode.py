@@ -1,27 +1,38 @@
-"""OTLP JSON trace lines -> Arrow columns: one msgspec decode of each line's skeleton, every span's attributes
-pivoted into columns in C (spec/analysis.md §5.6).
+"""OTLP JSON trace lines -> columns: one msgspec decode of each line's skeleton, its spans' OTLP fields read
+from it in C, every span's attributes pivoted into columns in C (spec/analysis.md §5.6).
 
 The skeleton is the OTLP fields the analysis reads, each span's ``attributes`` and each Resource's kept as
-``msgspec.Raw`` (JSON msgspec has checked, not yet read); ``pivot.py`` puts the values of the keys the
-analysis's rule table knows (values.py) in their columns. No span becomes a Python object beyond its skeleton.
-What this stage cannot take goes to the reference reader (otlp.py) whole: a line whose skeleton does not
-decode (``SpanColumns.left_lines``), a span whose attributes neither pivot takes (the ``refused`` column).
+``msgspec.Raw`` (JSON msgspec has checked, not yet read). ``SpanFields`` holds the fields as the later stages
+read them (native/columns/tt_skeleton.c, or ``python_fields`` where it is not built); ``pivot.py`` puts the
+values of the keys the analysis's rule table knows (values.py) in their columns. No span becomes a Python
+object beyond its skeleton. What this stage cannot take goes to the reference reader (otlp.py) whole: a line
+whose skeleton does not decode (``SpanColumns.left_lines``), a span whose OTLP fields the reference must read
+(``SpanFields.marked``), a span whose attributes neither pivot takes (the ``refused`` column).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
 import pyarrow as pa
 
-from ..otlp import Status
+from ..otlp import STATUS_ERROR, Status
 from ..schema import HEX, STRING
 from ..values import FIXED64_MAX, RESOURCE_RULES, SPAN_RULES
 from .pivot import KINDS, PythonPivot, make_pivot, pivot_arrays
 
-__all__ = ["ATTRIBUTE_COLUMNS", "ATTRIBUTE_PREFIX", "RESOURCE_COLUMNS", "RESOURCE_PREFIX", "SpanColumns"]
+try:
+    from ... import _columns
+except ImportError:  # not built: python_fields reads every span
+    _columns = None
+
+__all__ = [
+    "ATTRIBUTE_COLUMNS", "ATTRIBUTE_PREFIX", "RESOURCE_COLUMNS", "RESOURCE_PREFIX", "SpanColumns", "SpanFields",
+    "native_fields", "python_fields",
+]
 
 _EMPTY = msgspec.Raw(b"[]")
 
@@ -81,29 +92,93 @@ def _times(values: list[int]) -> pa.Array:
     return pa.array(values, type=pa.uint64())
 
 
+class SpanFields(NamedTuple):
+    """Each decoded span's OTLP fields as the later stages read them, one item a span."""
+
+    trace_id: list[str]  #: in lower case (one object per distinct id); as written where ``marked``
+    span_id: list[str]  #: in lower case; as written where ``marked``
+    parent: list[str]  #: in lower case, "" for none; as written where ``marked``
+    name: list[str]  #: one object per distinct name
+    kind: list[Any]  #: as written (a number, or a name: ``marked``)
+    start: list[int]  #: as written
+    end: list[int]
+    attributes: list[msgspec.Raw]
+    marked: np.ndarray  #: the reference must read the span's OTLP fields: an id not hex of its size (base64 ones
+    #: included: the reference reads them), a kind that is no number 0..2^31-1 (a name included), a time outside
+    #: fixed64 (values.norm_id, span_kind, unix_nanos)
+    errors: np.ndarray  #: its status is ERROR (the reference reads its error text from its events)
+    start_times: pa.Array  #: uint64, null outside fixed64
+    end_times: pa.Array
+
+
+_ID32, _ID16 = re.compile("[0-9a-fA-F]{32}").fullmatch, re.compile("[0-9a-fA-F]{16}").fullmatch
+_KIND_MAX = 2**31 - 1
+
+
+def _fixed64(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= FIXED64_MAX
+
+
+def python_fields(spans: list[_Span]) -> SpanFields:
+    """SpanFields read in Python: every span msgspec decodes (native/columns/tt_skeleton.c answers the same)."""
+    trace_id, span_id, parent, names, marked, errors = [], [], [], [], [], []
+    shared: dict[str, str] = {}
+    for sp in spans:
+        t, s, p, kind = sp.traceId, sp.spanId, sp.parentSpanId, sp.kind
+        ids_hex = (_ID32(t), _ID16(s), not p or _ID16(p))
+        trace_id.append(shared.setdefault(t.lower(), t.lower()) if ids_hex[0] else shared.setdefault(t, t))
+        span_id.append(s.lower() if ids_hex[1] else s)
+        parent.append(p.lower() if ids_hex[2] else p)
+        names.append(shared.setdefault(sp.name, sp.name))
+        kind_ok = type(kind) is int and 0 <= kind <= _KIND_MAX
+        marked.append(not (all(ids_hex) and kind_ok and _fixed64(sp.startTimeUnixNano)
+                           and _fixed64(sp.endTimeUnixNano)))
+        status = sp.status
+        errors.append(status is not None and status.code in STATUS_ERROR)
+    start, end = [sp.startTimeUnixNano for sp in spans], [sp.endTimeUnixNano for sp in spans]
+    return SpanFields(trace_id, span_id, parent, names, [sp.kind for sp in spans], start, end,
+                      [sp.attributes for sp in spans], np.array(marked, dtype=bool), np.array(errors, dtype=bool),
+                      _times(start), _times(end))
+
+
+def native_fields(spans: list[_Span]) -> SpanFields | None:
+    """SpanFields read in C (tt_skeleton.c); None where it is not built or declines (python_fields answers)."""
+    if _columns is None:
+        return None
+    out = _columns.span_fields(spans, _Span, Status)
+    if out is None:
+        return None
+    trace_id, span_id, parent, names, kinds, start, end, attributes, flags, times = out
+    n = len(spans)
+    bits = np.frombuffer(flags, dtype=np.uint8)
+    both = np.frombuffer(times, dtype=np.uint64)
+    start_times = pa.array(both[:n], type=pa.uint64(), mask=(bits & _NO_START) != 0)
+    end_times = pa.array(both[n:], type=pa.uint64(), mask=(bits & _NO_END) != 0)
+    return SpanFields(trace_id, span_id, parent, names, kinds, start, end, attributes, (bits & _MARKED) != 0,
+                      (bits & _ERROR) != 0, start_times, end_times)
+
+
+#: tt_skeleton.h's flags
+_MARKED, _ERROR, _NO_START, _NO_END = 1, 2, 4, 8
+
+
 class SpanColumns:
-    """Lines in, columns out: ``add_line`` for each line, ``table()`` for what they held."""
+    """Lines in, columns out: ``add_line`` for each line, ``fields()`` for their spans' OTLP fields and
+    ``table()`` for their values."""
 
     def __init__(self, native: bool = True) -> None:
+        self.native = native
         self._pivot = make_pivot(ATTRIBUTE_COLUMNS, native)
         self._resource_pivot = make_pivot(RESOURCE_COLUMNS, native)
         self._python = PythonPivot(ATTRIBUTE_COLUMNS)
         self._python_resource = PythonPivot(RESOURCE_COLUMNS)
         self.line: list[int] = []
-        self.trace_id: list[str] = []
-        self.span_id: list[str] = []
-        self.parent: list[str] = []
-        self.name: list[str] = []
-        self.kind: list[Any] = []
-        self.start: list[int] = []
-        self.end: list[int] = []
-        self.status: list[Any] = []
-        self.message: list[str | None] = []
-        self.attributes: list[msgspec.Raw] = []
+        self.spans: list[_Span] = []
         self.resource: list[int] = []  #: each span's Resource, an index into resources
         self.resources: list[msgspec.Raw] = []
         #: lines whose skeleton did not decode: the reference reader's
         self.left_lines: list[int] = []
+        self._fields: SpanFields | None = None
 
     def add_line(self, data: bytes | memoryview, number: int) -> int:
         """The spans of line ``number``; how many (0 for a line left to the reference reader)."""
@@ -112,32 +187,31 @@ class SpanColumns:
         except (msgspec.DecodeError, RecursionError):
             self.left_lines.append(number)
             return 0
-        first = len(self.line)
+        spans, first = self.spans, len(self.spans)
         for rs in doc.resourceSpans:
             self.resources.append(rs.resource.attributes)
-            r = len(self.resources) - 1
+            before = len(spans)
             for ss in rs.scopeSpans:
-                for sp in ss.spans:
-                    self.trace_id.append(sp.traceId)
-                    self.span_id.append(sp.spanId)
-                    self.parent.append(sp.parentSpanId)
-                    self.name.append(sp.name)
-                    self.kind.append(sp.kind)
-                    self.start.append(sp.startTimeUnixNano)
-                    self.end.append(sp.endTimeUnixNano)
-                    status = sp.status
-                    self.status.append(None if status is None else status.code)
-                    self.message.append(None if status is None else status.message)
-                    self.attributes.append(sp.attributes)
-                    self.resource.append(r)
-        n = len(self.trace_id) - first
+                spans.extend(ss.spans)
+            self.resource.extend([len(self.resources) - 1] * (len(spans) - before))
+        n = len(spans) - first
         self.line.extend([number] * n)
+        self._fields = None
         return n
 
+    def fields(self) -> SpanFields:
+        """The spans' OTLP fields so far."""
+        if self._fields is None:
+            fields = native_fields(self.spans) if self.native else None
+            self._fields = python_fields(self.spans) if fields is None else fields
+        return self._fields
+
     def table(self) -> pa.Table:
-        """The spans so far as one table: the OTLP fields, ``attribute.<key>`` and ``resource.<key>`` per key
-        the rules know, ``refused`` (a span whose attributes the rules must read as written)."""
-        cols, refused = pivot_arrays(self._pivot, self._python, _KINDS, self.attributes)
+        """The spans so far as one table: ``line``, the times (``start``, ``end``: uint64, null outside fixed64),
+        ``attribute.<key>`` and ``resource.<key>`` per key the rules know, ``refused`` (a span whose attributes
+        the rules must read as written)."""
+        fields = self.fields()
+        cols, refused = pivot_arrays(self._pivot, self._python, _KINDS, fields.attributes)
         rcols, rrefused = pivot_arrays(self._resource_pivot, self._python_resource, _RESOURCE_KINDS, self.resources)
         take = pa.array(self.resource, type=pa.int64())
         refused_rows = np.zeros(len(self.line), dtype=bool)
@@ -145,12 +219,7 @@ class SpanColumns:
         refused_resources = np.zeros(len(self.resources), dtype=bool)
         refused_resources[rrefused] = True
         data: dict[str, Any] = {
-            "line": pa.array(self.line, type=pa.int64()), "trace_id": self.trace_id, "span_id": self.span_id,
-            "parent_span_id": self.parent, "name": self.name,
-            "kind": pa.array([k if isinstance(k, int) else None for k in self.kind], type=pa.int64()),
-            "start": _times(self.start), "end": _times(self.end),
-            "status.code": pa.array([c if isinstance(c, int) else None for c in self.status], type=pa.int64()),
-            "status.message": self.message,
+            "line": pa.array(self.line, type=pa.int64()), "start": fields.start_times, "end": fields.end_times,
             "refused": refused_rows | refused_resources[np.asarray(self.resource, dtype=np.int64)],
         }
         for (key, _), col in zip(ATTRIBUTE_COLUMNS, cols, strict=True):

@@ -4,7 +4,8 @@
 The lines are decoded together (decode.py), their values checked by the vectorised rule prefilter (rules.py)
 and the stamps texts read as one column (stamps.py); a line all of whose spans keep every rule is made into
 records from those columns. A line with anything else goes to ``decode_line`` whole, so the reference
-names what it breaks: a span the prefilter marks, a stamps text the C decoder refuses, a torch op build_record
+names what it breaks: a span whose OTLP fields it reads otherwise (decode.SpanFields.marked), a span
+the prefilter marks, a stamps text the C decoder refuses, a torch op build_record
 refuses, a span whose status is ERROR (its error text is read from its events), the previous attribute set's
 send arrays of different lengths, an exporter loss record, a Resource with no spans, a line the skeleton does
 not decode. Taking the whole line keeps its refusals, loss records and positions exactly the reference's.
@@ -22,9 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import semconv as S
-from ..otlp import STATUS_ERROR, BadLine, LineResult, decode_line
+from ..otlp import BadLine, LineResult, decode_line
 from .arrow import scalar
-from .decode import ATTRIBUTE_PREFIX, SpanColumns
+from .decode import ATTRIBUTE_PREFIX, SpanColumns, SpanFields
 from .records import torch_refusals
 from .rows import Records, TextStamps
 from .rules import may_break
@@ -47,8 +48,9 @@ def decode_block(lines: Sequence[tuple[int, bytes]], pos: int, shard: tuple[int,
         n = cols.add_line(data, number)  # (a line left to the reference keeps its rows in the table, unread)
         rows.append((first, n if n and _resources_plain(cols, first, resources) else 0))
     table = cols.table() if cols.line else None
-    clean = _clean_rows(cols, table) if table is not None else np.zeros(0, dtype=bool)
-    made = Records(table, clean, shard, TextStamps(table, native)) if table is not None and clean.any() else None
+    clean = _clean_rows(cols.fields(), table) if table is not None else np.zeros(0, dtype=bool)
+    made = Records(table, clean, shard, TextStamps(table, native), cols.fields()) \
+        if table is not None and clean.any() else None
     out: list[LineResult | BadLine] = []
     for (number, data), (first, n) in zip(lines, rows, strict=True):
         if n and clean[first:first + n].all():
@@ -73,15 +75,12 @@ def _resources_plain(cols: SpanColumns, first_row: int, first: int) -> bool:
     return all(r in with_spans and _LOSS not in bytes(cols.resources[r]) for r in range(first, len(cols.resources)))
 
 
-def _clean_rows(cols: SpanColumns, table: pa.Table) -> np.ndarray:
+def _clean_rows(fields: SpanFields, table: pa.Table) -> np.ndarray:
     """Rows the columns can make records of (module doc): every rule kept, nothing only the reference reads."""
-    marked = may_break(table) | torch_refusals(table)
+    marked = fields.marked | fields.errors | may_break(table) | torch_refusals(table)
     has_text = pc.is_valid(table.column(ATTRIBUTE_PREFIX + S.STAMPS)).to_numpy(zero_copy_only=False)
     for name in ("start", "end"):  # (the stamps reader takes times below 2^63; the reference reads a later one)
         late = pc.greater_equal(pc.fill_null(table.column(name), scalar(0, pa.uint64())), scalar(_INT63, pa.uint64()))
         marked |= has_text & late.to_numpy(zero_copy_only=False)
-    codes = cols.status
-    errors = np.fromiter((c in STATUS_ERROR for c in codes), dtype=bool, count=len(codes))
-    marked |= errors
     clean: np.ndarray = ~marked
     return clean

@@ -265,7 +265,7 @@ class ParquetRows:
         reference |= _map_known(cols, L.RESOURCE_ATTRIBUTES, frozenset(RESOURCE.rules))
         shaped = self._shaped = _decode_shaped(cols, first, reference)
         self._stamps = _TableStamps(cols, shaped)
-        marked = may_break(shaped, otlp_fields=False) | torch_refusals(shaped)
+        marked = may_break(shaped) | torch_refusals(shaped)
         self.clean: np.ndarray = ~marked
         self._runs: int | None = None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import repeat
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +20,7 @@ from ..clockdomain import domain_of
 from ..events import NO_STAMP, QUALITIES, DumpInfo, SpanRecord, Stamp, TorchOp
 from ..values import DEGRADED_NO_STAMP, AttributeRuleError, _in_domain, _job_key, _sends, _span_domain
 from .arrow import scalar
-from .decode import ATTRIBUTE_PREFIX, RESOURCE_PREFIX
+from .decode import ATTRIBUTE_PREFIX, RESOURCE_PREFIX, SpanFields
 from .records import identity, steps_and_dumps, torch_ops
 from .sketchmask import own_sketches
 from .stamps import StampsBlock, read_column
@@ -136,6 +136,25 @@ def _lower(table: pa.Table, name: str) -> list[Any]:
     return values
 
 
+class _TableFields(NamedTuple):
+    """The OTLP fields Records reads (decode.SpanFields'), from a span table's columns."""
+
+    trace_id: list[Any]
+    span_id: list[Any]
+    parent: list[Any]
+    name: list[Any]
+    kind: list[Any]
+    start: list[Any]
+    end: list[Any]
+
+
+def _table_fields(table: pa.Table) -> _TableFields:
+    return _TableFields(_shared(pc.utf8_lower(table.column("trace_id"))), _lower(table, "span_id"),
+                        _lower(table, "parent_span_id"), _shared(table.column("name")),
+                        table.column("kind").to_pylist(), table.column("start").to_pylist(),
+                        table.column("end").to_pylist())
+
+
 def _plain_stamp(ptp: int | None, unc: int | None, qual: str | None, lts: int | None, degraded: bool) -> Stamp:
     return Stamp(ptp, _SAT if unc is None else unc, qual or "UNKNOWN", lts, degraded)
 
@@ -166,20 +185,22 @@ _TORCH_COLUMNS = ("op", "group", "group_rank", "seq", "root", "completion", "src
 
 
 class Records:
-    """The records of a table's clean rows (a decode.SpanColumns table, or a span table's in that shape), made from
-    its columns: the values of every row first (each kind only where a row has one), then one SpanRecord a row,
-    a stretch of rows at a time. ``stamps`` reads the rows' decoded stamps (a stamps text column decoded in C,
-    or a span table's stamps columns); a row whose stamps it refuses is no longer clean (``clean`` is updated
-    in place: the caller hands such a row to the reference)."""
+    """The records of a table's clean rows (a decode.SpanColumns table with its lines' ``fields``, or a span
+    table's in that shape, ids and all), made from its columns: the values of every row first (each kind only
+    where a row has one), then one SpanRecord a row, a stretch of rows at a time. ``stamps`` reads the rows'
+    decoded stamps (a stamps text column decoded in C, or a span table's stamps columns); a row whose stamps it
+    refuses is no longer clean (``clean`` is updated in place: the caller hands such a row to the reference)."""
 
-    def __init__(self, table: pa.Table, clean: np.ndarray, shard: tuple[int, int] | None, stamps: StampsSource
-                 ) -> None:
+    def __init__(self, table: pa.Table, clean: np.ndarray, shard: tuple[int, int] | None, stamps: StampsSource,
+                 fields: SpanFields | None = None) -> None:
         self.shard = shard
         n = table.num_rows
-        self.trace_id = _shared(pc.utf8_lower(table.column("trace_id")))
+        # the OTLP fields: decoded with the table's lines (decode.SpanFields), else a span table's columns
+        otlp: SpanFields | _TableFields = _table_fields(table) if fields is None else fields
+        self.trace_id = otlp.trace_id
         has_text = stamps.present
         clean &= ~stamps.refused
-        span_id, parent = _lower(table, "span_id"), _lower(table, "parent_span_id")
+        span_id, parent = otlp.span_id, otlp.parent
         degraded = pc.fill_null(pc.equal(table.column(ATTRIBUTE_PREFIX + S.POLICY_VERDICT), scalar("degrade")),
                                 scalar(False)).to_numpy(zero_copy_only=False).tolist()
         # the rows whose records stretch() makes: clean, and of the owned traces (the values of others are not read)
@@ -199,8 +220,8 @@ class Records:
         self._dumps(steps, np.flatnonzero(pc.is_valid(steps["dump.reason"]).to_numpy(zero_copy_only=False) & made),
                     dumps)
         self.columns = (
-            self.trace_id, span_id, parent, _shared(table.column("name")), table.column("kind").to_pylist(),
-            _shared(ident["host"]), readings, table.column("start").to_pylist(), table.column("end").to_pylist(),
+            self.trace_id, span_id, parent, otlp.name, otlp.kind, _shared(ident["host"]), readings, otlp.start,
+            otlp.end,
             ident["rank"].to_pylist(), _shared(ident["clock_source"]),
             _shared(pc.fill_null(table.column(ATTRIBUTE_PREFIX + S.CLOCK_PROFILE), scalar(""))),
             table.column("line").to_pylist(), degraded, _shared(ident["clock"]), torch,

@@ -1,8 +1,7 @@
 """Which decoded spans might break a value rule (values.py's table), as vectorised expressions over the
 decoded columns (decode.py; spec/analysis.md §5.6).
 
-Conservative by contract: a row not marked keeps every rule of its span's attributes and its Resource's, and
-its OTLP fields are what the reference reads them as (ids, kind, times), so
+Conservative by contract: a row not marked keeps every rule of its span's attributes and its Resource's, so
 the columnar stages may read its values as the rules would have returned them; a marked row goes to the
 reference path, which names the rule it breaks (or finds it keeps them all: a false alarm costs time, never a
 different report). Marked: a row the pivots refused, an integer outside its range, a string not among its
@@ -60,29 +59,10 @@ def _breaks(column: Any, rule: Rule) -> Any:
     return pc.fill_null(bad, scalar(False)).to_numpy(zero_copy_only=False)
 
 
-def _otlp_fields(table: pa.Table) -> np.ndarray:
-    """Rows whose OTLP fields the reference must read (values.norm_id, span_kind, unix_nanos): ids not hex of
-    their size (base64 ones included: the reference reads them), a kind that is no number 0..2^31-1 (a
-    name included), a time outside fixed64."""
-    marked = np.zeros(table.num_rows, dtype=bool)
-    for name, digits, empty_ok in (("trace_id", 32, False), ("span_id", 16, False), ("parent_span_id", 16, True)):
-        shape = f"^(?:[0-9a-fA-F]{{{digits}}}{'|' if empty_ok else ''})$"
-        marked |= pc.invert(pc.match_substring_regex(table.column(name), shape)).to_numpy(zero_copy_only=False)
-    kind = table.column("kind")
-    marked |= pc.fill_null(pc.or_(pc.less(kind, scalar(0)), pc.greater(kind, scalar(2**31 - 1))),
-                           scalar(True)).to_numpy(
-        zero_copy_only=False)
-    for name in ("start", "end"):
-        marked |= pc.is_null(table.column(name)).to_numpy(zero_copy_only=False)
-    return marked
-
-
-def may_break(table: pa.Table, otlp_fields: bool = True) -> np.ndarray:
-    """One flag per row of a decode.SpanColumns table: True where a value rule may be broken; ``otlp_fields``
-    False: the ids, kind and times are known to be what the reference reads (a span table's, checked there)."""
+def may_break(table: pa.Table) -> np.ndarray:
+    """One flag per row of a decode.SpanColumns table: True where a value rule may be broken (the OTLP fields are
+    checked where they are read: decode.SpanFields.marked, parquet.py)."""
     marked: np.ndarray = np.array(table.column("refused").to_numpy(zero_copy_only=False), dtype=bool)
-    if otlp_fields:
-        marked |= _otlp_fields(table)
     for prefix, rules in ((ATTRIBUTE_PREFIX, SPAN_RULES), (RESOURCE_PREFIX, RESOURCE_RULES)):
         for key, rule in rules.items():
             column = table.column(prefix + key).combine_chunks()
