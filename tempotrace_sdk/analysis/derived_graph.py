@@ -14,8 +14,9 @@ given no order at all: either way the structure only loses links, and cannot gai
 
 ``cycles`` replays the run: each process advances through its order while the cross link into its next
 node (a message's send, a claim's last required start) is done. An honest trace replays to the end (it is
-the order the job ran in). What cannot be replayed lies on or after a cycle; only then are its strongly
-connected components computed (iteratively, O(nodes + links)).
+the order the job ran in; the native columns module replays it in C where built). What cannot be replayed lies
+on or after a cycle; only then are its strongly connected components computed (iteratively, O(nodes +
+links)).
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ from itertools import pairwise
 
 from ..wire.layout import LTS_MAX
 from .events import Stamp
+
+try:
+    from .. import _columns
+except ImportError:  # not built: the replay in Python alone
+    _columns = None
 
 __all__ = ["MAX_NODES", "Graph", "on_cycle", "strongly_connected"]
 
@@ -113,6 +119,31 @@ class Graph:
         """None when the structure has no cycle; else each node that lies on or after one -> its strongly
         connected component (a node is on a cycle when its component has another node)."""
         pred, succ = self.pred, self.succ
+        if _columns is not None and _columns.replays(pred, succ, list(self.orders.values()), self.claim_in):
+            return None  # (the common case, an honest run, replayed in C: native/columns/tt_replay.c)
+        done, orders, at = self.replay()
+        if all(at[k] == len(order) for k, order in enumerate(orders)):
+            return None
+        # What the replay could not reach: the rest of each stopped order, and the claims not done.
+        adj: dict[int, list[int]] = {}
+        for k, order in enumerate(orders):
+            rest = order[at[k]:]
+            for a, b in pairwise(rest):
+                adj.setdefault(a, []).append(b)
+            for n in rest:
+                s = succ[n]
+                if s != _NONE and not done[s]:
+                    adj.setdefault(n, []).append(s)
+        for v, out in self.claim_out.items():
+            if not done[v]:
+                adj[v] = [e for e in out if not done[e]]
+        stuck = [n for n, d in enumerate(done) if not d]
+        return strongly_connected(stuck, adj)
+
+    def replay(self) -> tuple[bytearray, list[Sequence[int]], list[int]]:
+        """Each process advanced while the cross link into its next node is done (module doc): the nodes done,
+        the orders and how far each got."""
+        pred, succ = self.pred, self.succ
         left = dict(self.claim_in)  # claim node -> required starts not yet done
         done = bytearray(len(pred))
         for v, starts in left.items():
@@ -146,23 +177,7 @@ class Graph:
                         if woken:
                             work.extend(woken)
             at[k] = i
-        if all(at[k] == len(order) for k, order in enumerate(orders)):
-            return None
-        # What the replay could not reach: the rest of each stopped order, and the claims not done.
-        adj: dict[int, list[int]] = {}
-        for k, order in enumerate(orders):
-            rest = order[at[k]:]
-            for a, b in pairwise(rest):
-                adj.setdefault(a, []).append(b)
-            for n in rest:
-                s = succ[n]
-                if s != _NONE and not done[s]:
-                    adj.setdefault(n, []).append(s)
-        for v, out in self.claim_out.items():
-            if not done[v]:
-                adj[v] = [e for e in out if not done[e]]
-        stuck = [n for n, d in enumerate(done) if not d]
-        return strongly_connected(stuck, adj)
+        return done, orders, at
 
 
 def strongly_connected(nodes: Iterable[int], adj: dict[int, list[int]]) -> dict[int, int]:

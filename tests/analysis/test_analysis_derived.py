@@ -13,6 +13,8 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tempotrace_sdk.analysis import analyze, derived_graph
 from tempotrace_sdk.analysis.dask_engine import analyze_dask
@@ -21,6 +23,7 @@ from tempotrace_sdk.analysis.engine import Options
 from tempotrace_sdk.analysis.events import Stamp
 from tempotrace_sdk.analysis.inputs import expand
 from tempotrace_sdk.analysis.merge import merge_reports
+from tempotrace_sdk.wire.layout import LTS_MAX
 
 from .otlpgen import span
 from .pipegen import US, Pipeline
@@ -321,3 +324,62 @@ def test_graph_claims_cost_a_node_per_member_and_ties_drop_an_order() -> None:
     g2.message(x, y)
     g2.message(g2.event("b", None), g2.event("a", None))
     assert g2.cycles() is None
+
+
+@st.composite
+def _structures(draw: st.DrawFn) -> Graph:
+    """Graphs built as derived.py builds them: events on a few clocks (Lamport values missing, saturated,
+    repeated), messages between fresh events and between any two, claims of a few members."""
+    g = Graph()
+    clocks = ["a", "b", "c"]
+    stamps = st.one_of(st.none(), st.builds(_lts, st.one_of(st.none(), st.integers(0, 12), st.just(LTS_MAX))))
+
+    def stamp() -> Stamp | None:
+        return draw(stamps)
+
+    for _ in range(draw(st.integers(0, 14))):
+        step = draw(st.sampled_from(["event", "message", "link", "claim"]))
+        if step == "event":
+            g.event(draw(st.sampled_from(clocks)), stamp())
+        elif step == "message":
+            g.message(g.event(draw(st.sampled_from(clocks)), stamp()), g.event(draw(st.sampled_from(clocks)), stamp()))
+        elif step == "link" and len(g) >= 2:  # any two nodes: cycles, and links over links
+            g.message(draw(st.integers(0, len(g) - 1)), draw(st.integers(0, len(g) - 1)))
+        elif step == "claim":
+            members = st.lists(st.tuples(st.sampled_from(clocks), stamps), max_size=3)
+            g.claim(draw(members), draw(members))
+    return g
+
+
+def _replays_alike(g: Graph) -> bool:
+    """native/columns/tt_replay.c answers as Graph.replay does (cycles() falls back to Python where C says no:
+    only this compares them); whether it replays."""
+    _columns = pytest.importorskip("tempotrace_sdk._columns", reason="the native columns module is not built")
+    _, orders, at = g.replay()
+    python = all(at[k] == len(order) for k, order in enumerate(orders))
+    assert _columns.replays(g.pred, g.succ, list(g.orders.values()), g.claim_in) is python
+    assert (g.cycles() is None) is python
+    return python
+
+
+@settings(max_examples=400, deadline=None)
+@given(_structures())
+def test_the_c_replay_answers_as_the_python_replay(g: Graph) -> None:
+    """Every order replayed to its end exactly where Graph.replay's is, on drawn structures."""
+    _replays_alike(g)
+
+
+def test_the_c_replay_drops_a_repeated_order_and_starts_a_claim_without_starts() -> None:
+    """A clock whose values repeat has no order (kept, its tie would close a false cycle here); a claim with no
+    required start is done before anything, so its ends may follow."""
+    g = Graph()
+    g.claim([("a", _lts(1)), ("b", _lts(1))], [("a", _lts(2)), ("b", _lts(2))])
+    s, r = g.event("a", _lts(2)), g.event("b", _lts(0))
+    g.message(s, r)
+    assert _replays_alike(g)
+    g = Graph()
+    g.claim([], [("a", _lts(1)), ("b", _lts(3))])
+    g.message(g.event("a", _lts(2)), g.event("b", _lts(4)))
+    assert _replays_alike(g)
+    g.message(g.event("b", _lts(5)), g.event("a", _lts(0)))  # b@5 -> a@0 before a@1, after the claim: a cycle
+    assert not _replays_alike(g)
