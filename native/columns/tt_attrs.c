@@ -636,6 +636,8 @@ static PyMethodDef module_methods[] = {
 	 "span_fields(spans, span_type, status_type) -> tuple | None: decoded spans' OTLP fields (tt_skeleton.h)."},
 	{"stamp_fields", (PyCFunction)(void (*)(void))tt_stamp_fields, METH_FASTCALL,
 	 "stamp_fields(stamps, stamp_type) -> bytes | None: Stamps' fields as int64 columns (tt_stampfields.h)."},
+	{"in_sketches", (PyCFunction)(void (*)(void))tt_in_sketches, METH_FASTCALL,
+	 "in_sketches(sketches, span_ids) -> bytes | None: each span id in its sketch (tt_ownsketch.h)."},
 	{"own_masks", (PyCFunction)(void (*)(void))tt_own_masks, METH_FASTCALL,
 	 "own_masks(span_ids, parents, rows) -> list[int] | None: each row's own sketch (tt_ownsketch.h)."},
 	{"claim_physics", (PyCFunction)(void (*)(void))tt_claim_physics, METH_FASTCALL,

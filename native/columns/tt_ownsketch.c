@@ -1,6 +1,7 @@
 /*
  * tt_ownsketch.c - the sketch a span without a recorded one holds, for many spans, in C
- * (tempotrace_sdk._columns.own_masks; analysis/columnar/sketchmask.py, spec/analysis.md §5.6 item 7).
+ * (tempotrace_sdk._columns.own_masks; analysis/columnar/sketchmask.py, spec/analysis.md §5.6 item 7), and
+ * whether span ids are in sketches (in_sketches; analysis/edgebatch.py's SVC tests, about 1 us a test in Python).
  *
  * Why: such a span holds its own id and its parent's (values.py); the columnar decode computed both ids'
  * bits for every such span as numpy arithmetic and then made each sketch a Python int from its bytes,
@@ -84,6 +85,61 @@ PyObject *tt_own_masks(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ss
 		if (mask == NULL)
 			goto error;
 		PyList_SET_ITEM(out, k, mask);
+	}
+	return out;
+declined:
+	Py_DECREF(out);
+	Py_RETURN_NONE;
+error:
+	Py_DECREF(out);
+	return NULL;
+}
+
+/* An int's 32 octets, big-endian and unsigned: 0 done, -1 an exception set (OverflowError: negative, or past
+ * 256 bits). CPython's private _PyLong_AsByteArray, which 3.13 gave an argument more. */
+static int sketch_octets(PyObject *v, uint8_t out[TTEXT_SKETCH_BYTES])
+{
+#if PY_VERSION_HEX >= 0x030D0000
+	return _PyLong_AsByteArray((PyLongObject *)v, out, TTEXT_SKETCH_BYTES, 0, 0, 1);
+#else
+	return _PyLong_AsByteArray((PyLongObject *)v, out, TTEXT_SKETCH_BYTES, 0, 0);
+#endif
+}
+
+PyObject *tt_in_sketches(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+	if (nargs != 2 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1]) ||
+	    PyList_GET_SIZE(args[0]) != PyList_GET_SIZE(args[1])) {
+		PyErr_SetString(PyExc_TypeError, "in_sketches(sketches: list, span_ids: list), of one length");
+		return NULL;
+	}
+	PyObject *sketches = args[0], *ids = args[1];
+	Py_ssize_t n = PyList_GET_SIZE(sketches);
+	PyObject *out = PyBytes_FromStringAndSize(NULL, n);
+	if (out == NULL)
+		return NULL;
+	uint8_t *in = (uint8_t *)PyBytes_AS_STRING(out);
+	for (Py_ssize_t k = 0; k < n; k++) {
+		PyObject *held = PyList_GET_ITEM(sketches, k);
+		in[k] = 0;
+		if (held == Py_None)
+			continue;
+		uint8_t id[TTEXT_SPAN_ID_LEN], mask[TTEXT_SKETCH_BYTES] = {0}, bits[TTEXT_SKETCH_BYTES];
+		if (!PyLong_CheckExact(held) || id_octets(PyList_GET_ITEM(ids, k), id) != 0)
+			goto declined;
+		/* the sketch's 32 octets as its int is made from them (big-endian, unsigned); a negative one, or one
+		 * past 256 bits, is no sketch of ours: declined (Python's & answers it) */
+		if (sketch_octets(held, bits) < 0) {
+			if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+				goto error;
+			PyErr_Clear();
+			goto declined;
+		}
+		ttext_sketch_add(mask, id);
+		int all = 1;
+		for (int b = 0; b < TTEXT_SKETCH_BYTES; b++)
+			all &= (bits[b] & mask[b]) == mask[b];
+		in[k] = (uint8_t)all;
 	}
 	return out;
 declined:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from operator import attrgetter
+from itertools import compress
+from operator import attrgetter, ne
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,10 +29,15 @@ from .events import NO_STAMP, SpanRecord, Stamp
 from .order import interval_gaps, physics_gap, physics_silence, span_mask
 from .stamparrays import SAFE, StampArrays, times
 
+try:
+    from .. import _columns
+except ImportError:  # not built: the SVC tests with order.span_mask
+    _columns = None
+
 if TYPE_CHECKING:
     from .edges import EdgeJudge
 
-__all__ = ["BATCH", "PairSides", "ParentChildBatch", "SvcTest", "count_pairs"]
+__all__ = ["BATCH", "PairSides", "ParentChildBatch", "SvcTest", "count_pairs", "in_sketches"]
 
 #: pairs per flush: arrays long enough to pay for themselves, short enough to hold no more records than a part
 BATCH = 4096
@@ -117,16 +123,30 @@ def _span_svc(a: list[SpanRecord], b: list[SpanRecord]) -> SvcTest:
     """A start whose span id is in the other's sketch (order._in_sketch), both ways."""
     def test(open_: list[int], may_before: np.ndarray, may_after: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         before, after = np.zeros(len(a), bool), np.zeros(len(a), bool)
-        for k in open_:
-            x, y = a[k], b[k]
-            if may_before[k] and y.sketch is not None:
-                mask = span_mask(x.span_id)
-                before[k] = y.sketch & mask == mask
-            if may_after[k] and x.sketch is not None:
-                mask = span_mask(y.span_id)
-                after[k] = x.sketch & mask == mask
+        mb, ma = may_before.tolist(), may_after.tolist()
+        rows = [k for k in open_ if mb[k]]
+        if rows:
+            before[rows] = in_sketches([b[k].sketch for k in rows], [a[k].span_id for k in rows])
+        rows = [k for k in open_ if ma[k]]
+        if rows:
+            after[rows] = in_sketches([a[k].sketch for k in rows], [b[k].span_id for k in rows])
         return before, after
     return test
+
+
+def in_sketches(sketches: list[int | None], span_ids: list[str]) -> np.ndarray:
+    """For each k: every bit span id k sets is in sketch k (None holds none), in C where the native columns
+    module is built (native/columns/tt_ownsketch.c), else with order.span_mask."""
+    if _columns is not None:
+        got = _columns.in_sketches(sketches, span_ids)
+        if got is not None:
+            return np.frombuffer(got, dtype=np.uint8).astype(bool)
+    out = np.zeros(len(sketches), bool)
+    for k, (sketch, span_id) in enumerate(zip(sketches, span_ids, strict=True)):
+        if sketch is not None:
+            mask = span_mask(span_id)
+            out[k] = sketch & mask == mask
+    return out
 
 
 def count_pairs(judge: EdgeJudge, kind: str, sa: StampArrays, sb: StampArrays, sides: PairSides) -> bool:
@@ -147,9 +167,11 @@ def count_pairs(judge: EdgeJudge, kind: str, sa: StampArrays, sb: StampArrays, s
     c.naive_inversions += int(np.count_nonzero(ta > tb if known is None else (ta > tb) & known))
     c.naive_ties += int(np.count_nonzero(ta == tb if known is None else (ta == tb) & known))
     edges = judge.ledger_edges
-    blamed = range(n) if attributed is None else np.flatnonzero(attributed).tolist()
-    for clock, count in (Counter(clock_a[k] for k in blamed) +
-                         Counter(clock_b[k] for k in blamed if clock_b[k] != clock_a[k])).items():
+    blamed_a, blamed_b = (clock_a, clock_b) if attributed is None else \
+        (list(compress(clock_a, attributed.tolist())), list(compress(clock_b, attributed.tolist())))
+    per_clock = Counter(blamed_a)  # each pair's clocks, its second one where another (counted at C speed)
+    per_clock.update(compress(blamed_b, map(ne, blamed_b, blamed_a)))
+    for clock, count in per_clock.items():
         edges[clock] = edges.get(clock, 0) + count
     gap = _physics(sa, sb, extra)
     c.decided["physics"] += int(np.count_nonzero(gap > 0))

@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .edgebatch import BATCH, CLOCK, HOST, START_NS, PairSides, SvcTest, count_pairs
+from .edgebatch import BATCH, CLOCK, HOST, START_NS, PairSides, SvcTest, count_pairs, in_sketches
 from .edges import hop_send, unmerged
 from .events import SpanRecord
-from .order import span_mask
 from .stamparrays import SAFE, StampArrays, times
 
 if TYPE_CHECKING:
@@ -70,11 +69,10 @@ class HopBatch:
     def _svc(servers: list[SpanRecord]) -> SvcTest:
         def test(open_: list[int], may_before: np.ndarray, may_after: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             after = np.zeros(len(servers), bool)
-            for k in open_:  # the receive's span id in the sketch its sender carried (a send is no span start)
-                s = servers[k]
-                if may_after[k] and s.remote_sketch is not None:
-                    mask = span_mask(s.span_id)
-                    after[k] = s.remote_sketch & mask == mask
+            ma = may_after.tolist()
+            rows = [k for k in open_ if ma[k]]  # the receive's span id in the sketch its sender carried (a send
+            if rows:  # is no span start)
+                after[rows] = in_sketches([servers[k].remote_sketch for k in rows], [servers[k].span_id for k in rows])
             return np.zeros(len(servers), bool), after
         return test
 

@@ -90,3 +90,44 @@ def test_without_the_module_own_mask_answers_span_by_span(monkeypatch: pytest.Mo
     assert own_masks(ids, parents, [0, 1]) is None
     assert own_sketches(ids, parents, [1, 0], np.array([True, True])) == [_reference(ids[1], parents[1]),
                                                                        _reference(ids[0], "")]
+
+
+# -- membership tests (edgebatch.in_sketches, in C: tt_ownsketch.c in_sketches) ---------------------------------
+def _python_in(sketches: list[int | None], ids: list[str]) -> list[bool]:
+    return [s is not None and s & span_mask(i) == span_mask(i) for s, i in zip(sketches, ids, strict=True)]
+
+
+_SKETCHES = st.one_of(st.none(), st.integers(0, 2**256 - 1), st.just(2**256 - 1), st.just(0))
+
+
+@native
+@given(st.lists(st.tuples(st.integers(0, 2**64 - 1), _SKETCHES, st.booleans()), max_size=40))
+def test_in_sketches_answers_as_span_mask_does(drawn: list[tuple[int, int | None, bool]]) -> None:
+    """On drawn sketches, half of them holding the id's bits (a member) among others."""
+    from tempotrace_sdk.analysis.edgebatch import in_sketches
+
+    ids = [f"{s:016x}" for s, _, _ in drawn]
+    sketches = [None if sk is None else (sk | span_mask(i) if member else sk)
+                for i, (_, sk, member) in zip(ids, drawn, strict=True)]
+    got = sketchmask._columns.in_sketches(sketches, ids)
+    assert got is not None and [bool(x) for x in got] == _python_in(sketches, ids)
+    assert in_sketches(sketches, ids).tolist() == _python_in(sketches, ids)
+
+
+@native
+@pytest.mark.parametrize("sketch, span_id", [(-1, "0123456789abcdef"), (2**256, "0123456789abcdef"),
+                                             (True, "0123456789abcdef"), (1.0, "0123456789abcdef"),
+                                             (2**255, "0123456789abcdeg"), (2**255, ""), (2**255, None)])
+def test_in_sketches_leaves_to_python_what_is_no_sketch_or_id_of_ours(sketch: object, span_id: object) -> None:
+    """C declines (None) a sketch that is not an int within 256 bits and an id that is not 16 hex digits; the
+    Python test then answers, or refuses, as the reference does."""
+    from tempotrace_sdk.analysis.edgebatch import in_sketches
+
+    assert sketchmask._columns.in_sketches([0, sketch], ["0123456789abcdef", span_id]) is None
+    try:
+        want = _python_in([sketch], [span_id])  # type: ignore[list-item]
+    except (TypeError, ValueError, AttributeError) as err:
+        with pytest.raises(type(err)):
+            in_sketches([sketch], [span_id])  # type: ignore[list-item]
+        return
+    assert in_sketches([sketch], [span_id]).tolist() == want  # type: ignore[list-item]
