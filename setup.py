@@ -25,9 +25,9 @@ OPCALL = Extension(
 COLUMNS = Extension(
     "tempotrace_sdk._columns",
     sources=["native/columns/tt_attrs.c", "native/columns/tt_stampfields.c", "native/columns/tt_ownsketch.c",
-             "native/columns/tt_claimphysics.c", "native/columns/tt_replay.c", "native/columns/tt_skeleton.c",
-             "native/ttext/ttext.c", "native/ttext/murmur3.c"],
-    include_dirs=["native/ttext"],
+             "native/columns/tt_claimphysics.c", "native/columns/tt_readings.c", "native/columns/tt_replay.c",
+             "native/columns/tt_skeleton.c", "native/ttext/ttext.c", "native/ttext/murmur3.c"],
+    include_dirs=["native/ttext", "native/stamp"],
     extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Werror=implicit-function-declaration"],
 )
 

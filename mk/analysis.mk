@@ -8,7 +8,8 @@
 
 # The columnar decode's C pivot, stamp gather and own sketches (tempotrace_sdk._columns, with the C codec's
 # sketch code from native/ttext) are built by the install.
-INSTALL_DEPS += $(wildcard native/columns/*.c native/columns/*.h) native/ttext/ttext.c native/ttext/ttext.h
+INSTALL_DEPS += $(wildcard native/columns/*.c native/columns/*.h) native/ttext/ttext.c native/ttext/ttext.h \
+	native/stamp/tt_stamps_read.h
 
 # `--engine dask` is tested on a real distributed.LocalCluster: the [dask] extra is installed.
 EXTRAS += dask

@@ -29,6 +29,7 @@
 
 #include "tt_claimphysics.h"
 #include "tt_ownsketch.h"
+#include "tt_readings.h"
 #include "tt_replay.h"
 #include "tt_skeleton.h"
 #include "tt_stampfields.h"
@@ -632,6 +633,9 @@ static PyTypeObject PivotType = {
 static PyMethodDef module_methods[] = {
 	{"replays", (PyCFunction)(void (*)(void))tt_replays, METH_FASTCALL,
 	 "replays(pred, succ, orders, claim_in) -> bool: a happens-before structure replays to its end (tt_replay.h)."},
+	{"stamp_readings", (PyCFunction)(void (*)(void))tt_stamp_readings, METH_FASTCALL,
+	 "stamp_readings(slots, sketch, sends, send_offsets, rows, degraded, own, stamp_type, quality_names, out) -> "
+	 "bool: decoded stamps texts' readings (tt_readings.h)."},
 	{"span_fields", (PyCFunction)(void (*)(void))tt_span_fields, METH_FASTCALL,
 	 "span_fields(spans, span_type, status_type) -> tuple | None: decoded spans' OTLP fields (tt_skeleton.h)."},
 	{"stamp_fields", (PyCFunction)(void (*)(void))tt_stamp_fields, METH_FASTCALL,
@@ -647,7 +651,7 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tempotrace_sdk._columns",
 				     "OTLP JSON attribute arrays into columns; spans' OTLP fields; Stamps' fields as columns; spans' "
-				     "own sketches; claims' physics; happens-before replays (spec/analysis.md §5.6).",
+				     "own sketches; claims' physics; happens-before replays; stamps' readings (spec/analysis.md §5.6).",
 				     -1, module_methods};
 
 PyMODINIT_FUNC PyInit__columns(void)

@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("pyarrow")
 
+from tempotrace_sdk.analysis.columnar import decode, rows
 from tempotrace_sdk.analysis.columnar import pivot as P
 from tempotrace_sdk.analysis.columnar.lines import decode_block
 from tempotrace_sdk.analysis.otlp import BadLine, LineResult, decode_line
@@ -57,10 +59,14 @@ def _job_lines(job: TorchJob, per_line: int) -> list[str]:
 def assert_same(texts: Sequence[str | bytes], shard: tuple[int, int] | None = None, pos: int = 5) -> None:
     lines = [(i + 1, t.encode() if isinstance(t, str) else t) for i, t in enumerate(texts)]
     want = _reference(lines, pos, shard)
-    for native in (True, False):
-        got = _columnar(lines, pos, shard, native)
+    for native, c_fields in ((True, True), (True, False), (False, False)):
+        # (c_fields False: the stamps decoded in C, their readings and the OTLP fields made in Python)
+        with mock.patch.object(rows, "_columns", rows._columns if c_fields else None), \
+                mock.patch.object(decode, "_columns", decode._columns if c_fields else None):
+            got = _columnar(lines, pos, shard, native)
         for i, (a, b) in enumerate(zip(want, got, strict=True)):
-            assert a == b, f"line {i + 1} (native={native}): the reference's {a!r}\n!= the columnar {b!r}"
+            assert a == b, f"line {i + 1} (native={native}, C fields {c_fields}): the reference's {a!r}\n" \
+                f"!= the columnar {b!r}"
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -25,6 +25,11 @@ from .records import identity, steps_and_dumps, torch_ops
 from .sketchmask import own_sketches
 from .stamps import StampsBlock, read_column
 
+try:
+    from ... import _columns
+except ImportError:  # not built: the readings made in Python
+    _columns = None
+
 __all__ = ["Records", "StampsSource", "TextStamps"]
 
 _SAT = Stamp(None).uncertainty_ns
@@ -60,13 +65,20 @@ class TextStamps:
 
     def fill(self, rows: np.ndarray, span_id: list[str], parent: list[str], degraded: list[bool],
              out: list[Any]) -> None:
-        """values._from_slots of each row's decoded text, a field at a time: the Stamps made by ``map`` over
-        columns (a Python loop over rows only where a row has something the others lack)."""
+        """values._from_slots of each row's decoded text: in C from the slots (native/columns/tt_readings.c)
+        where it is built, else a field at a time, the Stamps made by ``map`` over columns (a Python loop over
+        rows only where a row has something the others lack)."""
         block = self.block
         if block is None or not len(rows):
             return
         at = rows.tolist()
         v = block.slots[rows]
+        recorded = v[:, 20] != 0
+        sketches = own_sketches(span_id, parent, at, ~recorded)
+        if _columns is not None and _columns.stamp_readings(block.slots, block.sketch, block.sends,
+                                                            block.send_offsets, at, degraded, sketches, Stamp,
+                                                            QUALITIES, out):
+            return
         names = _QUALITY_NAMES
         deg = [degraded[i] for i in at]
         starts = list(map(Stamp, v[:, 2].tolist(), v[:, 3].tolist(), names[v[:, 4]].tolist(), v[:, 5].tolist(), deg))
@@ -83,8 +95,6 @@ class TextStamps:
             sends = block.sends.tolist()
             for k in np.flatnonzero(hi > lo).tolist():
                 sent[k] = tuple((x[0], x[1], x[2]) for x in sends[lo[k]:hi[k]])
-        recorded = v[:, 20] != 0
-        sketches = own_sketches(span_id, parent, at, ~recorded)
         for k in np.flatnonzero(recorded).tolist():
             sketches[k] = int.from_bytes(block.sketch[at[k]].tobytes(), "big")
         for i, readings in zip(at, zip(starts, ends, remotes, recvs, sent, sketches, repeat(None)), strict=True):
