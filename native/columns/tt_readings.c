@@ -101,10 +101,8 @@ static PyObject *readings(const Arrays *a, Py_ssize_t i, PyObject *type, PyObjec
 	if (item[3] == NULL)
 		goto done;
 	int64_t lo = offsets[i], hi = offsets[i + 1];
-	if (lo < 0 || hi < lo || hi > a->n_sends) {
-		PyErr_SetString(PyExc_ValueError, "stamp_readings: send offsets outside the sends");
-		goto done;
-	}
+	if (lo < 0 || hi < lo || hi > a->n_sends)
+		goto done; /* (declined: offsets the decoder never writes; the Python fill slices them as they are) */
 	if ((item[4] = PyTuple_New((Py_ssize_t)(hi - lo))) == NULL)
 		goto done;
 	for (int64_t k = lo; k < hi; k++) {
@@ -160,6 +158,10 @@ PyObject *tt_stamp_readings(PyObject *Py_UNUSED(module), PyObject *const *args, 
 	}
 	Py_ssize_t n = PyList_GET_SIZE(rows);
 	for (Py_ssize_t k = 0; k < n; k++) {
+		if (k >= PyList_GET_SIZE(rows) || k >= PyList_GET_SIZE(own)) { /* (changed under a Stamp's code) */
+			PyErr_SetString(PyExc_IndexError, "stamp_readings: the rows changed while read");
+			goto done;
+		}
 		Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(rows, k));
 		if (i == -1 && PyErr_Occurred())
 			goto done;

@@ -12,7 +12,8 @@
  * The done set a replay reaches does not depend on the order the processes are advanced in (a node is done
  * once its process reached it and its cross link's source is done: a least fixed point), so the answer is
  * Python's whatever the order of the work. Lamport values and nodes are read through the buffer protocol as
- * int64 (array("q")); a node number outside the structure is a ValueError.
+ * int64 (array("q")); a structure Graph never builds (a node outside it, a node in two orders) is declined
+ * (False): Graph.replay answers it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -112,29 +113,31 @@ PyObject *tt_replays(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssiz
 		PyErr_SetString(PyExc_TypeError, "replays(pred, succ, orders: list[(lts, nodes)], claim_in: dict)");
 		return NULL;
 	}
-	PyObject *orders = args[2], *claim_in = args[3], *result = NULL;
+	PyObject *claim_in = args[3], *result = NULL;
+	/* (a tuple of the orders: a buffer's __buffer__ may run code that changes the list) */
+	PyObject *orders = PyList_AsTuple(args[2]);
+	if (orders == NULL)
+		return NULL;
 	Py_buffer pv = {0}, sv = {0};
 	Py_buffer *views = NULL;
-	Py_ssize_t n_views = 0, n_orders = PyList_GET_SIZE(orders);
+	Py_ssize_t n_views = 0, n_orders = PyTuple_GET_SIZE(orders);
 	Replay r = {0};
 	Placed *placed_sort = NULL;
 	uint8_t *placed = NULL;
-	if (int64_view(args[0], &pv) < 0)
+	if (int64_view(args[0], &pv) < 0) {
+		Py_DECREF(orders);
 		return NULL;
+	}
 	if (int64_view(args[1], &sv) < 0)
 		goto done;
 	r.n = pv.len / 8;
-	if (sv.len / 8 != r.n) {
-		PyErr_SetString(PyExc_ValueError, "replays: pred and succ of one length");
-		goto done;
-	}
+	if (sv.len / 8 != r.n)
+		goto declined; /* (no structure Graph builds: Graph.replay answers) */
 	r.pred = pv.buf;
 	r.succ = sv.buf;
 	for (Py_ssize_t v = 0; v < r.n; v++)
-		if (r.pred[v] < -1 || r.pred[v] >= r.n || r.succ[v] < -1 || r.succ[v] >= r.n) {
-			PyErr_SetString(PyExc_ValueError, "replays: a cross link outside the structure");
-			goto done;
-		}
+		if (r.pred[v] < -1 || r.pred[v] >= r.n || r.succ[v] < -1 || r.succ[v] >= r.n)
+			goto declined; /* (no structure Graph builds: Graph.replay answers) */
 	size_t n = (size_t)r.n + 1;
 	views = PyMem_Calloc((size_t)n_orders * 2 + 1, sizeof(Py_buffer));
 	r.left = PyMem_Malloc(n * sizeof(int64_t));
@@ -165,10 +168,8 @@ PyObject *tt_replays(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssiz
 		Py_ssize_t v = PyLong_AsSsize_t(key), starts = PyLong_AsSsize_t(value);
 		if ((v == -1 || starts == -1) && PyErr_Occurred())
 			goto done;
-		if (v < 0 || v >= r.n || starts < 0) {
-			PyErr_SetString(PyExc_ValueError, "replays: a claim node outside the structure");
-			goto done;
-		}
+		if (v < 0 || v >= r.n || starts < 0)
+			goto declined; /* (no structure Graph builds: Graph.replay answers) */
 		r.left[v] = starts;
 		r.done[v] = starts == 0;
 		placed[v] = 1;
@@ -176,7 +177,7 @@ PyObject *tt_replays(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssiz
 	/* each process's nodes in Lamport order (Graph._program_orders): none where a value repeats */
 	Py_ssize_t used = 0;
 	for (Py_ssize_t k = 0; k < n_orders; k++) {
-		PyObject *item = PyList_GET_ITEM(orders, k);
+		PyObject *item = PyTuple_GET_ITEM(orders, k);
 		if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2) {
 			PyErr_SetString(PyExc_TypeError, "replays: each order a (lts, nodes) tuple");
 			goto done;
@@ -190,15 +191,11 @@ PyObject *tt_replays(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssiz
 		n_views++;
 		Py_ssize_t m = lv->len / 8;
 		const int64_t *lts = lv->buf, *nodes = nv->buf;
-		if (nv->len / 8 != m || used + m > r.n) {
-			PyErr_SetString(PyExc_ValueError, "replays: an order's values and nodes of one length, each node once");
-			goto done;
-		}
+		if (nv->len / 8 != m || used + m > r.n)
+			goto declined; /* (no structure Graph builds: Graph.replay answers) */
 		for (Py_ssize_t i = 0; i < m; i++) {
-			if (nodes[i] < 0 || nodes[i] >= r.n) {
-				PyErr_SetString(PyExc_ValueError, "replays: a node outside the structure");
-				goto done;
-			}
+			if (nodes[i] < 0 || nodes[i] >= r.n)
+				goto declined; /* (no structure Graph builds: Graph.replay answers) */
 			placed_sort[i].lts = lts[i];
 			placed_sort[i].node = nodes[i];
 		}
@@ -216,15 +213,16 @@ PyObject *tt_replays(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssiz
 	}
 	for (Py_ssize_t v = 0; v < r.n; v++) /* every other node an order of its own */
 		if (!placed[v]) {
-			if (used >= r.n) {
-				PyErr_SetString(PyExc_ValueError, "replays: a node in two orders");
-				goto done;
-			}
+			if (used >= r.n)
+				goto declined; /* (no structure Graph builds: Graph.replay answers) */
 			r.order_start[r.orders++] = used;
 			r.order_nodes[used++] = v;
 		}
 	r.order_start[r.orders] = used;
 	result = PyBool_FromLong(replay(&r));
+	goto done;
+declined:
+	result = Py_NewRef(Py_False);
 done:
 	for (Py_ssize_t k = 0; k < n_views; k++)
 		PyBuffer_Release(&views[k]);
@@ -242,5 +240,6 @@ done:
 	if (sv.obj != NULL)
 		PyBuffer_Release(&sv);
 	PyBuffer_Release(&pv);
+	Py_DECREF(orders);
 	return result;
 }

@@ -136,6 +136,8 @@ PyObject *tt_span_fields(PyObject *Py_UNUSED(module), PyObject *const *args, Py_
 	    tt_slot_offsets(status_type, STATUS_FIELD_NAMES, STATUS_FIELDS, status_at) < 0)
 		Py_RETURN_NONE;
 	Py_ssize_t n = PyList_GET_SIZE(spans);
+	if (n > PY_SSIZE_T_MAX / 16)
+		Py_RETURN_NONE;
 	PyObject *lists[OUT_LISTS] = {NULL};
 	PyObject *seen = NULL, *flags = NULL, *times = NULL, *result = NULL;
 	for (int k = 0; k < OUT_LISTS; k++)
@@ -194,6 +196,7 @@ PyObject *tt_span_fields(PyObject *Py_UNUSED(module), PyObject *const *args, Py_
 		}
 		PyList_SET_ITEM(lists[OUT_KIND], i, Py_NewRef(v[F_KIND]));
 		int rc;
+		start[i] = end[i] = 0; /* (0 where outside fixed64, as tt_skeleton.h says) */
 		if ((rc = fixed64(v[F_START], &start[i])) < 0)
 			goto done;
 		f |= rc ? 0 : TT_SK_MARKED | TT_SK_NO_START;

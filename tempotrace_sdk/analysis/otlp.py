@@ -177,7 +177,9 @@ def decode_line(data: bytes | memoryview, line: int, pos: int, shard: tuple[int,
     out = LineResult([])
     records = out.records
     read, decode_span = SPAN.read_otlp, _SPAN.decode
-    last_raw, trace_id = "", ""  # consecutive spans often share a trace: its id is checked once
+    # consecutive spans often share a trace: its id is checked once (None: none checked yet, so "" is too)
+    last_raw: str | None = None
+    trace_id = ""
     n = 0
     for rs in doc.resourceSpans:
         host: str | None = None

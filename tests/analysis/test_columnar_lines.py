@@ -168,6 +168,10 @@ HOSTILE: list[tuple[str, str | bytes]] = [
     ("a bad trace id", _one().replace('"traceId":"' + "0" * 31 + "1", '"traceId":"' + "z" * 32)),
     ("a kind by name", _one(kind="SPAN_KIND_SERVER")),
     ("a kind out of range", _one(kind=7)),
+    # (these two crashed the columnar decode before its OTLP fields were read in C: int64 overflowed)
+    ("a kind past int64", _one(kind=2**63)),
+    ("a status code past int64", _one(status={"code": 2**70})),
+    ("an empty trace id, first in its line", _one().replace('"traceId":"' + "0" * 31 + "1", '"traceId":"', 1)),
     ("a time past 2^63 with a text", _one({STAMPS: _TEXT}, start=2**63 + 5, end=2**63 + 9)),
     ("a time past 2^64", _one(end=2**64 + 1)),
     ("a key twice", _one({STAMPS: _TEXT}).replace('{"key":"tempotrace.host"', '{"key":"tempotrace.rank",'
