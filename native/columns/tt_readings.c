@@ -15,9 +15,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "tt_readings.h"
+#include "tt_stampfields.h"
 #include "tt_stamps_read.h"
 
 #define SKETCH_OCTETS 32
@@ -28,20 +28,11 @@ typedef struct {
 	Py_ssize_t rows, n_sends;
 } Arrays;
 
-/* A C-contiguous view of int64s (`itemsize` 8) or octets (1), `ndim` dimensions, rows of `width` items. */
+/* A view of one of the block's arrays (tt_typed_view). */
 static int view(PyObject *obj, Py_buffer *out, Py_ssize_t itemsize, int ndim, Py_ssize_t width)
 {
-	if (PyObject_GetBuffer(obj, out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_ND) < 0)
-		return -1;
-	const char *f = out->format != NULL ? out->format : "B";
-	int typed = itemsize == 8 ? (!strcmp(f, "q") || !strcmp(f, "l")) : (!strcmp(f, "B") || !strcmp(f, "b"));
-	if (!typed || out->itemsize != itemsize || out->ndim != ndim || (ndim == 2 && out->shape[1] != width)) {
-		PyBuffer_Release(out);
-		out->obj = NULL;
-		PyErr_SetString(PyExc_ValueError, "stamp_readings: arrays of the stamps block's layout");
-		return -1;
-	}
-	return 0;
+	return tt_typed_view(obj, out, itemsize, ndim, width, PyExc_ValueError,
+			     "stamp_readings: arrays of the stamps block's layout");
 }
 
 static void release(Arrays *a)

@@ -19,9 +19,9 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "tt_replay.h"
+#include "tt_stampfields.h"
 
 typedef struct {
 	int64_t lts, node;
@@ -33,17 +33,10 @@ static int by_lts(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* An int64 buffer of `obj` (array("q")): 0 done, -1 an error set. */
+/* An int64 buffer of `obj` (array("q")), one dimension: 0 done, -1 an error set. */
 static int int64_view(PyObject *obj, Py_buffer *view)
 {
-	if (PyObject_GetBuffer(obj, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
-		return -1;
-	if (view->itemsize != 8 || view->format == NULL || (strcmp(view->format, "q") && strcmp(view->format, "l"))) {
-		PyBuffer_Release(view);
-		PyErr_SetString(PyExc_TypeError, "replays: int64 arrays (array('q'))");
-		return -1;
-	}
-	return 0;
+	return tt_typed_view(obj, view, 8, 1, 0, PyExc_TypeError, "replays: int64 arrays (array('q'))");
 }
 
 typedef struct {

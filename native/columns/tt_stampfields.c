@@ -44,6 +44,22 @@ int tt_slot_offsets(PyTypeObject *type, const char *const *names, int n, Py_ssiz
 	return 0;
 }
 
+int tt_typed_view(PyObject *obj, Py_buffer *out, Py_ssize_t itemsize, int ndim, Py_ssize_t width, PyObject *exc,
+		  const char *message)
+{
+	if (PyObject_GetBuffer(obj, out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_ND) < 0)
+		return -1;
+	const char *f = out->format != NULL ? out->format : "B";
+	int typed = itemsize == 8 ? (!strcmp(f, "q") || !strcmp(f, "l")) : (!strcmp(f, "B") || !strcmp(f, "b"));
+	if (!typed || out->itemsize != itemsize || out->ndim != ndim || (ndim == 2 && out->shape[1] != width)) {
+		PyBuffer_Release(out);
+		out->obj = NULL;
+		PyErr_SetString(exc, message);
+		return -1;
+	}
+	return 0;
+}
+
 int tt_stamp_offsets(PyTypeObject *type, Py_ssize_t offsets[TT_STAMP_FIELDS])
 {
 	return tt_slot_offsets(type, FIELD_NAMES, TT_STAMP_FIELDS, offsets);

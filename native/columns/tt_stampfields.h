@@ -21,6 +21,12 @@ enum { TT_STAMP_PTP, TT_STAMP_UNC, TT_STAMP_QUALITY, TT_STAMP_LTS, TT_STAMP_DEGR
  * plain object slot. */
 int tt_slot_offsets(PyTypeObject *type, const char *const *names, int n, Py_ssize_t *offsets);
 
+/* A C-contiguous view of `obj`'s buffer: items of `itemsize` octets (8: int64, format "q" or "l"; 1: octets, "B"
+ * or "b") in `ndim` dimensions, rows of `width` items where `ndim` is 2. 0 done; -1 an error set (`exc` with
+ * `message` where the buffer is of another type or shape), the view released. */
+int tt_typed_view(PyObject *obj, Py_buffer *out, Py_ssize_t itemsize, int ndim, Py_ssize_t width, PyObject *exc,
+		  const char *message);
+
 /* tt_slot_offsets of a Stamp's fields, in the order of the enum above. */
 int tt_stamp_offsets(PyTypeObject *type, Py_ssize_t offsets[TT_STAMP_FIELDS]);
 

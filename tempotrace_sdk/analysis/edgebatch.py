@@ -167,8 +167,9 @@ def count_pairs(judge: EdgeJudge, kind: str, sa: StampArrays, sb: StampArrays, s
     c.naive_inversions += int(np.count_nonzero(ta > tb if known is None else (ta > tb) & known))
     c.naive_ties += int(np.count_nonzero(ta == tb if known is None else (ta == tb) & known))
     edges = judge.ledger_edges
-    blamed_a, blamed_b = (clock_a, clock_b) if attributed is None else \
-        (list(compress(clock_a, attributed.tolist())), list(compress(clock_b, attributed.tolist())))
+    blamed = None if attributed is None else attributed.tolist()
+    blamed_a, blamed_b = (clock_a, clock_b) if blamed is None else \
+        (list(compress(clock_a, blamed)), list(compress(clock_b, blamed)))
     per_clock = Counter(blamed_a)  # each pair's clocks, its second one where another (counted at C speed)
     per_clock.update(compress(blamed_b, map(ne, blamed_b, blamed_a)))
     for clock, count in per_clock.items():

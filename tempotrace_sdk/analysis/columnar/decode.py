@@ -126,7 +126,8 @@ def python_fields(spans: list[_Span]) -> SpanFields:
     for sp in spans:
         t, s, p, kind = sp.traceId, sp.spanId, sp.parentSpanId, sp.kind
         ids_hex = (_ID32(t), _ID16(s), not p or _ID16(p))
-        trace_id.append(shared.setdefault(t.lower(), t.lower()) if ids_hex[0] else shared.setdefault(t, t))
+        tid = t.lower() if ids_hex[0] else t
+        trace_id.append(shared.setdefault(tid, tid))
         span_id.append(s.lower() if ids_hex[1] else s)
         parent.append(p.lower() if ids_hex[2] else p)
         names.append(shared.setdefault(sp.name, sp.name))
