@@ -36,7 +36,8 @@ here under ``ring``), and the calling thread's below the cost alone when the
 plain op's own time varies more than that, and an op's cost is not met by
 noise. Then where the time of an exported op
 goes, measured apart in the same process: the whole ring path around a torch
-function that does nothing, recording (begin + end), writing its span's JSON
+function that does nothing (and around a blocking send that does nothing:
+point-to-point ops are recorded by the Python wrapper), recording (begin + end), writing its span's JSON
 from the record in C (torch/opjson.py) and the batch's line around it, and,
 for the releases C cannot take, making a ReadableSpan from the record and
 encoding it (the file exporter's OTLP JSON); and how much more the
@@ -207,6 +208,15 @@ def run(quick: bool) -> dict[str, Any]:
     with tt.step():
         wrapper_alone = _cpu_per(lambda: [wrapped(tensor) for _ in range(n)], n)
     recorder.take_all()
+
+    # a blocking send's (a group of one cannot send: a no-op in its place): the Python wrapper, recorded
+    def nothing_sent(tensor: Any, dst: Any = None, group: Any = None, tag: int = 0, group_dst: Any = None) -> None:
+        return None
+
+    sent = make_wrapper(next(s for s in SPECS if s.name == "send"), nothing_sent)
+    with tt.step():
+        send_alone = _cpu_per(lambda: [sent(tensor, 1, None, 3) for _ in range(n)], n)
+    recorder.take_all()
     results["after_syscall"] = _after_syscall(lambda: wrapped(tensor), lambda: bare_tracer.start_span(
         "op", attributes={"a": 1, "b": "x"}).end())
     bare_processor.force_flush()
@@ -256,7 +266,9 @@ def run(quick: bool) -> dict[str, Any]:
     encoding = _cpu_per(encode, len(spans))
     ring_bytes = (sys.getsizeof(recorder.buffer) + sys.getsizeof(recorder.state)
                   + sys.getsizeof(recorder.parents)) / recorder.size
-    results["parts_ns"] = {"ring op, torch's call a no-op": wrapper_alone, "record (begin + end)": recording,
+    results["parts_ns"] = {"ring op, torch's call a no-op": wrapper_alone,
+                           "ring send (Python wrapper), torch's a no-op": send_alone,
+                           "record (begin + end)": recording,
                            "span JSON from record (C)": writing, "its batch's line": item_encoding,
                            "ReadableSpan from record (where C cannot)": making,
                            "its OTLP JSON encoding": encoding}
