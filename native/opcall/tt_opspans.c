@@ -26,7 +26,16 @@
 /* 2^64 / golden ratio (torch/opspans.py _WEYL): a span id is nonce + number * WEYL, never 0. */
 #define WEYL 0x9E3779B97F4A7C15ULL
 
-enum { KEY_OP, KEY_BYTES, KEY_ROOT, KEY_SEQ, KEY_COMPLETION, KEY_STAMPS, KEY_QUALITY, KEY_UNCERTAINTY, N_KEYS };
+enum {
+	KEY_OP, KEY_BYTES, KEY_ROOT, KEY_SEQ, KEY_COMPLETION, KEY_STAMPS, KEY_QUALITY, KEY_UNCERTAINTY,
+	KEY_TAG, KEY_PEER, KEY_SRC, KEY_DST, KEY_P2P_SEQ, KEY_AMBIGUOUS, N_KEYS
+};
+
+/* An op's shape (torch/opjson.py _OPS): what its record's seq and root words hold. */
+enum { COLLECTIVE, SEND, RECV };
+
+/* A record's flag (torch/recorder.py AMBIGUOUS): the receive overlapped another on its (group, tag). */
+#define AMBIGUOUS_FLAG (1LL << 56)
 
 /* How a candidate's span is written: its parent's (trace id, tail), a root, or not at all. */
 enum { LEFT, WITH_PARENT, ROOT, UNSAMPLED };
@@ -56,7 +65,7 @@ typedef struct {
 enum { MAX_WINDOWS = 64 }; /* domain.py MAX_EPOCHS: beyond it, label_windows gives None */
 
 typedef struct {
-	PyObject *groups, *ops, *completions, *qualities, *keys, *parent_of, *epochs;
+	PyObject *groups, *ranks, *ops, *completions, *qualities, *keys, *parent_of, *epochs;
 	PyObject *clock; /* epochs()'s answer, ours: (windows or None, tails); None until asked */
 	PyObject *tails; /* borrowed from clock */
 	uint64_t nonce, nonce_high;
@@ -157,7 +166,7 @@ static int encodable(const Config *c, const char *rec)
 	long long op = facts & 0xFFFF, gi = (facts >> 16) & 0xFFFFFF, source = (facts >> 40) & 0xFF;
 	long long quality = (facts >> 48) & 0xFF, equality = (efacts >> 16) & 0xFF, completion = efacts & 0xFF;
 	long long ptp = le64(rec + 40), eptp = le64(rec + START_BYTES);
-	if (op >= PyTuple_GET_SIZE(c->ops) || gi >= PyList_GET_SIZE(c->groups) ||
+	if (op >= PyTuple_GET_SIZE(c->ops) || gi >= PyList_GET_SIZE(c->groups) || gi >= PyList_GET_SIZE(c->ranks) ||
 	    !PyBytes_CheckExact(PyList_GET_ITEM(c->groups, gi)))
 		return 0;
 	if (source > 2 || quality >= PyTuple_GET_SIZE(c->qualities) || equality > 2 ||
@@ -280,10 +289,27 @@ static void put_span(Out *o, const Config *c, const Candidate *k)
 	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_OP), PyTuple_GET_ITEM(op, 1), PyBytes_GET_SIZE(group) > 0);
 	if (nbytes >= 0)
 		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_BYTES), nbytes);
-	if (root >= 0 && PyObject_IsTrue(PyTuple_GET_ITEM(op, 2)) == 1)
-		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_ROOT), root);
-	put_int_value(o, PyTuple_GET_ITEM(keys, KEY_SEQ), seq);
+	long shape = PyLong_AsLong(PyTuple_GET_ITEM(op, 2)); /* (config_of checked it) */
+	if (shape == COLLECTIVE) {
+		if (root >= 0)
+			put_int_value(o, PyTuple_GET_ITEM(keys, KEY_ROOT), root);
+		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_SEQ), seq);
+	} else {
+		/* the root word holds tag << 32 | peer (recorder.py p2p_word), in p2p.py's order of attributes */
+		long long peer = root & 0xFFFFFFFFLL, tag = root >> 32;
+		long long rank = PyLong_AsLongLong(PyList_GET_ITEM(c->ranks, (facts >> 16) & 0xFFFFFF));
+		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_TAG), tag);
+		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_PEER), peer);
+		put_int_value(o, PyTuple_GET_ITEM(keys, shape == SEND ? KEY_SRC : KEY_DST), rank);
+		put_int_value(o, PyTuple_GET_ITEM(keys, shape == SEND ? KEY_DST : KEY_SRC), peer);
+		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_P2P_SEQ), seq);
+	}
 	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_COMPLETION), PyTuple_GET_ITEM(c->completions, completion), 1);
+	if (shape != COLLECTIVE && (facts & AMBIGUOUS_FLAG)) {
+		*o->at++ = ',';
+		put_bytes(o, PyTuple_GET_ITEM(keys, KEY_AMBIGUOUS));
+		put_s(o, "{\"boolValue\":true}}");
+	}
 	*o->at++ = ',';
 	put_bytes(o, PyTuple_GET_ITEM(keys, KEY_STAMPS));
 	put_s(o, "{\"stringValue\":");
@@ -320,31 +346,45 @@ static int config_of(Config *c, PyObject *const *args)
 	c->nonce = PyLong_AsUnsignedLongLongMask(args[4]);
 	c->nonce_high = PyLong_AsUnsignedLongLongMask(args[5]);
 	c->groups = args[6];
-	c->ops = args[7];
-	c->parent_of = args[8];
-	c->roots = PyObject_IsTrue(args[9]);
-	c->epochs = args[11];
-	c->keys = args[12];
-	c->completions = args[13];
-	c->qualities = args[14];
+	c->ranks = args[7];
+	c->ops = args[8];
+	c->parent_of = args[9];
+	c->roots = PyObject_IsTrue(args[10]);
+	c->epochs = args[12];
+	c->keys = args[13];
+	c->completions = args[14];
+	c->qualities = args[15];
 	if (PyErr_Occurred() || c->roots < 0)
 		return -1;
-	if (!PyList_CheckExact(c->groups) || !PyTuple_CheckExact(c->ops) || !PyTuple_CheckExact(c->keys) ||
+	if (!PyList_CheckExact(c->groups) || !PyList_CheckExact(c->ranks) || !PyTuple_CheckExact(c->ops) ||
+	    !PyTuple_CheckExact(c->keys) ||
 	    PyTuple_GET_SIZE(c->keys) != N_KEYS || !PyTuple_CheckExact(c->completions) ||
 	    !PyTuple_CheckExact(c->qualities) || !PyCallable_Check(c->parent_of) || !PyCallable_Check(c->epochs) ||
-	    !PyArg_ParseTuple(args[10], "LLL", &c->boundary, &c->offset, &c->base))
+	    !PyArg_ParseTuple(args[11], "LLL", &c->boundary, &c->offset, &c->base))
 		goto bad;
+	for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->ranks); i++) {
+		PyObject *rank = PyList_GET_ITEM(c->ranks, i);
+		if (!PyLong_CheckExact(rank))
+			goto bad;
+		long long r = PyLong_AsLongLong(rank);
+		if (r < 0 || r > INT32_MAX) /* a global rank is an int32 (an overflow is -1 here too) */
+			goto bad;
+	}
 	for (Py_ssize_t i = 0; i < N_KEYS; i++)
 		if (!PyBytes_CheckExact(PyTuple_GET_ITEM(c->keys, i)))
 			goto bad;
 	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->ops); i++) {
 		PyObject *op = PyTuple_GET_ITEM(c->ops, i);
 		if (!PyTuple_CheckExact(op) || PyTuple_GET_SIZE(op) != 3 || !PyBytes_CheckExact(PyTuple_GET_ITEM(op, 0)) ||
-		    !PyBytes_CheckExact(PyTuple_GET_ITEM(op, 1)))
+		    !PyBytes_CheckExact(PyTuple_GET_ITEM(op, 1)) || !PyLong_CheckExact(PyTuple_GET_ITEM(op, 2)))
+			goto bad;
+		long shape = PyLong_AsLong(PyTuple_GET_ITEM(op, 2));
+		if (shape != COLLECTIVE && shape != SEND && shape != RECV)
 			goto bad;
 	}
-	/* the fixed text and numbers (1024 covers them), every key, the longest completion and quality */
-	c->fixed_max = 1024;
+	/* the fixed text and numbers (1536 covers them, the p2p ones too), every key, the longest completion and
+	 * quality */
+	c->fixed_max = 1536;
 	for (Py_ssize_t i = 0; i < N_KEYS; i++)
 		c->fixed_max += PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->keys, i));
 	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->completions); i++) {
@@ -438,8 +478,8 @@ PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t na
 	PyObject *items = NULL, *left = NULL, *result = NULL;
 	long long low, last, mask, first_waiting = -1;
 	Py_ssize_t n = 0, lost = 0;
-	if (nargs != 15) {
-		PyErr_SetString(PyExc_TypeError, "encode_ended takes 15 arguments");
+	if (nargs != 16) {
+		PyErr_SetString(PyExc_TypeError, "encode_ended takes 16 arguments");
 		return NULL;
 	}
 	if (s_acquire_name == NULL && ((s_acquire_name = PyUnicode_InternFromString("acquire")) == NULL ||

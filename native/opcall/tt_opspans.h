@@ -11,8 +11,8 @@
 #include <Python.h>
 
 /*
- * encode_ended(ring, low, last, owner, nonce, nonce_high, groups, ops, parent_of, roots, leap, epochs, keys,
- *              completions, qualities) -> (items, left, first_waiting, lost)
+ * encode_ended(ring, low, last, owner, nonce, nonce_high, groups, ranks, ops, parent_of, roots, leap, epochs,
+ *              keys, completions, qualities) -> (items, left, first_waiting, lost)
  *
  * Takes, as Recorder.take_ended does, every ENDED record numbered low..last-1 whose span it can write
  * exactly as torch/opspans.py make_span and otel/otlp_json.py would, and returns:

@@ -33,9 +33,15 @@ from ..semconv import (
     STAMPS,
     TORCH_BYTES,
     TORCH_COMPLETION,
+    TORCH_DST,
     TORCH_OP,
+    TORCH_P2P_AMBIGUOUS,
+    TORCH_P2P_SEQ,
+    TORCH_PEER,
     TORCH_ROOT,
     TORCH_SEQ,
+    TORCH_SRC,
+    TORCH_TAG,
     UNCERTAINTY_NS,
 )
 from ..stamptext import TAI_UTC_BASE_NS
@@ -55,10 +61,13 @@ _json = msgspec.json.encode
 #: The names the quality attribute takes, by ClockQuality (the processor's own list).
 _QUALITIES = tuple(_json(q) for q in QUALITY_NAMES)
 _COMPLETIONS = tuple(_json(c) for c in COMPLETIONS)
-#: Per op index: the span name, the op attribute's value (both as JSON strings), whether a root is written.
-_OPS = tuple((_json("torch." + s.name), _json(s.name), s.kind is Kind.COLLECTIVE) for s in SPECS)
-#: The attributes the C pass writes itself, in its order (tt_opspans.c KEY_*), and the fragment before each value.
-_OP_KEY_NAMES = (TORCH_OP, TORCH_BYTES, TORCH_ROOT, TORCH_SEQ, TORCH_COMPLETION, STAMPS, CLK_QUALITY, UNCERTAINTY_NS)
+#: An op's shape, as tt_opspans.c reads it: what its record's seq and root words hold (recorder.py).
+_SHAPES = {Kind.COLLECTIVE: 0, Kind.SEND: 1, Kind.RECV: 2}
+#: Per op index: the span name, the op attribute's value (both as JSON strings), its shape.
+_OPS = tuple((_json("torch." + s.name), _json(s.name), _SHAPES[s.kind]) for s in SPECS)
+#: The attributes the C pass writes itself (tt_opspans.c KEY_*), and the fragment before each value.
+_OP_KEY_NAMES = (TORCH_OP, TORCH_BYTES, TORCH_ROOT, TORCH_SEQ, TORCH_COMPLETION, STAMPS, CLK_QUALITY, UNCERTAINTY_NS,
+                 TORCH_TAG, TORCH_PEER, TORCH_SRC, TORCH_DST, TORCH_P2P_SEQ, TORCH_P2P_AMBIGUOUS)
 _KEYS = tuple(b'{"key":' + _json(k) + b',"value":' for k in _OP_KEY_NAMES)
 _OP_KEYS = frozenset(_OP_KEY_NAMES)
 #: Roots are sampled without asking these samplers (the SDK's default is DEFAULT_ON).
@@ -173,7 +182,7 @@ def json_spans(state: TempoTraceState, resource: Any, scope: Any, processors: Se
     # every reading a second past the last leap maps by its offset (offset_at_tai compares a float there)
     boundary = (table.starts[-1] + table.offsets[-1] + 1) * 1_000_000_000
     leap = (boundary, table.offsets[-1] * 1_000_000_000, TAI_UTC_BASE_NS)
-    args = (SpanGroup(resource, scope), nonce, nonce_high, _groups(groups, tail_keys), _OPS, _parent_of,
-            sampler is None or any(sampler is s for s in _ALWAYS), leap, _Epochs(state.domain, needed, resource),
-            _KEYS, _COMPLETIONS, _QUALITIES)
+    args = (SpanGroup(resource, scope), nonce, nonce_high, _groups(groups, tail_keys), [g.rank for g in groups],
+            _OPS, _parent_of, sampler is None or any(sampler is s for s in _ALWAYS), leap,
+            _Epochs(state.domain, needed, resource), _KEYS, _COMPLETIONS, _QUALITIES)
     return JsonSpans(processor, args)

@@ -38,12 +38,24 @@ from ..otel.processor import TempoTraceSpanProcessor
 from ..otel.processor import _attributes as stamp_attributes
 from ..otel.records import SpanRecord
 from ..otel.sdk_internals import processors_of, provider_processor, span_lock
-from ..semconv import TORCH_BYTES, TORCH_COMPLETION, TORCH_OP, TORCH_ROOT, TORCH_SEQ
+from ..semconv import (
+    TORCH_BYTES,
+    TORCH_COMPLETION,
+    TORCH_DST,
+    TORCH_OP,
+    TORCH_P2P_AMBIGUOUS,
+    TORCH_P2P_SEQ,
+    TORCH_PEER,
+    TORCH_ROOT,
+    TORCH_SEQ,
+    TORCH_SRC,
+    TORCH_TAG,
+)
 from ..torchops import SPECS, Kind
 from . import spans as torch_spans
 from .counts import count
 from .opjson import json_spans
-from .recorder import COMPLETIONS, ERROR, OpRecord, recorder
+from .recorder import AMBIGUOUS, COMPLETIONS, ERROR, OpRecord, peer_and_tag, recorder
 
 __all__ = ["deliver", "error_span", "make_span", "pending_spans", "release", "span_id_of"]
 
@@ -97,16 +109,31 @@ class _StartOf:
 
 
 def op_attributes(record: OpRecord) -> dict[str, Any]:
-    """The op's own attributes, exactly as the SDK path writes them (wrappers.attributes, seq, completion)."""
+    """The op's own attributes, exactly as the SDK path writes them, in its order (wrappers.attributes, then a
+    collective's seq or a point-to-point op's peer, tag and p2p seq as p2p.py writes them, the completion)."""
     spec = SPECS[record.op]
     attrs = dict(record.group.attributes)
     attrs[TORCH_OP] = spec.name
     if record.nbytes >= 0:
         attrs[TORCH_BYTES] = record.nbytes
-    if record.root >= 0 and spec.kind is Kind.COLLECTIVE:
-        attrs[TORCH_ROOT] = record.root
-    attrs[TORCH_SEQ] = record.seq
+    kind = spec.kind
+    if kind is Kind.COLLECTIVE:
+        if record.root >= 0:
+            attrs[TORCH_ROOT] = record.root
+        attrs[TORCH_SEQ] = record.seq
+    else:
+        peer, tag = peer_and_tag(record.root)
+        rank = record.group.rank
+        attrs[TORCH_TAG] = tag
+        attrs[TORCH_PEER] = peer
+        if kind is Kind.SEND:
+            attrs[TORCH_SRC], attrs[TORCH_DST] = rank, peer
+        else:
+            attrs[TORCH_DST], attrs[TORCH_SRC] = rank, peer
+        attrs[TORCH_P2P_SEQ] = record.seq
     attrs[TORCH_COMPLETION] = COMPLETIONS[record.completion]
+    if record.flags & AMBIGUOUS:
+        attrs[TORCH_P2P_AMBIGUOUS] = True
     return attrs
 
 

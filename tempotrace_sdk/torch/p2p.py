@@ -18,7 +18,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
@@ -36,7 +36,7 @@ from ..semconv import (
     TORCH_SRC,
     TORCH_TAG,
 )
-from ..torchops import OpSpec, Reader, tensor_bytes
+from ..torchops import SPEC_INDEX, OpSpec, Reader, tensor_bytes
 from ..wire.torchrecord import RecordKind
 from .carriage import SIDE_MODES, records
 from .carriage.owed import pay
@@ -44,6 +44,7 @@ from .carriage.side import SideRecv, post_side_send, side_buffer, side_tag, take
 from .counts import count
 from .groups import GroupInfo, group_info
 from .pending import PendingOp, registry
+from .recorder import AMBIGUOUS, p2p_word, recorder
 from .spans import end_span
 from .wrappers import (
     OP_ERROR_ATTR,
@@ -52,16 +53,18 @@ from .wrappers import (
     begin,
     blocking_completion,
     call,
+    call_recorded,
     failed,
     hide_our_frames,
     inside,
     on_device,
+    op_facts,
     peer_of,
     settings,
     unwrap,
 )
 
-__all__ = ["OpenReceives", "Posted", "posted", "receive", "released", "send", "traced_batch"]
+__all__ = ["Markable", "OpenReceives", "Posted", "RecordMark", "posted", "receive", "released", "send", "traced_batch"]
 
 _log = logging.getLogger(__name__)
 
@@ -91,6 +94,10 @@ def send(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Group
     stag = _carried_tag(info, tag, dst)
     if stag is not None and not _accepting(info, (info.key, dst, stag)):
         stag = None
+    if stag is None and not (device or spec.asynchronous == "always" or settings.sdk_spans):
+        number = _record(spec, reader, info, seq, dst, tag, args, kwargs)
+        if number >= 0:
+            return call_recorded(original, number, spec, args, kwargs)
 
     def span_attributes() -> dict[str, Any]:
         attrs = attributes(spec, reader, info, args, kwargs)
@@ -132,6 +139,10 @@ def receive(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Gr
     seq = info.next_p2p(src, info.rank, tag) if src >= 0 else -1
     device = on_device(spec, reader, info, args, kwargs)
     stag = side_tag(info, tag) if settings.carriage in SIDE_MODES else None  # any source: once the sender is known
+    if stag is None and src >= 0 and not (device or spec.asynchronous == "always" or settings.sdk_spans):
+        number = _record(spec, reader, info, seq, src, tag, args, kwargs)
+        if number >= 0:
+            return _recorded_receive(spec, original, info, number, tag, args, kwargs)
 
     def span_attributes() -> dict[str, Any]:
         attrs = attributes(spec, reader, info, args, kwargs)
@@ -160,7 +171,50 @@ def receive(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Gr
     return result
 
 
-def _outstanding(info: GroupInfo, sp: Span, tag: int, any_source: bool) -> Posted | None:
+def _record(spec: OpSpec, reader: Reader, info: GroupInfo, seq: int, peer: int, tag: int, args: Any,
+            kwargs: dict[str, Any]) -> int:
+    """A blocking host op that carries nothing, with its peer known: its start recorded (recorder.py), its number;
+    -1 where its span is made the SDK's way (a peer or tag no record holds, a record not made)."""
+    word = p2p_word(peer, tag)
+    if word is None:
+        return -1
+    try:
+        nbytes, _ = op_facts(spec, reader, info, args, kwargs,
+                             reader.get(args, kwargs, spec.data) if spec.data is not None else None)
+        return recorder.begin(SPEC_INDEX[spec.name], info, seq, nbytes, word)
+    except Exception:
+        _log.debug("tempotrace.torch: %s not recorded; its span is made now", spec.name, exc_info=True)
+        return -1
+
+
+def _recorded_receive(spec: OpSpec, original: Callable[..., Any], info: GroupInfo, number: int, tag: int,
+                      args: Any, kwargs: dict[str, Any]) -> Any:
+    """A recorded receive, tracked for ambiguity while outstanding as the SDK path tracks its span."""
+    outstanding = _outstanding(info, RecordMark(number), tag, False)  # before torch posts it
+    try:
+        result = call_recorded(original, number, spec, args, kwargs)
+    finally:
+        _completed(outstanding)  # returned, or raised (released either way; a raise overlaps nothing more)
+    return result
+
+
+class RecordMark:
+    """What ``posted`` marks for a recorded receive: its record's AMBIGUOUS flag, as a span's attribute."""
+
+    __slots__ = ("number",)
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    def is_recording(self) -> bool:
+        return True  # the record is open while the receive is outstanding; ``set_attribute`` tells if it left
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        if not recorder.flag(self.number, AMBIGUOUS):
+            raise LookupError("the receive's record left the ring")  # _mark: a mark that could not be set
+
+
+def _outstanding(info: GroupInfo, sp: Markable, tag: int, any_source: bool) -> Posted | None:
     """Track a receive until its completion is seen; an overlap of the two kinds is marked and counted."""
     try:
         receive, found = posted(info.open_recvs, sp, tag, any_source)
@@ -409,6 +463,14 @@ _lock = threading.Lock()
 _order = itertools.count()  #: posting order (drawn under the lock)
 
 
+class Markable(Protocol):
+    """What a receive's ambiguity is marked on: its SDK span, or its record (RecordMark)."""
+
+    def is_recording(self) -> bool: ...
+
+    def set_attribute(self, key: str, value: Any) -> None: ...
+
+
 class OpenReceives:
     """The receives outstanding on one (group, tag) of this rank, by kind."""
 
@@ -424,7 +486,7 @@ class Posted:
 
     __slots__ = ("ambiguous", "any_source", "open", "order", "recording", "span", "tag")
 
-    def __init__(self, span: Span, tag: int, any_source: bool) -> None:
+    def __init__(self, span: Markable, tag: int, any_source: bool) -> None:
         self.span = span
         self.tag = tag
         self.any_source = any_source
@@ -437,7 +499,7 @@ class Posted:
 Found = tuple[int, int]  #: receives found ambiguous now, and how many of them could not be marked
 
 
-def posted(table: dict[int, OpenReceives], span: Span, tag: int, any_source: bool) -> tuple[Posted, Found]:
+def posted(table: dict[int, OpenReceives], span: Markable, tag: int, any_source: bool) -> tuple[Posted, Found]:
     """Record a receive about to be posted on (the group of ``table``, ``tag``); mark the overlap it makes."""
     receive = Posted(span, tag, any_source)
     with _lock:

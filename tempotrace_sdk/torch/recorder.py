@@ -1,4 +1,5 @@
-"""The op recorder: each traced blocking collective as a fixed-size record in one ring (spec/torch.md §1.4, §8.1).
+"""The op recorder: each blocking host op that carries nothing as a fixed-size record in one ring (spec/torch.md
+§1.4, §8.1).
 
 At the op the recorder takes only what must be taken then: the start reading
 with its Lamport tick, written with the op's facts (op, group, seq, bytes,
@@ -45,8 +46,8 @@ try:
 except ImportError:  # not built: the recorder's own lock
     _opcall = None
 
-__all__ = ["DEFAULT_HANG_TIMEOUT_S", "DEFAULT_RING_OPS", "RECORD_BYTES", "RELEASE_AT", "OpRecord", "Recorder",
-           "Retention", "recorder"]
+__all__ = ["AMBIGUOUS", "DEFAULT_HANG_TIMEOUT_S", "DEFAULT_RING_OPS", "RECORD_BYTES", "RELEASE_AT", "OpRecord",
+           "Recorder", "Retention", "p2p_word", "peer_and_tag", "recorder"]
 
 _log = logging.getLogger(__name__)
 
@@ -59,12 +60,30 @@ DEFAULT_HANG_TIMEOUT_S = 300.0
 #: Ended ops (retain="export") after which the recording thread makes their spans itself: bounds what waits.
 RELEASE_AT = 512
 
-#: One record: op number, facts (op index | group index << 16 | start source << 40 | start quality << 48), seq,
-#: bytes (-1: none), root (-1: none), start ptp_ns, start uncertainty_ns, start lts; then the end: ptp_ns,
-#: uncertainty_ns, lts, facts (completion << 0 | source << 8 | quality << 16).
+#: One record: op number, facts (op index | group index << 16 | start source << 40 | start quality << 48 |
+#: flags << 56), seq (a point-to-point op's: its p2p seq), bytes (-1: none), root (-1: none; a point-to-point
+#: op's: ``p2p_word``), start ptp_ns, start uncertainty_ns, start lts; then the end: ptp_ns, uncertainty_ns, lts,
+#: facts (completion << 0 | source << 8 | quality << 16).
 _START = struct.Struct("<qqqqqqqq")
 _END = struct.Struct("<qqqq")
 RECORD_BYTES = _START.size + _END.size
+
+#: A record's flag (facts bit 56): the receive overlapped another on its (group, tag) (spec/torch.md §2).
+AMBIGUOUS = 1 << 56
+
+
+def p2p_word(peer: int, tag: int) -> int | None:
+    """A point-to-point op's root word: its peer (a global rank) below its tag (torch's int32; a negative tag
+    makes a negative word), or None when they do not fit (the op's span is then made the SDK's way)."""
+    if not (0 <= peer < 1 << 31 and -(1 << 31) <= tag < 1 << 31):
+        return None
+    return (tag << 32) | peer
+
+
+def peer_and_tag(word: int) -> tuple[int, int]:
+    """``p2p_word``'s (peer, tag)."""
+    return word & 0xFFFFFFFF, word >> 32
+
 
 #: A slot's state (one octet a slot; see Recorder).
 EMPTY, OPEN, ENDED, WRITING, ENDING, DUMPED = 0, 1, 2, 3, 4, 5
@@ -83,6 +102,7 @@ class OpRecord(NamedTuple):
     end: tuple[int, int, int, int, int] | None  #: the same for the end; None while the op is open
     completion: int  #: index into COMPLETIONS (0: open)
     parent: SpanContext | None
+    flags: int = 0  #: AMBIGUOUS or 0
 
 
 #: What a record's completion code means (index 0: still open).
@@ -314,7 +334,19 @@ class Recorder:
         context = self.parents[slot]
         parent = trace.get_current_span(context).get_span_context() if context is not None else None
         return OpRecord(number, facts & 0xFFFF, group, seq, nbytes, root, start, end, completion,
-                        parent if parent is not None and parent.is_valid else None)
+                        parent if parent is not None and parent.is_valid else None, facts & AMBIGUOUS)
+
+    def flag(self, number: int, flag: int) -> bool:
+        """Set ``flag`` in op ``number``'s record while the ring still holds it unexported (open, dumped, ending
+        or ended); False when it no longer does."""
+        slot = number & self.mask
+        base = slot * RECORD_BYTES
+        with self._slot_lock:
+            if self.state[slot] in (EMPTY, WRITING) or _NUMBER.unpack_from(self.buffer, base)[0] != number:
+                return False
+            offset = base + _NUMBER.size
+            _NUMBER.pack_into(self.buffer, offset, _NUMBER.unpack_from(self.buffer, offset)[0] | flag)
+        return True
 
     def mark(self) -> int:
         """An op number every op begun from now on has or exceeds (a step's entry)."""

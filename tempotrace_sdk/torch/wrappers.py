@@ -41,9 +41,9 @@ from .pending import PendingOp, registry
 from .recorder import RELEASE_AT, recorder
 from .spans import end_span, start_span, track
 
-__all__ = ["ORIGINAL_ATTR", "Begun", "Settings", "begin", "call", "collective", "forget_native_groups",
-           "hide_our_frames", "inside", "native_wrapper", "on_device", "ours", "raised_by_op", "settings", "traced",
-           "unwrap"]
+__all__ = ["ORIGINAL_ATTR", "Begun", "Settings", "begin", "call", "call_recorded", "collective",
+           "forget_native_groups", "hide_our_frames", "inside", "native_wrapper", "on_device", "op_facts", "ours",
+           "raised_by_op", "settings", "traced", "unwrap"]
 
 _log = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info:
         if number >= 0:
             if not info.native_registered and _opcall is not None:
                 _register(info)  # its next ops are recorded by the C call (native_wrapper)
-            return _call_recorded(original, number, spec, args, kwargs)
+            return call_recorded(original, number, spec, args, kwargs)
     return traced(spec, reader, original, info, seq, asynchronous, args, kwargs)
 
 
@@ -250,7 +250,7 @@ def traced(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Gro
     if not (carry or asynchronous or device or settings.sdk_spans):  # nothing carried or GPU-timed: a record
         number = _record(spec, reader, info, seq, args, kwargs)
         if number >= 0:
-            return _call_recorded(original, number, spec, args, kwargs)
+            return call_recorded(original, number, spec, args, kwargs)
     begun = begin(spec.name, info, span_attributes, record=(RecordKind.EXCHANGE, seq) if carry else None,
                   timed=(reader, spec, args, kwargs))
     result = call(original, begun.span, args, kwargs, spec.name)
@@ -289,7 +289,7 @@ def _record_host_op(spec: OpSpec, reader: Reader, info: GroupInfo, seq: int, arg
         return -1
 
 
-def _call_recorded(original: Callable[..., Any], number: int, spec: OpSpec, args: Any,
+def call_recorded(original: Callable[..., Any], number: int, spec: OpSpec, args: Any,
                    kwargs: dict[str, Any]) -> Any:
     """``call`` for a recorded op: its exception makes its span at once (with the error); a return ends the record."""
     token = inside.set(True)

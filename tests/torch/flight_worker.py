@@ -4,10 +4,11 @@
 ``TT_BAD_STEP`` the rank ``TT_BAD_RANK`` does what ``TT_SCENARIO`` says before the step's second all_reduce:
 ``hang`` (sleeps: the others wait in the all_reduce until their watchdogs dump everyone), ``kill`` (SIGKILLs
 itself), ``raise`` (raises out of step(): an exception dump, then exits 3), ``recv`` (rank 0 waits in a receive
-from it that it never sends, the other ranks sleep outside any op: only an op with an SDK span is open) or
-``none``; ``TT_SIDE`` "sdk" traces
-the same job with ``sdk_spans=True`` and ``retain="export"`` (the differential test). Spans go to
-``$TT_TEST_OUT/spans-<rank>.jsonl``.
+from it that it never sends, the other ranks sleep outside any op: only that recorded receive is open),
+``irecv`` (the same with an irecv waited for: an op with an SDK span) or ``none``; ``TT_SIDE`` "sdk" traces
+the same job with ``sdk_spans=True`` and ``retain="export"`` (the differential test); ``TT_P2P`` adds to each
+step a pipeline's blocking sends and receives (rank r receives from r - 1, then sends to r + 1) and prints how
+many of their spans a processor of the user's own saw. Spans go to ``$TT_TEST_OUT/spans-<rank>.jsonl``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from tempotrace_sdk import torch as tt
 from tempotrace_sdk.otel import configure
@@ -31,7 +33,21 @@ BAD_RANK = int(os.environ.get("TT_BAD_RANK", "-1"))
 BAD_STEP = int(os.environ.get("TT_BAD_STEP", "3"))
 SIDE = os.environ.get("TT_SIDE", "ring")
 
+P2P = bool(os.environ.get("TT_P2P"))
+
+
+class SeenP2P(SpanProcessor):
+    """A processor of the user's own: the point-to-point spans it is shown."""
+
+    seen = 0
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span.name in ("torch.send", "torch.recv"):
+            SeenP2P.seen += 1
+
+
 handle = configure(service_name="flight", export_path=OUT / f"spans-{RANK}.jsonl")
+handle.provider.add_span_processor(SeenP2P())
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("TT_PG_TIMEOUT", "60"))))
 if SIDE == "sdk":
     tt.instrument(carriage="none", sdk_spans=True, hang_timeout=0)
@@ -48,18 +64,26 @@ try:
             dist.all_reduce(t)
             if number == BAD_STEP and RANK == BAD_RANK:
                 print(f"bad {SCENARIO} {time.time_ns()}", flush=True)
-                if SCENARIO in ("hang", "recv"):
+                if SCENARIO in ("hang", "recv", "irecv"):
                     time.sleep(600)
                 elif SCENARIO == "kill":
                     os.kill(os.getpid(), signal.SIGKILL)
                 elif SCENARIO == "raise":
                     raise RuntimeError("tt-test: this rank gives up")
-            if number == BAD_STEP and SCENARIO == "recv":
-                if RANK == 0:
+            if number == BAD_STEP and SCENARIO in ("recv", "irecv"):
+                if RANK != 0:
+                    time.sleep(600)
+                elif SCENARIO == "recv":
                     dist.recv(torch.zeros(4), src=BAD_RANK, tag=5)
                 else:
-                    time.sleep(600)
+                    dist.irecv(torch.zeros(4), src=BAD_RANK, tag=5).wait()
             dist.all_reduce(t)
+            if P2P:
+                world = dist.get_world_size()
+                if RANK > 0:
+                    dist.recv(torch.zeros(8), src=RANK - 1, tag=3)
+                if RANK < world - 1:
+                    dist.send(t, dst=RANK + 1, tag=3)
             dist.all_reduce(t)
             dist.barrier()
 except RuntimeError as err:
@@ -74,4 +98,6 @@ if os.environ.get("TT_WAIT_SIGNAL"):
 tt.uninstrument()
 dist.destroy_process_group()
 handle.shutdown()
+if P2P:
+    print(f"p2p spans seen by the user's processor: {SeenP2P.seen}", flush=True)
 print("done", flush=True)

@@ -37,7 +37,9 @@ from tempotrace_sdk.otel.stamp import NativeStamp  # noqa: E402
 from tempotrace_sdk.semconv import CLOCK_EPOCH_NS, CLOCK_STEPPED  # noqa: E402
 from tempotrace_sdk.torch import opjson, opspans  # noqa: E402
 from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
-from tempotrace_sdk.torch.recorder import ENDED, OPEN, RECORD_BYTES, recorder  # noqa: E402
+from tempotrace_sdk.torch.install import make_wrapper  # noqa: E402
+from tempotrace_sdk.torch.recorder import AMBIGUOUS, ENDED, OPEN, RECORD_BYTES, recorder  # noqa: E402
+from tempotrace_sdk.torchops import SPEC_INDEX, SPECS  # noqa: E402
 
 pytest.importorskip("tempotrace_sdk._opcall", reason="the C pass is not built (not Linux, no compiler)")
 
@@ -236,6 +238,41 @@ def test_root_ops_under_a_sampler_that_decides_are_left_to_it(group: None, nativ
     old, new, left = _both_ways()
     assert left == 7  # the first op and the six after the step
     assert new == old
+
+
+def _p2p(name: str) -> Any:
+    """dist.send / dist.recv wrapped as instrument() wraps them, around a stand-in with torch's signature (a group
+    of one cannot send to itself): their records are the real wrapper's."""
+
+    def send(tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0, group_dst: Any = None) -> None:
+        return None
+
+    def recv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0, group_src: Any = None) -> int:
+        return int(src or 0)
+
+    return make_wrapper(SPECS[SPEC_INDEX[name]], send if name == "send" else recv)
+
+
+def test_point_to_point_records_are_written_as_make_span_writes_them(group: None, native_stamp: None,
+                                                                     sink: Sink) -> None:
+    """Sends and receives -- a negative tag, the largest one, no bytes, a receive marked ambiguous --
+    in a step and as root ops: the same bytes either way, none left to Python."""
+    tt.instrument(carriage="none", retain="ring", hang_timeout=0)
+    send, recv = _p2p("send"), _p2p("recv")
+    t = torch.ones(8)
+    first = recorder.issued
+    with tt.step():
+        send(t, dst=3, tag=-7)
+        recv(t, src=2, tag=(1 << 31) - 1)
+        recv(torch.empty(0), src=1, tag=0)
+    send(t, dst=1)  # a root op
+    assert recorder.flag(recorder.issued - 2, AMBIGUOUS)  # the receive of no bytes, as p2p.posted marks it
+    old, new, left = _both_ways()
+    assert left == 0 and len(old) == recorder.issued - first == 4
+    assert new == old
+    texts = sorted(new.values())
+    assert sum(b'"tempotrace.torch.p2p_ambiguous","value":{"boolValue":true}' in b for b in texts) == 1
+    assert sum(b'"tempotrace.torch.tag","value":{"intValue":"-7"}' in b for b in texts) == 1
 
 
 def test_an_export_mode_job_writes_every_ops_span_to_the_file(group: None, native_stamp: None, sink: Sink) -> None:

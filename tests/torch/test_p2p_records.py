@@ -1,0 +1,188 @@
+"""A blocking point-to-point op that carries nothing is recorded like a blocking collective (spec/torch.md §1.4):
+its span, made from the record at the step's exit, has the peer, tag and p2p seq the SDK path writes; a
+receive that overlaps an any-source one is marked ambiguous on its record (§2).
+
+A group of one cannot send to itself, so the entry points here wrap stand-ins with torch's signatures
+(``make_wrapper`` as instrument() builds them); the job test (test_flight_recorder's differential) runs the
+real sends and receives of three ranks both ways.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+
+from tempotrace_sdk import torch as tt  # noqa: E402
+from tempotrace_sdk.otel.processor import TempoTraceSpanProcessor  # noqa: E402
+from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
+from tempotrace_sdk.torch.groups import group_info  # noqa: E402
+from tempotrace_sdk.torch.install import make_wrapper  # noqa: E402
+from tempotrace_sdk.torch.p2p import RecordMark, posted, released  # noqa: E402
+from tempotrace_sdk.torch.recorder import AMBIGUOUS, p2p_word, peer_and_tag, recorder  # noqa: E402
+from tempotrace_sdk.torchops import SPEC_INDEX, SPECS  # noqa: E402
+
+T = "tempotrace.torch."
+
+
+@pytest.fixture
+def exported(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    exp = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(TempoTraceSpanProcessor())
+    provider.add_span_processor(SimpleSpanProcessor(exp))
+    monkeypatch.setattr(torch_spans, "tracer", lambda: provider.get_tracer("test"))
+    tt.instrument(carriage="none", gpu=False)
+    yield exp
+    tt.uninstrument()
+    provider.shutdown()
+
+
+class Peer:
+    """Stand-ins for dist.send / dist.recv (their signatures): what they were asked, and what they do."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int, int]] = []
+        self.fail: BaseException | None = None
+        self.during: Any = None  # called inside the op (another thread's receive posted meanwhile)
+
+    def send(self, tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0,
+             group_dst: int | None = None) -> None:
+        self.calls.append(("send", int(dst or 0), tag))
+        if self.fail is not None:
+            raise self.fail
+
+    def recv(self, tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
+             group_src: int | None = None) -> int:
+        self.calls.append(("recv", int(src or 0), tag))
+        if self.during is not None:
+            self.during()
+        if self.fail is not None:
+            raise self.fail
+        return int(src or 0)
+
+
+def _wrapped(peer: Peer) -> tuple[Any, Any]:
+    return (make_wrapper(SPECS[SPEC_INDEX["send"]], peer.send), make_wrapper(SPECS[SPEC_INDEX["recv"]], peer.recv))
+
+
+def _ops(exp: InMemorySpanExporter) -> list[ReadableSpan]:
+    return [s for s in exp.get_finished_spans() if s.name in ("torch.send", "torch.recv")]
+
+
+def test_blocking_sends_and_receives_are_recorded_with_their_peer_tag_and_seq(
+        group: None, exported: InMemorySpanExporter) -> None:
+    peer = Peer()
+    send, recv = _wrapped(peer)
+    t = torch.ones(4)
+    issued = recorder.issued
+    with tt.step(0):
+        send(t, dst=1, tag=7)
+        send(t, 1, None, 7)  # positionally: the same (group, src, dst, tag), the next seq
+        assert recv(t, src=2, tag=-3) == 2
+        assert _ops(exported) == []  # recorded: their spans come at the step's exit, as collectives'
+        assert recorder.issued == issued + 3
+    assert peer.calls == [("send", 1, 7), ("send", 1, 7), ("recv", 2, -3)]
+    ops = _ops(exported)
+    got = [(s.name, {k[len(T):]: v for k, v in (s.attributes or {}).items() if k.startswith(T)}) for s in ops]
+    assert got == [
+        ("torch.send", {"group": "0", "group_rank": 0, "group_size": 1, "backend": "gloo", "op": "send", "bytes": 16,
+                        "tag": 7, "peer": 1, "src": 0, "dst": 1, "p2p_seq": 0, "completion": "return"}),
+        ("torch.send", {"group": "0", "group_rank": 0, "group_size": 1, "backend": "gloo", "op": "send", "bytes": 16,
+                        "tag": 7, "peer": 1, "src": 0, "dst": 1, "p2p_seq": 1, "completion": "return"}),
+        ("torch.recv", {"group": "0", "group_rank": 0, "group_size": 1, "backend": "gloo", "op": "recv", "bytes": 16,
+                        "tag": -3, "peer": 2, "dst": 0, "src": 2, "p2p_seq": 0, "completion": "return"}),
+    ], got
+    step = next(s for s in exported.get_finished_spans() if s.name == "torch.step")
+    assert all(s.parent is not None and s.parent.span_id == step.context.span_id for s in ops)
+    assert all("tempotrace.stamps" in (s.attributes or {}) for s in ops)
+
+
+def test_a_receive_overlapping_an_any_source_one_is_marked_on_its_record(
+        group: None, exported: InMemorySpanExporter) -> None:
+    """An any-source receive posted while a recorded one is outstanding marks both (p2p.posted), the recorded
+    one through its record; one posted after it completed marks nothing."""
+    peer = Peer()
+    _, recv = _wrapped(peer)
+    info = group_info(None)
+    other = None
+
+    class Open:
+        """An any-source receive's open span (what posted() marks)."""
+
+        def __init__(self) -> None:
+            self.marked = False
+
+        def is_recording(self) -> bool:
+            return True
+
+        def set_attribute(self, key: str, value: Any) -> None:
+            self.marked = True
+
+    def any_source_posted() -> None:
+        nonlocal other
+        other = posted(info.open_recvs, Open(), 5, True)[0]
+
+    peer.during = any_source_posted
+    with tt.step(1):
+        recv(torch.ones(2), src=1, tag=5)
+        peer.during = None
+        recv(torch.ones(2), src=1, tag=6)  # another tag: no overlap
+    assert other is not None and other.span.marked  # type: ignore[attr-defined]
+    released(other)
+    assert not info.open_recvs  # every receive released
+    marked = {(s.attributes or {})[T + "tag"]: (s.attributes or {}).get(T + "p2p_ambiguous") for s in _ops(exported)}
+    assert marked == {5: True, 6: None}, marked
+
+
+def test_a_receive_that_raises_gets_its_error_span_at_once_and_is_released(
+        group: None, exported: InMemorySpanExporter) -> None:
+    peer = Peer()
+    _, recv = _wrapped(peer)
+    peer.fail = RuntimeError("peer gone")
+    with pytest.raises(RuntimeError, match="peer gone"), tt.step(2):
+        recv(torch.ones(2), src=1, tag=9)
+        pytest.fail("the receive raised")
+    (op,) = _ops(exported)
+    attrs = op.attributes or {}
+    assert attrs[T + "completion"] == "error" and attrs[T + "src"] == 1 and op.status.status_code.name == "ERROR"
+    assert not group_info(None).open_recvs
+
+
+def test_a_tag_no_record_holds_gets_an_sdk_span(group: None, exported: InMemorySpanExporter) -> None:
+    """torch's tags are 32-bit; one beyond that (torch refuses it on a real group) is traced the SDK's way."""
+    peer = Peer()
+    send, _ = _wrapped(peer)
+    issued = recorder.issued
+    with tt.step(3):
+        send(torch.ones(2), dst=1, tag=1 << 40)
+        (op,) = _ops(exported)  # ended as it returned: an SDK span, not a record
+    assert recorder.issued == issued and (op.attributes or {})[T + "tag"] == 1 << 40
+
+
+def test_the_p2p_word_keeps_a_peer_and_any_32_bit_tag() -> None:
+    for peer, tag in ((0, 0), (1, -1), ((1 << 31) - 1, -(1 << 31)), (5, (1 << 31) - 1)):
+        assert peer_and_tag(p2p_word(peer, tag)) == (peer, tag)
+    assert [p2p_word(*bad) for bad in ((-1, 0), (1 << 31, 0), (0, 1 << 31), (0, -(1 << 31) - 1))] == [None] * 4
+
+
+def test_a_mark_after_the_record_left_the_ring_is_refused(group: None, exported: InMemorySpanExporter) -> None:
+    """posted()'s mark on a record already exported cannot land: RecordMark raises, which _mark counts as a
+    mark lost (``p2p_ambiguous_unmarked``), as on an ended SDK span."""
+    word = p2p_word(1, 0)
+    assert word is not None
+    number = recorder.begin(SPEC_INDEX["recv"], group_info(None), 0, 8, word)
+    assert number >= 0 and recorder.flag(number, AMBIGUOUS)
+    assert recorder.end(number)
+    record = recorder.take_one(number)
+    assert record is not None and record.flags == AMBIGUOUS
+    assert not recorder.flag(number, AMBIGUOUS)
+    with pytest.raises(LookupError):
+        RecordMark(number).set_attribute(T + "p2p_ambiguous", True)
