@@ -252,7 +252,8 @@ def _stale_line(group: dict[str, Any], jobs: bool) -> str | None:
 def _p2p_lines(p2p: dict[str, Any]) -> list[str]:
     out = []
     for m in p2p["listed"][:TEXT_DETAIL]:
-        where = f"[group {shown(m['group'])}] tag {m['tag']} #{m['p2p_seq']}"
+        number = "" if m["p2p_seq"] is None else f" #{m['p2p_seq']}"  # (an any-source receive has none yet)
+        where = f"[group {shown(m['group'])}] tag {m['tag']}{number}"
         started = time_text(m["started"], m["rank"], m["host"])
         if m["kind"] == "unmatched_send":
             out.append(f"P2P: {_rank(m)} {shown(m['op'])} to rank {m['dst']} {where}, started {started}: no matching "

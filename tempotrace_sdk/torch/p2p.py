@@ -54,6 +54,7 @@ from .wrappers import (
     blocking_completion,
     call,
     call_recorded,
+    call_recorded_async,
     failed,
     hide_our_frames,
     inside,
@@ -94,9 +95,11 @@ def send(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Group
     stag = _carried_tag(info, tag, dst)
     if stag is not None and not _accepting(info, (info.key, dst, stag)):
         stag = None
-    if stag is None and not (device or spec.asynchronous == "always" or settings.sdk_spans):
+    if stag is None and not (device or settings.sdk_spans):
         number = _record(spec, reader, info, seq, dst, tag, args, kwargs)
         if number >= 0:
+            if spec.asynchronous == "always":
+                return call_recorded_async(original, number, spec, args, kwargs)
             return call_recorded(original, number, spec, args, kwargs)
 
     def span_attributes() -> dict[str, Any]:
@@ -139,7 +142,7 @@ def receive(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Gr
     seq = info.next_p2p(src, info.rank, tag) if src >= 0 else -1
     device = on_device(spec, reader, info, args, kwargs)
     stag = side_tag(info, tag) if settings.carriage in SIDE_MODES else None  # any source: once the sender is known
-    if stag is None and src >= 0 and not (device or spec.asynchronous == "always" or settings.sdk_spans):
+    if stag is None and src >= 0 and not (device or settings.sdk_spans):
         number = _record(spec, reader, info, seq, src, tag, args, kwargs)
         if number >= 0:
             return _recorded_receive(spec, original, info, number, tag, args, kwargs)
@@ -173,8 +176,8 @@ def receive(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Gr
 
 def _record(spec: OpSpec, reader: Reader, info: GroupInfo, seq: int, peer: int, tag: int, args: Any,
             kwargs: dict[str, Any]) -> int:
-    """A blocking host op that carries nothing, with its peer known: its start recorded (recorder.py), its number;
-    -1 where its span is made the SDK's way (a peer or tag no record holds, a record not made)."""
+    """A host op that carries nothing, with its peer known: its start recorded (recorder.py), its number; -1
+    where its span is made the SDK's way (a peer or tag no record holds, a record not made)."""
     word = p2p_word(peer, tag)
     if word is None:
         return -1
@@ -191,6 +194,13 @@ def _recorded_receive(spec: OpSpec, original: Callable[..., Any], info: GroupInf
                       args: Any, kwargs: dict[str, Any]) -> Any:
     """A recorded receive, tracked for ambiguity while outstanding as the SDK path tracks its span."""
     outstanding = _outstanding(info, RecordMark(number), tag, False)  # before torch posts it
+    if spec.asynchronous == "always":
+        try:
+            return call_recorded_async(original, number, spec, args, kwargs,
+                                       functools.partial(_release_when_done, outstanding))
+        except BaseException:
+            released(outstanding)
+            raise
     try:
         result = call_recorded(original, number, spec, args, kwargs)
     finally:

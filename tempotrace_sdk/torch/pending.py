@@ -16,6 +16,10 @@ How completion is seen, in order of preference:
   reports completion only once waited, so one never waited stays open until
   ``uninstrument()`` ends it as ``"unfinished"``.
 
+A recorded op (an async host op that carries nothing, spec/torch.md §1.4)
+is watched the same way, its record in place of a span: the record's end is
+read when its data is seen complete, with the same completion.
+
 A receive's side message (spec/torch.md §3.3) is decided by the receive
 courier once the data completed; the span keeps the data's completion time
 as its end stamp. Side-message sends are seen out by the send courier, so
@@ -38,6 +42,7 @@ from .carriage.couriers import SIDE_DEADLINE_S, RecvCourier, SendCourier
 from .carriage.records import Exchange
 from .carriage.side import SideRecv
 from .counts import count
+from .recorder import COMPLETION_CODES, recorder
 from .spans import end_span, now, open_ops
 
 __all__ = ["PendingOp", "registry"]
@@ -53,14 +58,16 @@ def _completed(work: Any) -> bool:
 
 
 class PendingOp:
-    """One traced op whose span is still open."""
+    """One traced op whose span is still open, or whose record (``number``; ``span`` None) has not ended."""
 
-    __slots__ = ("attrs", "carried", "completion", "device", "done", "done_ts", "finished", "on_done", "span",
-                 "works")
+    __slots__ = ("attrs", "carried", "completion", "device", "done", "done_ts", "finished", "number", "on_done",
+                 "span", "works")
 
-    def __init__(self, span: Span, works: list[Any], *, carried: Exchange | SideRecv | None = None,
-                 attrs: dict[str, Any] | None = None, device: bool = False) -> None:
+    def __init__(self, span: Span | None, works: list[Any], *, carried: Exchange | SideRecv | None = None,
+                 attrs: dict[str, Any] | None = None, device: bool = False, number: int = -1) -> None:
         self.span = span
+        #: The op's record in the ring (recorder.py), ended when its data completed; -1: the op has a span.
+        self.number = number
         self.works = works  #: the data works: all must complete
         self.carried = carried  #: the record that must arrive before the span ends
         self.attrs = attrs or {}
@@ -137,8 +144,11 @@ class Registry:
             op.completion = how
             for w in op.works:
                 self._by_work.pop(id(w), None)
-        open_ops.pop(op.span.get_span_context().span_id, None)  # its data completed: no hang, whatever follows
-        op.done_ts = now()
+        if op.span is not None:
+            open_ops.pop(op.span.get_span_context().span_id, None)  # its data completed: no hang, whatever follows
+            op.done_ts = now()
+        else:  # a record: its end read now, as the span's end stamp would be (it leaves the open records)
+            recorder.end(op.number, COMPLETION_CODES[how])
         hook = op.on_done
         if hook is not None:
             try:
@@ -167,6 +177,8 @@ class Registry:
                 return
             op.finished = True
             self._open.pop(id(op), None)
+        if op.span is None:
+            return  # a record, ended when its data completed (it carries nothing)
         attrs = dict(op.attrs)
         attrs[TORCH_COMPLETION] = op.completion
         carried = op.carried

@@ -46,8 +46,8 @@ try:
 except ImportError:  # not built: the recorder's own lock
     _opcall = None
 
-__all__ = ["AMBIGUOUS", "DEFAULT_HANG_TIMEOUT_S", "DEFAULT_RING_OPS", "RECORD_BYTES", "RELEASE_AT", "OpRecord",
-           "Recorder", "Retention", "p2p_word", "peer_and_tag", "recorder"]
+__all__ = ["AMBIGUOUS", "COMPLETIONS", "COMPLETION_CODES", "DEFAULT_HANG_TIMEOUT_S", "DEFAULT_RING_OPS",
+           "RECORD_BYTES", "RELEASE_AT", "OpRecord", "Recorder", "Retention", "p2p_word", "peer_and_tag", "recorder"]
 
 _log = logging.getLogger(__name__)
 
@@ -105,8 +105,11 @@ class OpRecord(NamedTuple):
     flags: int = 0  #: AMBIGUOUS or 0
 
 
-#: What a record's completion code means (index 0: still open).
-COMPLETIONS = ("pending", "return", "error")
+#: What a record's completion code means (index 0: still open): the ``tempotrace.torch.completion`` values
+#: (spec/semantic-conventions.md §9.2) a host op's end can be seen by (pending.py for an async op's).
+COMPLETIONS = ("pending", "return", "error", "future", "wait", "sweep", "unfinished")
+#: Each value's code.
+COMPLETION_CODES = {name: code for code, name in enumerate(COMPLETIONS)}
 #: The completion code of an op that raised.
 ERROR = 2
 

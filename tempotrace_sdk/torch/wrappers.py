@@ -41,9 +41,9 @@ from .pending import PendingOp, registry
 from .recorder import RELEASE_AT, recorder
 from .spans import end_span, start_span, track
 
-__all__ = ["ORIGINAL_ATTR", "Begun", "Settings", "begin", "call", "call_recorded", "collective",
-           "forget_native_groups", "hide_our_frames", "inside", "native_wrapper", "on_device", "op_facts", "ours",
-           "raised_by_op", "settings", "traced", "unwrap"]
+__all__ = ["ORIGINAL_ATTR", "Begun", "Settings", "begin", "call", "call_recorded", "call_recorded_async",
+           "collective", "forget_native_groups", "hide_our_frames", "inside", "native_wrapper", "on_device",
+           "op_facts", "ours", "raised_by_op", "settings", "traced", "unwrap"]
 
 _log = logging.getLogger(__name__)
 
@@ -247,9 +247,11 @@ def traced(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Gro
             attrs[TORCH_COMPLETION] = blocking_completion(spec, device)
         return attrs
 
-    if not (carry or asynchronous or device or settings.sdk_spans):  # nothing carried or GPU-timed: a record
+    if not (carry or device or settings.sdk_spans):  # nothing carried or GPU-timed: a record
         number = _record(spec, reader, info, seq, args, kwargs)
         if number >= 0:
+            if asynchronous:
+                return call_recorded_async(original, number, spec, args, kwargs)
             return call_recorded(original, number, spec, args, kwargs)
     begun = begin(spec.name, info, span_attributes, record=(RecordKind.EXCHANGE, seq) if carry else None,
                   timed=(reader, spec, args, kwargs))
@@ -289,12 +291,12 @@ def _record_host_op(spec: OpSpec, reader: Reader, info: GroupInfo, seq: int, arg
         return -1
 
 
-def call_recorded(original: Callable[..., Any], number: int, spec: OpSpec, args: Any,
-                   kwargs: dict[str, Any]) -> Any:
-    """``call`` for a recorded op: its exception makes its span at once (with the error); a return ends the record."""
+def _run_recorded(original: Callable[..., Any], number: int, spec: OpSpec, args: Any,
+                  kwargs: dict[str, Any]) -> Any:
+    """``call`` for a recorded op: its exception makes its span at once (with the error) and propagates."""
     token = inside.set(True)
     try:
-        result = original(*args, **kwargs)
+        return original(*args, **kwargs)
     except BaseException as err:
         try:
             setattr(err, OP_ERROR_ATTR, spec.name)
@@ -304,6 +306,26 @@ def call_recorded(original: Callable[..., Any], number: int, spec: OpSpec, args:
         raise
     finally:
         inside.reset(token)
+
+
+def call_recorded_async(original: Callable[..., Any], number: int, spec: OpSpec, args: Any,
+                        kwargs: dict[str, Any], on_done: Callable[[PendingOp], None] | None = None) -> Any:
+    """A recorded async op: its record ends when its work is seen complete (pending.py), ``on_done`` then."""
+    work = _run_recorded(original, number, spec, args, kwargs)
+    try:  # the op was issued: nothing after this may fail the program
+        op = PendingOp(None, [work] if work is not None else [], number=number)  # (no work: "return" at once)
+        op.on_done = on_done
+        registry.watch(op)
+    except Exception:
+        count("trace_failed")
+        _log.debug("tempotrace.torch: tracing %s failed after the op", spec.name, exc_info=True)
+    return work
+
+
+def call_recorded(original: Callable[..., Any], number: int, spec: OpSpec, args: Any,
+                  kwargs: dict[str, Any]) -> Any:
+    """``call`` for a recorded blocking op: a return ends the record."""
+    result = _run_recorded(original, number, spec, args, kwargs)
     try:  # the op succeeded: nothing after this may fail the program
         if recorder.end(number) and recorder.ended >= RELEASE_AT and settings.retain == "export":
             release()

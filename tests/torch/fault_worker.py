@@ -260,13 +260,14 @@ class _BrokenTimer:
 
 
 def gpu_begin_failure() -> dict[str, Any]:
-    """Finding 13: the GPU timer fails before the op on rank 0: the op runs, its span is CPU-timed. (An async op:
-    a blocking one on the host is held, spec/torch.md §1.4, and never reaches a GPU timer, which times only CUDA
-    data.)"""
+    """Finding 13: the GPU timer fails before the op on rank 0: the op runs, its span is CPU-timed. (With SDK
+    spans: an op on the host is recorded, spec/torch.md §1.4, and never reaches a GPU timer, which times only
+    CUDA data; only a device op, or one given an SDK span, asks the timer.)"""
     raised = []
     settings = wrappers.settings
     saved = settings.gpu
     settings.gpu = _BrokenTimer() if RANK == 0 else None
+    settings.sdk_spans = True
     try:
         with tt.step(510):
             t = torch.ones(4)
@@ -278,6 +279,7 @@ def gpu_begin_failure() -> dict[str, Any]:
                 raised.append(str(err))
     finally:
         settings.gpu = saved
+        settings.sdk_spans = False
     return {"raised": raised, "t": float(t[0])}
 
 

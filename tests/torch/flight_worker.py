@@ -5,10 +5,11 @@
 ``hang`` (sleeps: the others wait in the all_reduce until their watchdogs dump everyone), ``kill`` (SIGKILLs
 itself), ``raise`` (raises out of step(): an exception dump, then exits 3), ``recv`` (rank 0 waits in a receive
 from it that it never sends, the other ranks sleep outside any op: only that recorded receive is open),
-``irecv`` (the same with an irecv waited for: an op with an SDK span) or ``none``; ``TT_SIDE`` "sdk" traces
+``anyrecv`` (the same from any source: an op with an SDK span) or ``none``; ``TT_SIDE`` "sdk" traces
 the same job with ``sdk_spans=True`` and ``retain="export"`` (the differential test); ``TT_P2P`` adds to each
-step a pipeline's blocking sends and receives (rank r receives from r - 1, then sends to r + 1) and prints how
-many of their spans a processor of the user's own saw. Spans go to ``$TT_TEST_OUT/spans-<rank>.jsonl``.
+step a pipeline's sends and receives, blocking and async (rank r receives from r - 1, then sends to r + 1), and
+an async all_reduce, and prints how many p2p spans a processor of the user's own saw. Spans go to
+``$TT_TEST_OUT/spans-<rank>.jsonl``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class SeenP2P(SpanProcessor):
     seen = 0
 
     def on_end(self, span: ReadableSpan) -> None:
-        if span.name in ("torch.send", "torch.recv"):
+        if span.name in ("torch.send", "torch.recv", "torch.isend", "torch.irecv"):
             SeenP2P.seen += 1
 
 
@@ -64,26 +65,29 @@ try:
             dist.all_reduce(t)
             if number == BAD_STEP and RANK == BAD_RANK:
                 print(f"bad {SCENARIO} {time.time_ns()}", flush=True)
-                if SCENARIO in ("hang", "recv", "irecv"):
+                if SCENARIO in ("hang", "recv", "anyrecv"):
                     time.sleep(600)
                 elif SCENARIO == "kill":
                     os.kill(os.getpid(), signal.SIGKILL)
                 elif SCENARIO == "raise":
                     raise RuntimeError("tt-test: this rank gives up")
-            if number == BAD_STEP and SCENARIO in ("recv", "irecv"):
+            if number == BAD_STEP and SCENARIO in ("recv", "anyrecv"):
                 if RANK != 0:
                     time.sleep(600)
                 elif SCENARIO == "recv":
                     dist.recv(torch.zeros(4), src=BAD_RANK, tag=5)
                 else:
-                    dist.irecv(torch.zeros(4), src=BAD_RANK, tag=5).wait()
+                    dist.recv(torch.zeros(4), tag=5)  # from any source
             dist.all_reduce(t)
             if P2P:
                 world = dist.get_world_size()
                 if RANK > 0:
                     dist.recv(torch.zeros(8), src=RANK - 1, tag=3)
+                    dist.irecv(torch.zeros(8), src=RANK - 1, tag=4).wait()
                 if RANK < world - 1:
                     dist.send(t, dst=RANK + 1, tag=3)
+                    dist.isend(t, dst=RANK + 1, tag=4).wait()
+                dist.all_reduce(t, async_op=True).wait()
             dist.all_reduce(t)
             dist.barrier()
 except RuntimeError as err:

@@ -30,7 +30,7 @@ from tempotrace_sdk.otel.processor import TempoTraceSpanProcessor  # noqa: E402
 from tempotrace_sdk.stamptext import SpanStamps, decode  # noqa: E402
 from tempotrace_sdk.torch import opspans  # noqa: E402
 from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
-from tempotrace_sdk.torch.recorder import RELEASE_AT  # noqa: E402
+from tempotrace_sdk.torch.recorder import RELEASE_AT, recorder  # noqa: E402
 
 Stamped = tuple[TracerProvider, InMemorySpanExporter]
 
@@ -147,8 +147,10 @@ def test_recorded_ops_waiting_are_bounded(group: None, stamped: tuple[TracerProv
     assert len(_names(exp)) == RELEASE_AT + 1  # and the step
 
 
-def test_ops_outside_a_step_are_recorded_and_async_ops_get_sdk_spans(
+def test_ops_outside_a_step_and_async_ops_are_recorded(
         group: None, stamped: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+    """An op outside any step is recorded; so is an async one, whose record ends when its work is seen complete
+    (its future's callback or the wait()) and whose span comes at the step's exit like the others'."""
     provider, exp = stamped
     t = torch.ones(2)
     dist.all_reduce(t)
@@ -158,7 +160,18 @@ def test_ops_outside_a_step_are_recorded_and_async_ops_get_sdk_spans(
     with tt.step(4):
         work: Any = dist.all_reduce(t, async_op=True)
         work.wait()
-        assert _names(exp) == ["torch.all_reduce"] * 2  # an async op's span ends when its work does
+        assert recorder.open_numbers() == []  # its record ended with its work
+        with provider.get_tracer("app").start_as_current_span("after"):
+            pass
+        assert _names(exp) == ["torch.all_reduce", "after"]
+    spans = exp.get_finished_spans()
+    ops = [s for s in spans if s.name == "torch.all_reduce"]
+    assert len(ops) == 2
+    first, second = (op.attributes or {} for op in ops)
+    assert second["tempotrace.torch.completion"] in ("future", "wait")
+    assert second["tempotrace.torch.seq"] == first["tempotrace.torch.seq"] + 1
+    end, after = _stamps(ops[1]).end, _stamps(next(s for s in spans if s.name == "after")).start
+    assert end is not None and end.lts < after.lts  # its end was read when the work completed, not at the exit
 
 
 def test_sdk_spans_makes_every_op_an_sdk_span_the_providers_processors_see(

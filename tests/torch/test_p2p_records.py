@@ -186,3 +186,45 @@ def test_a_mark_after_the_record_left_the_ring_is_refused(group: None, exported:
     assert not recorder.flag(number, AMBIGUOUS)
     with pytest.raises(LookupError):
         RecordMark(number).set_attribute(T + "p2p_ambiguous", True)
+
+
+class Work:
+    """A gloo p2p work's stand-in: no future, complete when told (torch's own Work.wait is what pending.py wraps;
+    this one's completion is seen by a sweep)."""
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def is_completed(self) -> bool:
+        return self.done
+
+    def get_future(self) -> Any:
+        raise RuntimeError("Work::getFuture not implemented")  # as gloo's send/recv works say
+
+
+def test_an_async_receive_is_recorded_and_ends_when_its_work_is_seen_complete(
+        group: None, exported: InMemorySpanExporter) -> None:
+    works: list[Work] = []
+
+    def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0, group_src: Any = None) -> Work:
+        works.append(Work())
+        return works[-1]
+
+    wrapped = make_wrapper(SPECS[SPEC_INDEX["irecv"]], irecv)
+    info = group_info(None)
+    with tt.step(4):
+        work = wrapped(torch.ones(2), src=1, tag=2)
+        assert work is works[0]
+        (number,) = recorder.open_numbers()  # open while its work is
+        assert info.open_recvs  # outstanding: an any-source receive posted now would be marked with it
+        tt.sweep()
+        assert recorder.open_numbers() == [number]  # not complete: still open, its span not made
+        work.done = True
+    assert recorder.open_numbers() == [] and not info.open_recvs  # the step's exit swept it: ended, released
+    (op,) = _ops_named(exported, "torch.irecv")
+    attrs = {k[len(T):]: v for k, v in (op.attributes or {}).items() if k.startswith(T)}
+    assert (attrs["completion"], attrs["src"], attrs["dst"], attrs["tag"], attrs["p2p_seq"]) == ("sweep", 1, 0, 2, 0)
+
+
+def _ops_named(exp: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
+    return [s for s in exp.get_finished_spans() if s.name == name]
