@@ -99,7 +99,7 @@ def send(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Group
         number = _record(spec, reader, info, seq, dst, tag, args, kwargs)
         if number >= 0:
             if spec.asynchronous == "always":
-                return call_recorded_async(original, number, spec, args, kwargs)
+                return call_recorded_async(original, number, spec, args, kwargs, future_key=_p2p_kind(info))
             return call_recorded(original, number, spec, args, kwargs)
 
     def span_attributes() -> dict[str, Any]:
@@ -115,7 +115,7 @@ def send(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Group
     result = call(original, begun.span, args, kwargs, spec.name)
     try:
         if spec.asynchronous == "always" and result is not None:
-            registry.watch(PendingOp(begun.span, [result], device=device))
+            registry.watch(PendingOp(begun.span, [result], device=device, future_key=_p2p_kind(info)))
         else:
             end_span(begun.span, None if spec.asynchronous != "always" else {TORCH_COMPLETION: "return"})
     except Exception:
@@ -174,6 +174,11 @@ def receive(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Gr
     return result
 
 
+def _p2p_kind(info: GroupInfo) -> str:
+    """PendingOp.future_key of this group's p2p works: its backend's (gloo's have no future)."""
+    return "p2p " + info.backend
+
+
 def _record(spec: OpSpec, reader: Reader, info: GroupInfo, seq: int, peer: int, tag: int, args: Any,
             kwargs: dict[str, Any]) -> int:
     """A host op that carries nothing, with its peer known: its start recorded (recorder.py), its number; -1
@@ -197,7 +202,7 @@ def _recorded_receive(spec: OpSpec, original: Callable[..., Any], info: GroupInf
     if spec.asynchronous == "always":
         try:
             return call_recorded_async(original, number, spec, args, kwargs,
-                                       functools.partial(_release_when_done, outstanding))
+                                       functools.partial(_release_when_done, outstanding), _p2p_kind(info))
         except BaseException:
             released(outstanding)
             raise
@@ -257,7 +262,8 @@ def _received(spec: OpSpec, info: GroupInfo, sp: Span, message: tuple[int, int, 
     """After the data receive returned: the span ends once the data and its side message are in."""
     src, tag, _ = message
     if spec.asynchronous == "always":
-        op = PendingOp(sp, [result] if result is not None else [], carried=side, device=device)
+        op = PendingOp(sp, [result] if result is not None else [], carried=side, device=device,
+                       future_key=_p2p_kind(info))
         op.on_done = functools.partial(_any_source_done, info, tag, stag, outstanding) if src < 0 else \
             functools.partial(_release_when_done, outstanding)
         registry.watch(op)

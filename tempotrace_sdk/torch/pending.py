@@ -60,12 +60,15 @@ def _completed(work: Any) -> bool:
 class PendingOp:
     """One traced op whose span is still open, or whose record (``number``; ``span`` None) has not ended."""
 
-    __slots__ = ("attrs", "carried", "completion", "device", "done", "done_ts", "finished", "number", "on_done",
-                 "span", "works")
+    __slots__ = ("attrs", "carried", "completion", "device", "done", "done_ts", "finished", "future_key", "number",
+                 "on_done", "span", "works")
 
     def __init__(self, span: Span | None, works: list[Any], *, carried: Exchange | SideRecv | None = None,
-                 attrs: dict[str, Any] | None = None, device: bool = False, number: int = -1) -> None:
+                 attrs: dict[str, Any] | None = None, device: bool = False, number: int = -1,
+                 future_key: str | None = None) -> None:
         self.span = span
+        #: Works of one kind (a backend's p2p works): once one of them has no future, none is asked for one.
+        self.future_key = future_key
         #: The op's record in the ring (recorder.py), ended when its data completed; -1: the op has a span.
         self.number = number
         self.works = works  #: the data works: all must complete
@@ -104,7 +107,13 @@ class Registry:
             for w in op.works:
                 if w is not None:
                     self._by_work[id(w)] = op
-        futures = [] if op.device else [f for f in (_future(w) for w in op.works) if f is not None]
+        key = op.future_key
+        if op.device or (key is not None and key in _no_futures):
+            futures = []
+        else:
+            futures = [f for f in (_future(w) for w in op.works) if f is not None]
+            if key is not None and not futures and op.works:
+                _no_futures.add(key)  # (gloo's p2p works: asking costs a C++ exception, ~20 µs, every time)
         if futures and len(futures) == sum(w is not None for w in op.works):
             remaining = [len(futures)]
             lock = threading.Lock()
@@ -227,6 +236,10 @@ def _settle(work: Any) -> None:
     except Exception:
         count("exchange_failed")
         _log.debug("tempotrace.torch: exchange failed", exc_info=True)
+
+
+#: PendingOp.future_key values whose works have no future.
+_no_futures: set[str] = set()
 
 
 def _future(work: Any) -> Any:

@@ -309,11 +309,13 @@ def _run_recorded(original: Callable[..., Any], number: int, spec: OpSpec, args:
 
 
 def call_recorded_async(original: Callable[..., Any], number: int, spec: OpSpec, args: Any,
-                        kwargs: dict[str, Any], on_done: Callable[[PendingOp], None] | None = None) -> Any:
+                        kwargs: dict[str, Any], on_done: Callable[[PendingOp], None] | None = None,
+                        future_key: str | None = None) -> Any:
     """A recorded async op: its record ends when its work is seen complete (pending.py), ``on_done`` then."""
     work = _run_recorded(original, number, spec, args, kwargs)
     try:  # the op was issued: nothing after this may fail the program
-        op = PendingOp(None, [work] if work is not None else [], number=number)  # (no work: "return" at once)
+        # (no work: "return" at once)
+        op = PendingOp(None, [work] if work is not None else [], number=number, future_key=future_key)
         op.on_done = on_done
         registry.watch(op)
     except Exception:
