@@ -28,14 +28,16 @@
 
 enum {
 	KEY_OP, KEY_BYTES, KEY_ROOT, KEY_SEQ, KEY_COMPLETION, KEY_STAMPS, KEY_QUALITY, KEY_UNCERTAINTY,
-	KEY_TAG, KEY_PEER, KEY_SRC, KEY_DST, KEY_P2P_SEQ, KEY_AMBIGUOUS, N_KEYS
+	KEY_TAG, KEY_PEER, KEY_SRC, KEY_DST, KEY_P2P_SEQ, KEY_AMBIGUOUS, KEY_BATCHED, N_KEYS
 };
 
 /* An op's shape (torch/opjson.py _OPS): what its record's seq and root words hold. */
 enum { COLLECTIVE, SEND, RECV };
 
-/* A record's flag (torch/recorder.py AMBIGUOUS): the receive overlapped another on its (group, tag). */
+/* A record's flags (torch/recorder.py AMBIGUOUS, BATCHED): the receive overlapped another on its (group, tag); the
+ * op was one of a batch_isend_irecv. */
 #define AMBIGUOUS_FLAG (1LL << 56)
+#define BATCHED_FLAG (1LL << 57)
 
 /* How a candidate's span is written: its parent's (trace id, tail), a root, or not at all. */
 enum { LEFT, WITH_PARENT, ROOT, UNSAMPLED };
@@ -252,13 +254,69 @@ static void put_stamps(Out *o, const Config *c, const char *rec)
 	*o->at++ = '"';
 }
 
+/* A bool attribute: key fragment, then {"boolValue":true}} (only true is written). */
+static void put_true_value(Out *o, PyObject *key)
+{
+	*o->at++ = ',';
+	put_bytes(o, key);
+	put_s(o, "{\"boolValue\":true}}");
+}
+
+/* An op's own attributes after its op (opspans.op_attributes): a collective's root and seq, or a point-to-point
+ * op's tag, peer, ends and p2p seq (the root word holds tag << 32 | peer: recorder.py p2p_word); its completion. */
+static void put_own(Out *o, const Config *c, const char *rec, long shape)
+{
+	long long facts = le64(rec + 8), seq = le64(rec + 16), nbytes = le64(rec + 24), root = le64(rec + 32);
+	long long completion = le64(rec + START_BYTES + 24) & 0xFF;
+	PyObject *keys = c->keys;
+	if (nbytes >= 0)
+		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_BYTES), nbytes);
+	if (shape == COLLECTIVE) {
+		if (root >= 0)
+			put_int_value(o, PyTuple_GET_ITEM(keys, KEY_ROOT), root);
+		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_SEQ), seq);
+	} else {
+		long long peer = root & 0xFFFFFFFFLL, tag = root >> 32;
+		long long rank = PyLong_AsLongLong(PyList_GET_ITEM(c->ranks, (facts >> 16) & 0xFFFFFF));
+		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_TAG), tag);
+		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_PEER), peer);
+		put_int_value(o, PyTuple_GET_ITEM(keys, shape == SEND ? KEY_SRC : KEY_DST), rank);
+		put_int_value(o, PyTuple_GET_ITEM(keys, shape == SEND ? KEY_DST : KEY_SRC), peer);
+		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_P2P_SEQ), seq);
+	}
+	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_COMPLETION), PyTuple_GET_ITEM(c->completions, completion), 1);
+	if (shape != COLLECTIVE && (facts & AMBIGUOUS_FLAG))
+		put_true_value(o, PyTuple_GET_ITEM(keys, KEY_AMBIGUOUS));
+}
+
+/* A batch_isend_irecv op's own attributes after its op, in p2p.py's order (opspans._batched_attributes). */
+static void put_batched(Out *o, const Config *c, const char *rec, long shape)
+{
+	long long facts = le64(rec + 8), seq = le64(rec + 16), nbytes = le64(rec + 24), root = le64(rec + 32);
+	long long completion = le64(rec + START_BYTES + 24) & 0xFF;
+	long long peer = root & 0xFFFFFFFFLL, tag = root >> 32;
+	long long rank = PyLong_AsLongLong(PyList_GET_ITEM(c->ranks, (facts >> 16) & 0xFFFFFF));
+	PyObject *keys = c->keys;
+	put_true_value(o, PyTuple_GET_ITEM(keys, KEY_BATCHED));
+	put_int_value(o, PyTuple_GET_ITEM(keys, KEY_PEER), peer);
+	put_int_value(o, PyTuple_GET_ITEM(keys, KEY_SRC), shape == SEND ? rank : peer);
+	put_int_value(o, PyTuple_GET_ITEM(keys, KEY_DST), shape == SEND ? peer : rank);
+	put_int_value(o, PyTuple_GET_ITEM(keys, KEY_TAG), tag);
+	put_int_value(o, PyTuple_GET_ITEM(keys, KEY_P2P_SEQ), seq);
+	if (nbytes >= 0)
+		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_BYTES), nbytes);
+	if (facts & AMBIGUOUS_FLAG)
+		put_true_value(o, PyTuple_GET_ITEM(keys, KEY_AMBIGUOUS));
+	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_COMPLETION), PyTuple_GET_ITEM(c->completions, completion), 1);
+}
+
 /* One span's JSON (otlp_json _Span of make_span's ReadableSpan), into o. */
 static void put_span(Out *o, const Config *c, const Candidate *k)
 {
 	const char *rec = k->rec;
-	long long number = le64(rec), facts = le64(rec + 8), seq = le64(rec + 16), nbytes = le64(rec + 24);
-	long long root = le64(rec + 32), ptp = le64(rec + 40), unc = le64(rec + 48), eptp = le64(rec + START_BYTES);
-	long long completion = le64(rec + START_BYTES + 24) & 0xFF, quality = (facts >> 48) & 0xFF;
+	long long number = le64(rec), facts = le64(rec + 8);
+	long long ptp = le64(rec + 40), unc = le64(rec + 48), eptp = le64(rec + START_BYTES);
+	long long quality = (facts >> 48) & 0xFF;
 	PyObject *op = PyTuple_GET_ITEM(c->ops, facts & 0xFFFF), *keys = c->keys;
 	uint64_t span_id = span_id_of(c, number);
 
@@ -287,28 +345,11 @@ static void put_span(Out *o, const Config *c, const Candidate *k)
 	PyObject *group = PyList_GET_ITEM(c->groups, (facts >> 16) & 0xFFFFFF);
 	put_bytes(o, group);
 	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_OP), PyTuple_GET_ITEM(op, 1), PyBytes_GET_SIZE(group) > 0);
-	if (nbytes >= 0)
-		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_BYTES), nbytes);
 	long shape = PyLong_AsLong(PyTuple_GET_ITEM(op, 2)); /* (config_of checked it) */
-	if (shape == COLLECTIVE) {
-		if (root >= 0)
-			put_int_value(o, PyTuple_GET_ITEM(keys, KEY_ROOT), root);
-		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_SEQ), seq);
+	if (shape != COLLECTIVE && (facts & BATCHED_FLAG)) {
+		put_batched(o, c, rec, shape);
 	} else {
-		/* the root word holds tag << 32 | peer (recorder.py p2p_word), in p2p.py's order of attributes */
-		long long peer = root & 0xFFFFFFFFLL, tag = root >> 32;
-		long long rank = PyLong_AsLongLong(PyList_GET_ITEM(c->ranks, (facts >> 16) & 0xFFFFFF));
-		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_TAG), tag);
-		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_PEER), peer);
-		put_int_value(o, PyTuple_GET_ITEM(keys, shape == SEND ? KEY_SRC : KEY_DST), rank);
-		put_int_value(o, PyTuple_GET_ITEM(keys, shape == SEND ? KEY_DST : KEY_SRC), peer);
-		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_P2P_SEQ), seq);
-	}
-	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_COMPLETION), PyTuple_GET_ITEM(c->completions, completion), 1);
-	if (shape != COLLECTIVE && (facts & AMBIGUOUS_FLAG)) {
-		*o->at++ = ',';
-		put_bytes(o, PyTuple_GET_ITEM(keys, KEY_AMBIGUOUS));
-		put_s(o, "{\"boolValue\":true}}");
+		put_own(o, c, rec, shape);
 	}
 	*o->at++ = ',';
 	put_bytes(o, PyTuple_GET_ITEM(keys, KEY_STAMPS));

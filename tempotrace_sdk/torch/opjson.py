@@ -31,6 +31,7 @@ from ..semconv import (
     CLOCK_EPOCH_BOUND_NS,
     CLOCK_EPOCH_NS,
     STAMPS,
+    TORCH_BATCHED,
     TORCH_BYTES,
     TORCH_COMPLETION,
     TORCH_DST,
@@ -67,7 +68,7 @@ _SHAPES = {Kind.COLLECTIVE: 0, Kind.SEND: 1, Kind.RECV: 2}
 _OPS = tuple((_json("torch." + s.name), _json(s.name), _SHAPES[s.kind]) for s in SPECS)
 #: The attributes the C pass writes itself (tt_opspans.c KEY_*), and the fragment before each value.
 _OP_KEY_NAMES = (TORCH_OP, TORCH_BYTES, TORCH_ROOT, TORCH_SEQ, TORCH_COMPLETION, STAMPS, CLK_QUALITY, UNCERTAINTY_NS,
-                 TORCH_TAG, TORCH_PEER, TORCH_SRC, TORCH_DST, TORCH_P2P_SEQ, TORCH_P2P_AMBIGUOUS)
+                 TORCH_TAG, TORCH_PEER, TORCH_SRC, TORCH_DST, TORCH_P2P_SEQ, TORCH_P2P_AMBIGUOUS, TORCH_BATCHED)
 _KEYS = tuple(b'{"key":' + _json(k) + b',"value":' for k in _OP_KEY_NAMES)
 _OP_KEYS = frozenset(_OP_KEY_NAMES)
 #: Roots are sampled without asking these samplers (the SDK's default is DEFAULT_ON).

@@ -39,6 +39,7 @@ from ..otel.processor import _attributes as stamp_attributes
 from ..otel.records import SpanRecord
 from ..otel.sdk_internals import processors_of, provider_processor, span_lock
 from ..semconv import (
+    TORCH_BATCHED,
     TORCH_BYTES,
     TORCH_COMPLETION,
     TORCH_DST,
@@ -55,7 +56,7 @@ from ..torchops import SPECS, Kind
 from . import spans as torch_spans
 from .counts import count
 from .opjson import json_spans
-from .recorder import AMBIGUOUS, COMPLETIONS, ERROR, OpRecord, peer_and_tag, recorder
+from .recorder import AMBIGUOUS, BATCHED, COMPLETIONS, ERROR, OpRecord, peer_and_tag, recorder
 
 __all__ = ["deliver", "error_span", "make_span", "pending_spans", "release", "span_id_of"]
 
@@ -114,6 +115,8 @@ def op_attributes(record: OpRecord) -> dict[str, Any]:
     spec = SPECS[record.op]
     attrs = dict(record.group.attributes)
     attrs[TORCH_OP] = spec.name
+    if record.flags & BATCHED:
+        return _batched_attributes(attrs, record)
     if record.nbytes >= 0:
         attrs[TORCH_BYTES] = record.nbytes
     kind = spec.kind
@@ -134,6 +137,23 @@ def op_attributes(record: OpRecord) -> dict[str, Any]:
     attrs[TORCH_COMPLETION] = COMPLETIONS[record.completion]
     if record.flags & AMBIGUOUS:
         attrs[TORCH_P2P_AMBIGUOUS] = True
+    return attrs
+
+
+def _batched_attributes(attrs: dict[str, Any], record: OpRecord) -> dict[str, Any]:
+    """A ``batch_isend_irecv`` op's own attributes after its op, in p2p.py's order (_plan_each, then the end's)."""
+    peer, tag = peer_and_tag(record.root)
+    rank = record.group.rank
+    attrs[TORCH_BATCHED] = True
+    attrs[TORCH_PEER] = peer
+    attrs[TORCH_SRC], attrs[TORCH_DST] = (rank, peer) if SPECS[record.op].kind is Kind.SEND else (peer, rank)
+    attrs[TORCH_TAG] = tag
+    attrs[TORCH_P2P_SEQ] = record.seq
+    if record.nbytes >= 0:
+        attrs[TORCH_BYTES] = record.nbytes
+    if record.flags & AMBIGUOUS:
+        attrs[TORCH_P2P_AMBIGUOUS] = True
+    attrs[TORCH_COMPLETION] = COMPLETIONS[record.completion]
     return attrs
 
 

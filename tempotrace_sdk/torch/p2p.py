@@ -43,8 +43,9 @@ from .carriage.owed import pay
 from .carriage.side import SideRecv, post_side_send, side_buffer, side_tag, take_spare
 from .counts import count
 from .groups import GroupInfo, group_info
+from .opspans import error_span
 from .pending import PendingOp, registry
-from .recorder import AMBIGUOUS, p2p_word, recorder
+from .recorder import AMBIGUOUS, BATCHED, p2p_word, recorder
 from .spans import end_span
 from .wrappers import (
     OP_ERROR_ATTR,
@@ -172,6 +173,15 @@ def receive(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Gr
         released(outstanding)
         failed(spec.name, begun.span)
     return result
+
+
+def _begin_batched(op: int, info: GroupInfo, seq: int, nbytes: int, word: int) -> int:
+    """A batch's op recorded (recorder.py, flagged BATCHED): its number, or -1 (its span the SDK's way)."""
+    try:
+        return recorder.begin(op, info, seq, nbytes, word, BATCHED)
+    except Exception:
+        _log.debug("tempotrace.torch: a batch's op not recorded; its span is made now", exc_info=True)
+        return -1
 
 
 def _p2p_kind(info: GroupInfo) -> str:
@@ -326,7 +336,10 @@ def traced_batch(original: Callable[..., Any]) -> Callable[..., Any]:
                     pass
                 for plan in plans:
                     released(plan.outstanding)
-                    end_span(plan.span, {TORCH_COMPLETION: "error"}, error=err)
+                    if plan.span is not None:
+                        end_span(plan.span, {TORCH_COMPLETION: "error"}, error=err)
+                    else:
+                        error_span(plan.number, err)
                 raise
             finally:
                 inside.reset(token)
@@ -348,13 +361,14 @@ def traced_batch(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class _Planned:
-    """One user P2POp of a batch: its span, its place in the list handed to torch, its side message."""
+    """One user P2POp of a batch: its span or record, its place in the list handed to torch, its side message."""
 
-    __slots__ = ("channel", "device", "index", "outstanding", "peer", "seq", "side_index", "side_recv", "side_tensor",
-                 "span")
+    __slots__ = ("channel", "device", "index", "number", "outstanding", "peer", "seq", "side_index", "side_recv",
+                 "side_tensor", "span")
 
-    def __init__(self, span: Span, peer: int, seq: int, device: bool) -> None:
+    def __init__(self, span: Span | None, peer: int, seq: int, device: bool, number: int = -1) -> None:
         self.span, self.peer, self.seq, self.device = span, peer, seq, device
+        self.number = number  #: its record (recorder.py); -1: it has a span
         self.index = -1
         self.side_index = -1  #: the side op's place in the list (-1: none posted here)
         self.side_tensor: Any = None  #: a send's record tensor
@@ -392,18 +406,27 @@ def _plan_each(info: GroupInfo, user_ops: list[Any], ops: list[Any], plans: list
             stag = None
         name = "isend" if is_send else "irecv"
 
-        attrs = dict(info.attributes)
-        attrs.update({TORCH_OP: name, TORCH_BATCHED: True, TORCH_PEER: peer, TORCH_SRC: src, TORCH_DST: dst,
-                      TORCH_TAG: tag, TORCH_P2P_SEQ: seq})
         nbytes = tensor_bytes(op.tensor, False)
-        if nbytes is not None:
-            attrs[TORCH_BYTES] = nbytes
-        begun = begin(name, info, functools.partial(dict, attrs),
-                      record=(RecordKind.P2P, seq) if stag is not None and is_send else None)
-        plan = _Planned(begun.span, peer, seq, device)
+        number = -1
+        if stag is None and not (device or settings.sdk_spans):  # carrying nothing, on the host: a record
+            word = p2p_word(peer, tag)
+            if word is not None:
+                number = _begin_batched(SPEC_INDEX[name], info, seq, -1 if nbytes is None else nbytes, word)
+        if number >= 0:
+            plan = _Planned(None, peer, seq, device, number)
+        else:
+            attrs = dict(info.attributes)
+            attrs.update({TORCH_OP: name, TORCH_BATCHED: True, TORCH_PEER: peer, TORCH_SRC: src, TORCH_DST: dst,
+                          TORCH_TAG: tag, TORCH_P2P_SEQ: seq})
+            if nbytes is not None:
+                attrs[TORCH_BYTES] = nbytes
+            begun = begin(name, info, functools.partial(dict, attrs),
+                          record=(RecordKind.P2P, seq) if stag is not None and is_send else None)
+            plan = _Planned(begun.span, peer, seq, device)
         plans.append(plan)
         if not is_send:
-            plan.outstanding = _outstanding(info, begun.span, tag, False)
+            plan.outstanding = _outstanding(info, plan.span if plan.span is not None else RecordMark(number), tag,
+                                            False)
         if stag is not None and is_send:  # the side message goes right before its data (§3.3)
             plan.side_tensor, plan.channel = records.outgoing(info, begun.record), (info.key, peer, stag)
             plan.side_index = len(ops)
@@ -432,7 +455,8 @@ def _batch_done(plans: list[_Planned], info: GroupInfo, works: list[Any], issued
         side = plan.side_recv
         if side is not None and side.work is None:
             side.work = side_work
-        pending = PendingOp(plan.span, data, carried=side, device=plan.device)
+        pending = PendingOp(plan.span, data, carried=side, device=plan.device, number=plan.number,
+                            future_key=_p2p_kind(info))
         pending.on_done = functools.partial(_release_when_done, plan.outstanding)
         registry.watch(pending)
     return [works[plan.index] for plan in plans] if per_op else works

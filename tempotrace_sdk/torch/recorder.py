@@ -46,7 +46,7 @@ try:
 except ImportError:  # not built: the recorder's own lock
     _opcall = None
 
-__all__ = ["AMBIGUOUS", "COMPLETIONS", "COMPLETION_CODES", "DEFAULT_HANG_TIMEOUT_S", "DEFAULT_RING_OPS",
+__all__ = ["AMBIGUOUS", "BATCHED", "COMPLETIONS", "COMPLETION_CODES", "DEFAULT_HANG_TIMEOUT_S", "DEFAULT_RING_OPS",
            "RECORD_BYTES", "RELEASE_AT", "OpRecord", "Recorder", "Retention", "p2p_word", "peer_and_tag", "recorder"]
 
 _log = logging.getLogger(__name__)
@@ -61,15 +61,17 @@ DEFAULT_HANG_TIMEOUT_S = 300.0
 RELEASE_AT = 512
 
 #: One record: op number, facts (op index | group index << 16 | start source << 40 | start quality << 48 |
-#: flags << 56), seq (a point-to-point op's: its p2p seq), bytes (-1: none), root (-1: none; a point-to-point
-#: op's: ``p2p_word``), start ptp_ns, start uncertainty_ns, start lts; then the end: ptp_ns, uncertainty_ns, lts,
-#: facts (completion << 0 | source << 8 | quality << 16).
+#: AMBIGUOUS | BATCHED), seq (a point-to-point op's: its p2p seq), bytes (-1: none), root (-1: none; a
+#: point-to-point op's: ``p2p_word``), start ptp_ns, start uncertainty_ns, start lts; then the end: ptp_ns,
+#: uncertainty_ns, lts, facts (completion << 0 | source << 8 | quality << 16).
 _START = struct.Struct("<qqqqqqqq")
 _END = struct.Struct("<qqqq")
 RECORD_BYTES = _START.size + _END.size
 
-#: A record's flag (facts bit 56): the receive overlapped another on its (group, tag) (spec/torch.md §2).
+#: A record's flags (facts bits 56 and 57): the receive overlapped another on its (group, tag) (spec/torch.md
+#: §2); the op was one of a ``batch_isend_irecv``.
 AMBIGUOUS = 1 << 56
+BATCHED = 1 << 57
 
 
 def p2p_word(peer: int, tag: int) -> int | None:
@@ -102,7 +104,7 @@ class OpRecord(NamedTuple):
     end: tuple[int, int, int, int, int] | None  #: the same for the end; None while the op is open
     completion: int  #: index into COMPLETIONS (0: open)
     parent: SpanContext | None
-    flags: int = 0  #: AMBIGUOUS or 0
+    flags: int = 0  #: AMBIGUOUS | BATCHED, or either, or 0
 
 
 #: What a record's completion code means (index 0: still open): the ``tempotrace.torch.completion`` values
@@ -222,8 +224,9 @@ class Recorder:
                 self.groups.append(info)
         return info.record_index
 
-    def begin(self, op: int, info: GroupInfo, seq: int, nbytes: int, root: int) -> int:
-        """Record an op's start now; its number (for ``end``), or -1 when the clock failed (counted)."""
+    def begin(self, op: int, info: GroupInfo, seq: int, nbytes: int, root: int, flags: int = 0) -> int:
+        """Record an op's start now, with ``flags`` (BATCHED); its number (for ``end``), or -1 when the clock failed
+        (counted)."""
         state = get_state()
         clock = state._clock
         if clock is None:
@@ -238,7 +241,7 @@ class Recorder:
             held = states[slot]
             self._overwriting(held, 1)
             states[slot] = WRITING
-        base, facts = slot * RECORD_BYTES, op | (gi << 16)
+        base, facts = slot * RECORD_BYTES, op | (gi << 16) | flags
         stamp = state.stamp
         start = getattr(stamp, "op_start", None)  # the native stamp: reading, tick and words in one call
         if start is None or not start(clock, buffer, base, number, facts, seq, nbytes, root):
@@ -337,7 +340,7 @@ class Recorder:
         context = self.parents[slot]
         parent = trace.get_current_span(context).get_span_context() if context is not None else None
         return OpRecord(number, facts & 0xFFFF, group, seq, nbytes, root, start, end, completion,
-                        parent if parent is not None and parent.is_valid else None, facts & AMBIGUOUS)
+                        parent if parent is not None and parent.is_valid else None, facts & (AMBIGUOUS | BATCHED))
 
     def flag(self, number: int, flag: int) -> bool:
         """Set ``flag`` in op ``number``'s record while the ring still holds it unexported (open, dumped, ending

@@ -7,7 +7,7 @@ itself), ``raise`` (raises out of step(): an exception dump, then exits 3), ``re
 from it that it never sends, the other ranks sleep outside any op: only that recorded receive is open),
 ``anyrecv`` (the same from any source: an op with an SDK span) or ``none``; ``TT_SIDE`` "sdk" traces
 the same job with ``sdk_spans=True`` and ``retain="export"`` (the differential test); ``TT_P2P`` adds to each
-step a pipeline's sends and receives, blocking and async (rank r receives from r - 1, then sends to r + 1), and
+step a pipeline's sends and receives, blocking, async and batched (rank r receives from r - 1, then sends to r + 1), and
 an async all_reduce, and prints how many p2p spans a processor of the user's own saw. Spans go to
 ``$TT_TEST_OUT/spans-<rank>.jsonl``.
 """
@@ -84,9 +84,13 @@ try:
                 if RANK > 0:
                     dist.recv(torch.zeros(8), src=RANK - 1, tag=3)
                     dist.irecv(torch.zeros(8), src=RANK - 1, tag=4).wait()
+                    for work in dist.batch_isend_irecv([dist.P2POp(dist.irecv, torch.zeros(8), RANK - 1, tag=6)]):
+                        work.wait()
                 if RANK < world - 1:
                     dist.send(t, dst=RANK + 1, tag=3)
                     dist.isend(t, dst=RANK + 1, tag=4).wait()
+                    for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, t, RANK + 1, tag=6)]):
+                        work.wait()
                 dist.all_reduce(t, async_op=True).wait()
             dist.all_reduce(t)
             dist.barrier()

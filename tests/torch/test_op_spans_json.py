@@ -38,6 +38,7 @@ from tempotrace_sdk.semconv import CLOCK_EPOCH_NS, CLOCK_STEPPED  # noqa: E402
 from tempotrace_sdk.torch import opjson, opspans  # noqa: E402
 from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
 from tempotrace_sdk.torch.install import make_wrapper  # noqa: E402
+from tempotrace_sdk.torch.p2p import traced_batch  # noqa: E402
 from tempotrace_sdk.torch.recorder import AMBIGUOUS, ENDED, OPEN, RECORD_BYTES, recorder  # noqa: E402
 from tempotrace_sdk.torchops import SPEC_INDEX, SPECS  # noqa: E402
 
@@ -240,6 +241,13 @@ def test_root_ops_under_a_sampler_that_decides_are_left_to_it(group: None, nativ
     assert new == old
 
 
+def _p2p_op(func: Any, tensor: Any, peer: int, tag: int) -> Any:
+    """A P2POp to a peer a group of one lacks (its constructor would refuse it): the fields a batch reads."""
+    op = object.__new__(dist.P2POp)
+    op.op, op.tensor, op.group, op.peer, op.tag, op.group_peer = func, tensor, dist.group.WORLD, peer, tag, peer
+    return op
+
+
 def _p2p(name: str) -> Any:
     """dist.send / dist.recv wrapped as instrument() wraps them, around a stand-in with torch's signature (a group
     of one cannot send to itself): their records are the real wrapper's."""
@@ -255,7 +263,7 @@ def _p2p(name: str) -> Any:
 
 def test_point_to_point_records_are_written_as_make_span_writes_them(group: None, native_stamp: None,
                                                                      sink: Sink) -> None:
-    """Sends and receives -- a negative tag, the largest one, no bytes, a receive marked ambiguous --
+    """Sends and receives -- a negative tag, the largest one, no bytes, a receive marked ambiguous, a batch's --
     in a step and as root ops: the same bytes either way, none left to Python."""
     tt.instrument(carriage="none", retain="ring", hang_timeout=0)
     send, recv = _p2p("send"), _p2p("recv")
@@ -267,9 +275,13 @@ def test_point_to_point_records_are_written_as_make_span_writes_them(group: None
         recv(torch.empty(0), src=1, tag=0)
     send(t, dst=1)  # a root op
     assert recorder.flag(recorder.issued - 2, AMBIGUOUS)  # the receive of no bytes, as p2p.posted marks it
+    batch = traced_batch(lambda ops: [None] * len(ops))  # a batch whose works are done (none to wait for)
+    with tt.step():
+        batch([_p2p_op(dist.isend, t, 2, 5), _p2p_op(dist.irecv, torch.empty(0), 3, -5)])
     old, new, left = _both_ways()
-    assert left == 0 and len(old) == recorder.issued - first == 4
+    assert left == 0 and len(old) == recorder.issued - first == 6
     assert new == old
+    assert sum(b'"tempotrace.torch.batched","value":{"boolValue":true}' in b for b in new.values()) == 2
     texts = sorted(new.values())
     assert sum(b'"tempotrace.torch.p2p_ambiguous","value":{"boolValue":true}' in b for b in texts) == 1
     assert sum(b'"tempotrace.torch.tag","value":{"intValue":"-7"}' in b for b in texts) == 1

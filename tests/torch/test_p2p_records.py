@@ -16,6 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import torch.distributed as dist  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
@@ -25,7 +26,7 @@ from tempotrace_sdk.otel.processor import TempoTraceSpanProcessor  # noqa: E402
 from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
 from tempotrace_sdk.torch.groups import group_info  # noqa: E402
 from tempotrace_sdk.torch.install import make_wrapper  # noqa: E402
-from tempotrace_sdk.torch.p2p import RecordMark, posted, released  # noqa: E402
+from tempotrace_sdk.torch.p2p import RecordMark, posted, released, traced_batch  # noqa: E402
 from tempotrace_sdk.torch.recorder import AMBIGUOUS, p2p_word, peer_and_tag, recorder  # noqa: E402
 from tempotrace_sdk.torchops import SPEC_INDEX, SPECS  # noqa: E402
 
@@ -252,3 +253,54 @@ def test_a_backends_p2p_works_are_asked_for_a_future_once(group: None, exported:
     assert len(asked) <= 1  # (none at all when an earlier test's p2p work already said so)
     ops = _ops_named(exported, "torch.isend")
     assert len(ops) == 3 and {(s.attributes or {})[T + "completion"] for s in ops} == {"return"}
+
+
+def _p2p_op(func: Any, tensor: Any, peer: int, tag: int) -> Any:
+    """A P2POp to a peer a group of one lacks (its constructor would refuse it): the fields _plan_each reads."""
+    op = object.__new__(dist.P2POp)
+    op.op, op.tensor, op.group, op.peer, op.tag, op.group_peer = func, tensor, dist.group.WORLD, peer, tag, peer
+    return op
+
+
+def test_a_batchs_ops_are_recorded_each_with_its_own_end(group: None, exported: InMemorySpanExporter) -> None:
+    """batch_isend_irecv: each op a record flagged batched, ended when its own work is seen complete, its span
+    the one the SDK path writes for a batch's op (``batched``, no completion until the end)."""
+    works: list[Work] = []
+
+    def batch(ops: list[Any]) -> list[Work]:
+        works[:] = [Work() for _ in ops]
+        return list(works)
+
+    wrapped = traced_batch(batch)
+    issued = recorder.issued
+    with tt.step(6):
+        out = wrapped([_p2p_op(dist.isend, torch.ones(4), 1, 3), _p2p_op(dist.irecv, torch.ones(2), 2, 3)])
+        assert out == works and recorder.issued == issued + 2
+        works[0].done = True
+        tt.sweep()
+        assert len(recorder.open_numbers()) == 1  # the receive's work is not complete yet
+        works[1].done = True
+    assert recorder.open_numbers() == [] and not group_info(None).open_recvs
+    got = {s.name: {k[len(T):]: v for k, v in (s.attributes or {}).items() if k.startswith(T) and "group" not in k
+                    and k != T + "backend"} for s in _ops_named(exported, "torch.isend") + _ops_named(exported,
+                                                                                             "torch.irecv")}
+    assert got == {
+        "torch.isend": {"op": "isend", "batched": True, "peer": 1, "src": 0, "dst": 1, "tag": 3, "p2p_seq": 0,
+                        "bytes": 16, "completion": "sweep"},
+        "torch.irecv": {"op": "irecv", "batched": True, "peer": 2, "src": 2, "dst": 0, "tag": 3, "p2p_seq": 0,
+                        "bytes": 8, "completion": "sweep"},
+    }, got
+
+
+def test_a_batch_that_raises_gives_each_recorded_op_its_error_span(group: None,
+                                                                   exported: InMemorySpanExporter) -> None:
+    def batch(ops: list[Any]) -> list[Work]:
+        raise RuntimeError("batch refused")
+
+    wrapped = traced_batch(batch)
+    with pytest.raises(RuntimeError, match="batch refused"):
+        wrapped([_p2p_op(dist.isend, torch.ones(4), 1, 8), _p2p_op(dist.irecv, torch.ones(2), 1, 8)])
+    ops = _ops_named(exported, "torch.isend") + _ops_named(exported, "torch.irecv")
+    assert [(s.attributes or {})[T + "completion"] for s in ops] == ["error", "error"]
+    assert all(s.status.status_code.name == "ERROR" for s in ops) and not group_info(None).open_recvs
+    assert recorder.open_numbers() == []
