@@ -38,7 +38,7 @@ noise. Then where the time of an exported op
 goes, measured apart in the same process: the whole ring path around a torch
 function that does nothing (and around a blocking send that does nothing:
 point-to-point ops are recorded by the Python wrapper), recording (begin + end), writing its span's JSON
-from the record in C (torch/opjson.py) and the batch's line around it, and,
+from the record in C (torch/opspans.py) and the batch's line around it, and,
 for the releases C cannot take, making a ReadableSpan from the record and
 encoding it (the file exporter's OTLP JSON); and how much more the
 ring path costs the calling thread beside a real op than in a loop of its own.
@@ -121,7 +121,7 @@ def run(quick: bool) -> dict[str, Any]:
     from tempotrace_sdk.otel.file_export import encode_batch
     from tempotrace_sdk.torch import opspans
     from tempotrace_sdk.torch.groups import group_info
-    from tempotrace_sdk.torch.opjson import json_spans
+    from tempotrace_sdk.torch.opspans import json_spans
     from tempotrace_sdk.torch.recorder import RECORD_BYTES, recorder
 
     class Null(SpanExporter):
@@ -225,7 +225,7 @@ def run(quick: bool) -> dict[str, Any]:
     recording = _cpu_per(lambda: [end(begin(0, info, i, 16, -1)) for i in range(n)], n)
     state = get_state()
     resource, scope, processors = opspans.destination()
-    # The C pass (torch/opjson.py) as a release runs it: records in the ring straight into span JSON, one
+    # The C pass (torch/opspans.py) as a release runs it: records in the ring straight into span JSON, one
     # Python call per batch (the clock domain checked once), then the batch's line as the exporter encodes it.
     snapshot = bytes(recorder.state), bytes(recorder.buffer), list(recorder.parents)
     items: list[Any] = []

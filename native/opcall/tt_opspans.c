@@ -7,7 +7,7 @@
  * record's span is written as the JSON those two write, in one pass over
  * its 96 octets: what is the same for many records (a group's attributes,
  * an op's name, the parent span, the Resource's needs) comes in already
- * encoded from torch/opjson.py, built once a release by the same encoder.
+ * encoded from torch/opspans.py, built once a release by the same encoder.
  * tests/torch/test_op_spans_json.py compares the bytes with that path's.
  *
  * A record whose span needs anything else (a sampler to ask, a leap second
@@ -31,7 +31,7 @@ enum {
 	KEY_TAG, KEY_PEER, KEY_SRC, KEY_DST, KEY_P2P_SEQ, KEY_AMBIGUOUS, KEY_BATCHED, N_KEYS
 };
 
-/* An op's shape (torch/opjson.py _OPS): what its record's seq and root words hold. */
+/* An op's shape (torch/opspans.py _OPS): what its record's seq and root words hold. */
 enum { COLLECTIVE, SEND, RECV };
 
 /* A record's flags (torch/recorder.py AMBIGUOUS, BATCHED): the receive overlapped another on its (group, tag); the
@@ -379,7 +379,7 @@ static Py_ssize_t span_max(const Config *c, const Candidate *k)
 	return n;
 }
 
-static const char BAD_ARGS[] = "encode_ended: arguments not as torch/opjson.py builds them";
+static const char BAD_ARGS[] = "encode_ended: arguments not as torch/opspans.py builds them";
 
 static int config_of(Config *c, PyObject *const *args)
 {

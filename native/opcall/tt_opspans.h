@@ -20,7 +20,7 @@
  *   left           the numbers of the ENDED records it left for Python, still ENDED;
  *   first_waiting  the first number still open, being written or ended (-1: none);
  *   lost           records taken whose span could not be written (no memory): counted by the caller.
- * The arguments are what torch/opjson.py builds once per release (its docstring says what each is);
+ * The arguments are what torch/opspans.py builds once per release (its docstring says what each is);
  * epochs() checks the host clock domain, after the scan has seen every record it takes ended.
  */
 PyObject *tt_encode_ended(PyObject *module, PyObject *const *args, Py_ssize_t nargs);

@@ -236,7 +236,7 @@ class TempoTraceBatchProcessor(SpanProcessor):
             self._wake.set()
 
     def on_end_encoded(self, items: list[Any]) -> None:
-        """Spans already encoded (torch's op spans written in C, torch/opjson.py: (group, JSON) pairs), queued as
+        """Spans already encoded (torch's op spans written in C, torch/opspans.py: (group, JSON) pairs), queued as
         ``on_end`` queues spans, one place each, waiting for room or dropped and counted alike."""
         if self._shutdown or not items:
             return

@@ -64,7 +64,7 @@ def encode_batch(spans: Sequence[Any]) -> bytes | None:
     if not written:
         return encode_batch_upstream(spans)
     rest = encode_batch_upstream([s for s in spans if type(s) is not tuple])
-    # (their Resource and scope were checked encodable here when they were written: torch/opjson.py)
+    # (their Resource and scope were checked encodable here when they were written: torch/opspans.py)
     return otlp_json.encode_request(written) + b"\n" + (rest or b"")
 
 

@@ -263,7 +263,7 @@ def _grouped(spans: Sequence[Any], seen: _Seen) -> _Groups:
     last: tuple[object, object] | None = None
     current: list[Any] = []
     for span in spans:
-        if type(span) is tuple:  # a span torch/opjson.py had written: (its group, its JSON)
+        if type(span) is tuple:  # a span torch/opspans.py had written: (its group, its JSON)
             group, encoded = span
             resource, scope = group.resource, group.scope
         else:
@@ -282,7 +282,7 @@ def _grouped(spans: Sequence[Any], seen: _Seen) -> _Groups:
 
 def key_values_json(attributes: dict[str, Any]) -> bytes:
     """The KeyValues of ``attributes`` as a span's are written here, comma-separated, without brackets: what
-    torch/opjson.py puts into the op spans it writes itself."""
+    torch/opspans.py puts into the op spans it writes itself."""
     return _encode_json([_key_value(k, v) for k, v in attributes.items()])[1:-1]
 
 

@@ -184,7 +184,7 @@ def _attributes(
 
 def process_needs(state: TempoTraceState, resource: Any) -> dict[str, Any] | None:
     """The per-process attributes a span of ``resource`` carries itself (those its Resource lacks; None: none),
-    as ``_attributes`` adds them (for torch's op spans written in C, torch/opjson.py)."""
+    as ``_attributes`` adds them (for torch's op spans written in C, torch/opspans.py)."""
     return _PROCESS.for_span(state, resource)
 
 

@@ -373,7 +373,7 @@ class Recorder:
     def take_ended(self, since: int | None = None, native: Any = None) -> tuple[list[Any], list[OpRecord]]:
         """Every ended op not yet exported (numbered ``since`` or later), oldest first, marked exported. Open
         ops, and ops being written or ended, stay: the next take starts at the first of them. ``native``
-        (opjson.JsonSpans) writes the spans it can itself: (its items, the records left to make)."""
+        (opspans.JsonSpans) writes the spans it can itself: (its items, the records left to make)."""
         last = self.issued
         low = max(self.next_due if since is None else since, last - self.size)
         if native is not None:

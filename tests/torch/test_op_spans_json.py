@@ -1,4 +1,4 @@
-"""Op spans written in C (native/opcall/tt_opspans.c, torch/opjson.py; spec/torch.md §1.4 "Spans from
+"""Op spans written in C (native/opcall/tt_opspans.c, torch/opspans.py; spec/torch.md §1.4 "Spans from
 records"): for the same records, the span JSON the C pass writes is, byte for byte, what make_span's
 ReadableSpan encoded by otel/otlp_json.py is; what it cannot write it leaves to that path; and the file an
 export-mode job writes holds every op's span."""
@@ -35,7 +35,7 @@ from tempotrace_sdk.otel.process import process_attributes  # noqa: E402
 from tempotrace_sdk.otel.processor import TempoTraceSpanProcessor  # noqa: E402
 from tempotrace_sdk.otel.stamp import NativeStamp  # noqa: E402
 from tempotrace_sdk.semconv import CLOCK_EPOCH_NS, CLOCK_STEPPED  # noqa: E402
-from tempotrace_sdk.torch import opjson, opspans  # noqa: E402
+from tempotrace_sdk.torch import opspans  # noqa: E402
 from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
 from tempotrace_sdk.torch.install import make_wrapper  # noqa: E402
 from tempotrace_sdk.torch.p2p import traced_batch  # noqa: E402
@@ -136,7 +136,7 @@ def _both_ways(mutate: Callable[[bytearray], None] | None = None) -> tuple[dict[
     old = _by_id([msgspec.json.encode(otlp_json._span(sp, {}))
                   for sp in opspans.make_spans(state, records, resource, scope)])
     _restore(snap)
-    native = opjson.json_spans(state, resource, scope, processors, recorder.groups, opspans._sampler(),
+    native = opspans.json_spans(state, resource, scope, processors, recorder.groups, opspans._sampler(),
                                opspans._Nonce.value, opspans._Nonce.high)
     assert native is not None
     items, left = recorder.take_ended(None, native)  # (the C pass checks the clock itself, after its scan)
@@ -211,7 +211,7 @@ def test_a_record_whose_group_the_c_pass_cannot_write_is_left_to_python(group: N
         dist.barrier()
     at = (recorder.issued - 1 & recorder.mask) * RECORD_BYTES + 8
     index = int.from_bytes(recorder.buffer[at:at + 8], "little") >> 16 & 0xFFFFFF
-    given = opjson._groups
+    given = opspans._groups
 
     def groups(infos: Any, tail_keys: frozenset[str]) -> list[bytes | None]:
         out = given(infos, tail_keys)
@@ -220,7 +220,7 @@ def test_a_record_whose_group_the_c_pass_cannot_write_is_left_to_python(group: N
         out[index] = None
         return out
 
-    monkeypatch.setattr(opjson, "_groups", groups)
+    monkeypatch.setattr(opspans, "_groups", groups)
     old, new, left = _both_ways()
     assert left == 3  # every op is of that group
     assert new == old
