@@ -31,8 +31,9 @@ enum {
 	KEY_TAG, KEY_PEER, KEY_SRC, KEY_DST, KEY_P2P_SEQ, KEY_AMBIGUOUS, KEY_BATCHED, N_KEYS
 };
 
-/* An op's shape (torch/opspans.py _OPS): what its record's seq and root words hold. */
-enum { COLLECTIVE, SEND, RECV };
+/* An op's shape (torch/opspans.py _OPS): what its record's seq and root words hold; an async receive's ambiguity
+ * mark comes before its completion (its SDK span gets the completion at its end, after any mark). */
+enum { COLLECTIVE, SEND, RECV, RECV_ASYNC };
 
 /* A record's flags (torch/recorder.py AMBIGUOUS, BATCHED): the receive overlapped another on its (group, tag); the
  * op was one of a batch_isend_irecv. */
@@ -254,6 +255,12 @@ static void put_stamps(Out *o, const Config *c, const char *rec)
 	*o->at++ = '"';
 }
 
+/* A point-to-point record's tag: the signed high half of its root word (recorder.py p2p_word). */
+static long long tag_of(long long root)
+{
+	return (int32_t)(uint32_t)((uint64_t)root >> 32);
+}
+
 /* A bool attribute: key fragment, then {"boolValue":true}} (only true is written). */
 static void put_true_value(Out *o, PyObject *key)
 {
@@ -276,7 +283,7 @@ static void put_own(Out *o, const Config *c, const char *rec, long shape)
 			put_int_value(o, PyTuple_GET_ITEM(keys, KEY_ROOT), root);
 		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_SEQ), seq);
 	} else {
-		long long peer = root & 0xFFFFFFFFLL, tag = root >> 32;
+		long long peer = root & 0xFFFFFFFFLL, tag = tag_of(root);
 		long long rank = PyLong_AsLongLong(PyList_GET_ITEM(c->ranks, (facts >> 16) & 0xFFFFFF));
 		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_TAG), tag);
 		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_PEER), peer);
@@ -284,8 +291,10 @@ static void put_own(Out *o, const Config *c, const char *rec, long shape)
 		put_int_value(o, PyTuple_GET_ITEM(keys, shape == SEND ? KEY_DST : KEY_SRC), peer);
 		put_int_value(o, PyTuple_GET_ITEM(keys, KEY_P2P_SEQ), seq);
 	}
+	if (shape == RECV_ASYNC && (facts & AMBIGUOUS_FLAG))
+		put_true_value(o, PyTuple_GET_ITEM(keys, KEY_AMBIGUOUS));
 	put_string_value(o, PyTuple_GET_ITEM(keys, KEY_COMPLETION), PyTuple_GET_ITEM(c->completions, completion), 1);
-	if (shape != COLLECTIVE && (facts & AMBIGUOUS_FLAG))
+	if (shape == RECV && (facts & AMBIGUOUS_FLAG))
 		put_true_value(o, PyTuple_GET_ITEM(keys, KEY_AMBIGUOUS));
 }
 
@@ -294,7 +303,7 @@ static void put_batched(Out *o, const Config *c, const char *rec, long shape)
 {
 	long long facts = le64(rec + 8), seq = le64(rec + 16), nbytes = le64(rec + 24), root = le64(rec + 32);
 	long long completion = le64(rec + START_BYTES + 24) & 0xFF;
-	long long peer = root & 0xFFFFFFFFLL, tag = root >> 32;
+	long long peer = root & 0xFFFFFFFFLL, tag = tag_of(root);
 	long long rank = PyLong_AsLongLong(PyList_GET_ITEM(c->ranks, (facts >> 16) & 0xFFFFFF));
 	PyObject *keys = c->keys;
 	put_true_value(o, PyTuple_GET_ITEM(keys, KEY_BATCHED));
@@ -420,7 +429,7 @@ static int config_of(Config *c, PyObject *const *args)
 		    !PyBytes_CheckExact(PyTuple_GET_ITEM(op, 1)) || !PyLong_CheckExact(PyTuple_GET_ITEM(op, 2)))
 			goto bad;
 		long shape = PyLong_AsLong(PyTuple_GET_ITEM(op, 2));
-		if (shape != COLLECTIVE && shape != SEND && shape != RECV)
+		if (shape != COLLECTIVE && shape != SEND && shape != RECV && shape != RECV_ASYNC)
 			goto bad;
 	}
 	/* the fixed text and numbers (1536 covers them, the p2p ones too), every key, the longest completion and

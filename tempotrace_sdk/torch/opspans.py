@@ -74,7 +74,7 @@ from ..semconv import (
     UNCERTAINTY_NS,
 )
 from ..stamptext import TAI_UTC_BASE_NS
-from ..torchops import SPECS, Kind
+from ..torchops import SPECS, Kind, OpSpec
 from . import spans as torch_spans
 from .counts import count
 from .recorder import AMBIGUOUS, BATCHED, COMPLETIONS, ERROR, OpRecord, peer_and_tag, recorder
@@ -155,8 +155,12 @@ def op_attributes(record: OpRecord) -> dict[str, Any]:
         else:
             attrs[TORCH_DST], attrs[TORCH_SRC] = rank, peer
         attrs[TORCH_P2P_SEQ] = record.seq
+    # an async receive's SDK span gets its completion at the end, after any mark; a blocking one at its start
+    marked = record.flags & AMBIGUOUS
+    if marked and spec.asynchronous == "always":
+        attrs[TORCH_P2P_AMBIGUOUS] = True
     attrs[TORCH_COMPLETION] = COMPLETIONS[record.completion]
-    if record.flags & AMBIGUOUS:
+    if marked and spec.asynchronous != "always":
         attrs[TORCH_P2P_AMBIGUOUS] = True
     return attrs
 
@@ -357,10 +361,16 @@ _json = msgspec.json.encode
 #: The names the quality attribute takes, by ClockQuality (the processor's own list).
 _QUALITIES = tuple(_json(q) for q in QUALITY_NAMES)
 _COMPLETIONS = tuple(_json(c) for c in COMPLETIONS)
-#: An op's shape, as tt_opspans.c reads it: what its record's seq and root words hold (recorder.py).
-_SHAPES = {Kind.COLLECTIVE: 0, Kind.SEND: 1, Kind.RECV: 2}
+def _shape(spec: OpSpec) -> int:
+    """An op's shape, as tt_opspans.c reads it: what its record's seq and root words hold (recorder.py), and for an
+    async receive (3) that an ambiguity mark comes before its completion (op_attributes)."""
+    if spec.kind is Kind.RECV and spec.asynchronous == "always":
+        return 3
+    return {Kind.COLLECTIVE: 0, Kind.SEND: 1, Kind.RECV: 2}[spec.kind]
+
+
 #: Per op index: the span name, the op attribute's value (both as JSON strings), its shape.
-_OPS = tuple((_json("torch." + s.name), _json(s.name), _SHAPES[s.kind]) for s in SPECS)
+_OPS = tuple((_json("torch." + s.name), _json(s.name), _shape(s)) for s in SPECS)
 #: The attributes the C pass writes itself (tt_opspans.c KEY_*), and the fragment before each value.
 _OP_KEY_NAMES = (TORCH_OP, TORCH_BYTES, TORCH_ROOT, TORCH_SEQ, TORCH_COMPLETION, STAMPS, CLK_QUALITY, UNCERTAINTY_NS,
                  TORCH_TAG, TORCH_PEER, TORCH_SRC, TORCH_DST, TORCH_P2P_SEQ, TORCH_P2P_AMBIGUOUS, TORCH_BATCHED)

@@ -216,11 +216,11 @@ def _recorded_receive(spec: OpSpec, original: Callable[..., Any], info: GroupInf
         except BaseException:
             released(outstanding)
             raise
-    try:
-        result = call_recorded(original, number, spec, args, kwargs)
-    finally:
-        _completed(outstanding)  # returned, or raised (released either way; a raise overlaps nothing more)
-    return result
+    try:  # released once it returned, before its record ends (while it can still be marked, as a span is)
+        return call_recorded(original, number, spec, args, kwargs, functools.partial(_completed, outstanding))
+    except BaseException:
+        released(outstanding)  # it raised: it overlaps nothing more
+        raise
 
 
 class RecordMark:
@@ -384,9 +384,11 @@ def _batch_plan(user_ops: list[Any]) -> tuple[list[Any], list[_Planned], GroupIn
     plans: list[_Planned] = []
     try:
         _plan_each(info, user_ops, ops, plans)
-    except BaseException:  # the batch runs untraced: its receives are not outstanding here
+    except BaseException:  # the batch runs untraced: its receives are not outstanding here, its records go
         for plan in plans:
             released(plan.outstanding)
+            if plan.number >= 0:
+                recorder.discard(plan.number)
         raise
     return ops, plans, info
 

@@ -42,7 +42,8 @@ from .carriage.couriers import SIDE_DEADLINE_S, RecvCourier, SendCourier
 from .carriage.records import Exchange
 from .carriage.side import SideRecv
 from .counts import count
-from .recorder import COMPLETION_CODES, recorder
+from .opspans import release
+from .recorder import COMPLETION_CODES, RELEASE_AT, recorder
 from .spans import end_span, now, open_ops
 
 __all__ = ["PendingOp", "registry"]
@@ -156,8 +157,6 @@ class Registry:
         if op.span is not None:
             open_ops.pop(op.span.get_span_context().span_id, None)  # its data completed: no hang, whatever follows
             op.done_ts = now()
-        else:  # a record: its end read now, as the span's end stamp would be (it leaves the open records)
-            recorder.end(op.number, COMPLETION_CODES[how])
         hook = op.on_done
         if hook is not None:
             try:
@@ -165,6 +164,10 @@ class Registry:
             except Exception:
                 count("completion_hook_failed")
                 _log.debug("tempotrace.torch: completion hook failed", exc_info=True)
+        if op.span is None:  # a record: its end read now (after the hook: a receive is released while it can
+            # still be marked, as a span is), and the ended records made into spans as a blocking op's end does
+            if recorder.end(op.number, COMPLETION_CODES[how]) and recorder.ended >= RELEASE_AT:
+                release()
         carried = op.carried
         if how == "unfinished":  # the data never came: its side message may still; the receive stays posted
             if isinstance(carried, SideRecv):

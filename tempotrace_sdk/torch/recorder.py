@@ -354,6 +354,16 @@ class Recorder:
             _NUMBER.pack_into(self.buffer, offset, _NUMBER.unpack_from(self.buffer, offset)[0] | flag)
         return True
 
+    def discard(self, number: int) -> bool:
+        """Forget op ``number``'s open record, never exported (a batch planned, then run untraced)."""
+        slot = number & self.mask
+        with self._slot_lock:
+            if self.state[slot] != OPEN or _NUMBER.unpack_from(self.buffer, slot * RECORD_BYTES)[0] != number:
+                return False
+            self.state[slot] = EMPTY
+            self.parents[slot] = None
+        return True
+
     def mark(self) -> int:
         """An op number every op begun from now on has or exceeds (a step's entry)."""
         return self.issued

@@ -313,21 +313,33 @@ def call_recorded_async(original: Callable[..., Any], number: int, spec: OpSpec,
                         future_key: str | None = None) -> Any:
     """A recorded async op: its record ends when its work is seen complete (pending.py), ``on_done`` then."""
     work = _run_recorded(original, number, spec, args, kwargs)
+    # (no work: "return" at once)
+    op = PendingOp(None, [work] if work is not None else [], number=number, future_key=future_key)
+    op.on_done = on_done
     try:  # the op was issued: nothing after this may fail the program
-        # (no work: "return" at once)
-        op = PendingOp(None, [work] if work is not None else [], number=number, future_key=future_key)
-        op.on_done = on_done
         registry.watch(op)
-    except Exception:
+    except Exception:  # not watched: ended now rather than left open (a hang to the watchdog), its receive released
         count("trace_failed")
         _log.debug("tempotrace.torch: tracing %s failed after the op", spec.name, exc_info=True)
+        try:
+            if on_done is not None:
+                on_done(op)
+            recorder.end(number)
+        except Exception:
+            _log.debug("tempotrace.torch: %s's record not ended", spec.name, exc_info=True)
     return work
 
 
 def call_recorded(original: Callable[..., Any], number: int, spec: OpSpec, args: Any,
-                  kwargs: dict[str, Any]) -> Any:
-    """``call`` for a recorded blocking op: a return ends the record."""
+                  kwargs: dict[str, Any], returned: Callable[[], None] | None = None) -> Any:
+    """``call`` for a recorded blocking op: a return ends the record (after ``returned``, when given)."""
     result = _run_recorded(original, number, spec, args, kwargs)
+    if returned is not None:
+        try:
+            returned()
+        except Exception:
+            count("trace_failed")
+            _log.debug("tempotrace.torch: tracing %s failed after the op", spec.name, exc_info=True)
     try:  # the op succeeded: nothing after this may fail the program
         if recorder.end(number) and recorder.ended >= RELEASE_AT and settings.retain == "export":
             release()

@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tempotrace_sdk import torch as tt  # noqa: E402
 from tempotrace_sdk.otel.processor import TempoTraceSpanProcessor  # noqa: E402
+from tempotrace_sdk.torch import opspans  # noqa: E402
 from tempotrace_sdk.torch import spans as torch_spans  # noqa: E402
 from tempotrace_sdk.torch.groups import group_info  # noqa: E402
 from tempotrace_sdk.torch.install import make_wrapper  # noqa: E402
@@ -304,3 +305,83 @@ def test_a_batch_that_raises_gives_each_recorded_op_its_error_span(group: None,
     assert [(s.attributes or {})[T + "completion"] for s in ops] == ["error", "error"]
     assert all(s.status.status_code.name == "ERROR" for s in ops) and not group_info(None).open_recvs
     assert recorder.open_numbers() == []
+
+
+# -- review findings ---------------------------------------------------------------------------------------------
+class _OpenSpan:
+    """An any-source receive's open span, as posted() marks it."""
+
+    def is_recording(self) -> bool:
+        return True
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        pass
+
+
+def test_async_ops_ending_make_their_spans_before_the_ring_comes_round(group: None,
+                                                                       exported: InMemorySpanExporter) -> None:
+    """Ending an async op's record counts towards a release as a blocking op's end does: 3,000 isends outside any
+    step, through a ring of 1,024, lose none of their spans (before the fix: 1,976 overwritten)."""
+    tt.instrument(carriage="none", gpu=False, hang_timeout=0, ring_ops=1024)
+
+    def isend(tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0, group_dst: Any = None) -> Work:
+        work = Work()
+        work.done = True
+        return work
+
+    wrapped = make_wrapper(SPECS[SPEC_INDEX["isend"]], isend)
+    before = recorder.overwritten
+    for _ in range(3000):
+        wrapped(torch.ones(2), dst=1)
+    assert recorder.overwritten == before
+    assert len(_ops_named(exported, "torch.isend")) >= 3000 - 512  # (the last ones wait for the next release)
+    tt.instrument(carriage="none", gpu=False, hang_timeout=0, ring_ops=16384)
+
+
+def test_an_async_receive_tracing_cannot_watch_is_ended_and_released(group: None, exported: InMemorySpanExporter,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """registry.watch failing (counted trace_failed) leaves no record open for the watchdog to call a hang, and no
+    receive outstanding to mark later any-source receives ambiguous."""
+    from tempotrace_sdk.torch import pending
+
+    def refuse(op: Any) -> None:
+        raise MemoryError("watch failed")
+
+    def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0, group_src: Any = None) -> Work:
+        return Work()
+
+    monkeypatch.setattr(pending.registry, "watch", refuse)
+    make_wrapper(SPECS[SPEC_INDEX["irecv"]], irecv)(torch.ones(2), src=1, tag=5)
+    assert recorder.open_numbers() == [] and not group_info(None).open_recvs
+
+
+def test_a_batch_that_runs_untraced_leaves_no_record_open(group: None, exported: InMemorySpanExporter) -> None:
+    """A batch whose planning fails part-way (a tag torch will refuse) runs untraced: the records its first ops
+    had begun are dropped, not left open for the watchdog to call a hang."""
+    wrapped = traced_batch(lambda ops: [None] * len(ops))
+    wrapped([_p2p_op(dist.isend, torch.ones(2), 1, 3), _p2p_op(dist.irecv, torch.ones(2), 1, "x")])
+    assert recorder.open_numbers() == [] and not group_info(None).open_recvs
+    opspans.release(force=True)
+    assert _ops_named(exported, "torch.isend") == []
+
+
+@pytest.mark.parametrize("name", ["recv", "irecv"])
+def test_a_marked_receive_keeps_the_sdk_paths_order(group: None, exported: InMemorySpanExporter, name: str) -> None:
+    """The mark lands where the SDK span had it: after the completion a blocking receive has from its start,
+    before the one an async receive gets at its end."""
+    info = group_info(None)
+
+    def recv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0, group_src: Any = None) -> Any:
+        other = posted(info.open_recvs, _OpenSpan(), tag, True)[0]  # an any-source one posted meanwhile
+        released(other)
+        if name == "irecv":
+            work = Work()
+            work.done = True
+            return work
+        return src
+
+    with tt.step(7):
+        make_wrapper(SPECS[SPEC_INDEX[name]], recv)(torch.ones(2), src=1, tag=4)
+    (op,) = _ops_named(exported, "torch." + name)
+    keys = [k[len(T):] for k in (op.attributes or {}) if k in (T + "completion", T + "p2p_ambiguous")]
+    assert keys == (["completion", "p2p_ambiguous"] if name == "recv" else ["p2p_ambiguous", "completion"]), keys
