@@ -47,6 +47,7 @@ from ..semconv import (
 )
 from .counts import count
 from .opspans import _StartOf, deliver, destination, make_spans, pending_spans
+from .pending import registry
 from .recorder import DEFAULT_HANG_TIMEOUT_S, recorder
 from .spans import open_ops
 
@@ -278,6 +279,8 @@ class Watchdog:
         now = time.monotonic() if now is None else now
         seen = self._seen
         still = {n: seen.get(n, now) for n in recorder.open_numbers()}
+        for n in registry.open_numbers():  # an async op's record, even one the ring came round to
+            still.setdefault(n, seen.get(n, now))
         for span_id, (_, started) in list(open_ops.items()):  # the SDK spans' ops: keyed apart from numbers
             key = -span_id - 1
             still[key] = seen.get(key, started)

@@ -136,6 +136,12 @@ class Registry:
             if fut is not None:
                 fut.add_done_callback(lambda _fut: self._finish_when_ready(op))
 
+    def open_numbers(self) -> list[int]:
+        """The records of async ops whose work is not yet seen complete, whether the ring still holds them or not
+        (the watchdog's: one the ring came round to is lost to a dump, not to the hang it may be)."""
+        with self._lock:
+            return [op.number for op in self._open.values() if op.number >= 0 and not op.done]
+
     def keep_send(self, channel: Hashable, tensor: Any, work: Any, blocking: bool) -> None:
         """A side message being sent: its tensor stays alive until the courier has seen it out."""
         self.sender.submit(channel, tensor, work, blocking)

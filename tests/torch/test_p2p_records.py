@@ -385,3 +385,34 @@ def test_a_marked_receive_keeps_the_sdk_paths_order(group: None, exported: InMem
     (op,) = _ops_named(exported, "torch." + name)
     keys = [k[len(T):] for k in (op.attributes or {}) if k in (T + "completion", T + "p2p_ambiguous")]
     assert keys == (["completion", "p2p_ambiguous"] if name == "recv" else ["p2p_ambiguous", "completion"]), keys
+
+
+def test_an_async_receive_the_ring_came_round_to_is_still_a_hang_to_the_watchdog(
+        group: None, exported: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record lost to the ring (spec/torch.md §8.1: its span with it) still has its work open: the watchdog
+    reads the registry's async records as well as the ring's, so a receive that never completes is a hang."""
+    from tempotrace_sdk.torch import dumps
+
+    tt.instrument(carriage="none", gpu=False, hang_timeout=0, ring_ops=8)
+    try:
+        def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
+                  group_src: Any = None) -> Work:
+            return Work()  # never completes
+
+        send = make_wrapper(SPECS[SPEC_INDEX["send"]], Peer().send)
+        make_wrapper(SPECS[SPEC_INDEX["irecv"]], irecv)(torch.ones(2), src=1, tag=5)
+        (number,) = recorder.open_numbers()
+        for _ in range(20):
+            send(torch.ones(2), dst=1)
+        assert number not in recorder.open_numbers()  # its slot taken by a later op
+        dog = dumps.Watchdog()
+        dog.hang_timeout = 10.0
+        reasons: list[str] = []
+        monkeypatch.setattr(dumps, "dump", lambda reason, **_: reasons.append(reason) or 0)
+        dog.poll(100.0)
+        assert reasons == []
+        dog.poll(110.0)
+        assert reasons == ["hang"]
+    finally:
+        tt.uninstrument()
+        tt.instrument(carriage="none", gpu=False, hang_timeout=0, ring_ops=16384)
