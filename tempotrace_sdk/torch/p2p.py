@@ -175,15 +175,6 @@ def receive(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: Gr
     return result
 
 
-def _begin_batched(op: int, info: GroupInfo, seq: int, nbytes: int, word: int) -> int:
-    """A batch's op recorded (recorder.py, flagged BATCHED): its number, or -1 (its span the SDK's way)."""
-    try:
-        return recorder.begin(op, info, seq, nbytes, word, BATCHED)
-    except Exception:
-        _log.debug("tempotrace.torch: a batch's op not recorded; its span is made now", exc_info=True)
-        return -1
-
-
 def _p2p_kind(info: GroupInfo) -> str:
     """PendingOp.future_key of this group's p2p works: its backend's (gloo's have no future)."""
     return "p2p " + info.backend
@@ -191,17 +182,27 @@ def _p2p_kind(info: GroupInfo) -> str:
 
 def _record(spec: OpSpec, reader: Reader, info: GroupInfo, seq: int, peer: int, tag: int, args: Any,
             kwargs: dict[str, Any]) -> int:
-    """A host op that carries nothing, with its peer known: its start recorded (recorder.py), its number; -1
-    where its span is made the SDK's way (a peer or tag no record holds, a record not made)."""
+    """A host op that carries nothing, with its peer known: ``_begin_record`` with its bytes (op_facts)."""
+    try:
+        nbytes, _ = op_facts(spec, reader, info, args, kwargs,
+                             reader.get(args, kwargs, spec.data) if spec.data is not None else None)
+    except Exception:
+        _log.debug("tempotrace.torch: %s not recorded; its span is made now", spec.name, exc_info=True)
+        return -1
+    return _begin_record(spec.name, info, seq, nbytes, peer, tag)
+
+
+def _begin_record(name: str, info: GroupInfo, seq: int, nbytes: int, peer: int, tag: int, flags: int = 0) -> int:
+    """A point-to-point op's start recorded (recorder.py), its peer and tag in the root's place, with ``flags``
+    (BATCHED): its number; -1 where its span is made the SDK's way (a peer or tag no record holds, a record not
+    made)."""
     word = p2p_word(peer, tag)
     if word is None:
         return -1
     try:
-        nbytes, _ = op_facts(spec, reader, info, args, kwargs,
-                             reader.get(args, kwargs, spec.data) if spec.data is not None else None)
-        return recorder.begin(SPEC_INDEX[spec.name], info, seq, nbytes, word)
+        return recorder.begin(SPEC_INDEX[name], info, seq, nbytes, word, flags)
     except Exception:
-        _log.debug("tempotrace.torch: %s not recorded; its span is made now", spec.name, exc_info=True)
+        _log.debug("tempotrace.torch: %s not recorded; its span is made now", name, exc_info=True)
         return -1
 
 
@@ -411,9 +412,7 @@ def _plan_each(info: GroupInfo, user_ops: list[Any], ops: list[Any], plans: list
         nbytes = tensor_bytes(op.tensor, False)
         number = -1
         if stag is None and not (device or settings.sdk_spans):  # carrying nothing, on the host: a record
-            word = p2p_word(peer, tag)
-            if word is not None:
-                number = _begin_batched(SPEC_INDEX[name], info, seq, -1 if nbytes is None else nbytes, word)
+            number = _begin_record(name, info, seq, -1 if nbytes is None else nbytes, peer, tag, BATCHED)
         if number >= 0:
             plan = _Planned(None, peer, seq, device, number)
         else:
