@@ -77,9 +77,10 @@ from ..stamptext import TAI_UTC_BASE_NS
 from ..torchops import SPECS, Kind, OpSpec
 from . import spans as torch_spans
 from .counts import count
-from .recorder import AMBIGUOUS, BATCHED, COMPLETIONS, ERROR, OpRecord, peer_and_tag, recorder
+from .recorder import AMBIGUOUS, BATCHED, COMPLETIONS, ERROR, RELEASE_AT, OpRecord, peer_and_tag, recorder
 
-__all__ = ["JsonSpans", "deliver", "error_span", "json_spans", "make_span", "pending_spans", "release", "span_id_of"]
+__all__ = ["JsonSpans", "deliver", "end_op", "error_span", "json_spans", "make_span", "pending_spans", "release",
+           "span_id_of"]
 
 _log = logging.getLogger(__name__)
 
@@ -361,6 +362,8 @@ _json = msgspec.json.encode
 #: The names the quality attribute takes, by ClockQuality (the processor's own list).
 _QUALITIES = tuple(_json(q) for q in QUALITY_NAMES)
 _COMPLETIONS = tuple(_json(c) for c in COMPLETIONS)
+
+
 def _shape(spec: OpSpec) -> int:
     """An op's shape, as tt_opspans.c reads it: what its record's seq and root words hold (recorder.py), and for an
     async receive (3) that an ambiguity mark comes before its completion (op_attributes)."""
@@ -492,6 +495,16 @@ def json_spans(state: TempoTraceState, resource: Any, scope: Any, processors: Se
             _OPS, _parent_of, sampler is None or any(sampler is s for s in _ALWAYS), leap,
             _Epochs(state.domain, needed, resource), _KEYS, _COMPLETIONS, _QUALITIES)
     return JsonSpans(processor, args)
+
+
+def end_op(number: int, completion: int = 1) -> bool:
+    """End op ``number``'s record (Recorder.end, ``completion`` a COMPLETIONS code); once RELEASE_AT ended ops wait
+    under retain="export", make their spans now, as the C call does. False: not ended (as Recorder.end)."""
+    if not recorder.end(number, completion):
+        return False
+    if recorder.ended >= RELEASE_AT and recorder.retain == "export":
+        release()
+    return True
 
 
 def release(*, since: int | None = None, force: bool = False) -> None:

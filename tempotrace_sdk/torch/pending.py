@@ -42,8 +42,8 @@ from .carriage.couriers import SIDE_DEADLINE_S, RecvCourier, SendCourier
 from .carriage.records import Exchange
 from .carriage.side import SideRecv
 from .counts import count
-from .opspans import release
-from .recorder import COMPLETION_CODES, RELEASE_AT, recorder
+from .opspans import end_op
+from .recorder import COMPLETION_CODES
 from .spans import end_span, now, open_ops
 
 __all__ = ["PendingOp", "registry"]
@@ -172,8 +172,7 @@ class Registry:
                 _log.debug("tempotrace.torch: completion hook failed", exc_info=True)
         if op.span is None:  # a record: its end read now (after the hook: a receive is released while it can
             # still be marked, as a span is), and the ended records made into spans as a blocking op's end does
-            if recorder.end(op.number, COMPLETION_CODES[how]) and recorder.ended >= RELEASE_AT:
-                release()
+            end_op(op.number, COMPLETION_CODES[how])
         carried = op.carried
         if how == "unfinished":  # the data never came: its side message may still; the receive stays posted
             if isinstance(carried, SideRecv):

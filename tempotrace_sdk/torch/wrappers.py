@@ -36,7 +36,7 @@ from ..wire.torchrecord import RecordKind, absent_record
 from .carriage.records import Exchange, make_record
 from .counts import count
 from .groups import GroupInfo
-from .opspans import error_span, release
+from .opspans import end_op, error_span, release
 from .pending import PendingOp, registry
 from .recorder import RELEASE_AT, recorder
 from .spans import end_span, start_span, track
@@ -324,7 +324,7 @@ def call_recorded_async(original: Callable[..., Any], number: int, spec: OpSpec,
         try:
             if on_done is not None:
                 on_done(op)
-            recorder.end(number)
+            end_op(number)
         except Exception:
             _log.debug("tempotrace.torch: %s's record not ended", spec.name, exc_info=True)
     return work
@@ -341,8 +341,7 @@ def call_recorded(original: Callable[..., Any], number: int, spec: OpSpec, args:
             count("trace_failed")
             _log.debug("tempotrace.torch: tracing %s failed after the op", spec.name, exc_info=True)
     try:  # the op succeeded: nothing after this may fail the program
-        if recorder.end(number) and recorder.ended >= RELEASE_AT and settings.retain == "export":
-            release()
+        end_op(number)
     except Exception:
         count("trace_failed")
         _log.debug("tempotrace.torch: tracing %s failed after the op", spec.name, exc_info=True)
