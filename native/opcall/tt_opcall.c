@@ -396,7 +396,7 @@ static void give_back(Ring *r, Py_ssize_t slot, int held, Held *h)
 	}
 	if (slot < PyByteArray_GET_SIZE(r->states) && PyByteArray_AS_STRING(r->states)[slot] == WRITING) {
 		PyByteArray_AS_STRING(r->states)[slot] = (char)held;
-		PyObject *c = PyObject_CallMethod(g.recorder, "_overwriting", "ii", held, -1);
+		PyObject *c = PyObject_CallMethod(g.recorder, "_overwriting", "iin", held, -1, slot);
 		Py_XDECREF(c);
 		swallow(h);
 	}
@@ -431,8 +431,9 @@ static long long begin(PyObject *clock, PyObject *stamp, const Target *t, long l
 	} else {
 		char *states = PyByteArray_AS_STRING(r.states);
 		held = (unsigned char)states[slot];
-		if (held == DUMPED) { /* an op a dump showed pending loses its end: counted apart, there */
-			PyObject *c = PyObject_CallMethod(g.recorder, "_overwriting", "ii", held, 1);
+		if (held == DUMPED || held == OPEN) { /* an open op: set aside there while there is room (else lost,
+							  counted there; a dumped one's end apart) */
+			PyObject *c = PyObject_CallMethod(g.recorder, "_overwriting", "iin", held, 1, slot);
 			Py_XDECREF(c);
 			swallow(h);
 		} else if (held != EMPTY) { /* an op never exported (the ring's steady state under retain="ring"): counted
@@ -525,8 +526,17 @@ static int end(long long number, PyObject *clock, PyObject *stamp, const Target 
 			rc = g.end(t->cmap, t->cell, PyByteArray_AS_STRING(r.buffer) + base + START_BYTES, 1);
 		PyByteArray_AS_STRING(r.states)[slot] = rc >= 0 ? ENDED : ENDING;
 	}
-	if (call_lock(r.lock, s_release) < 0 || !taken) {
+	if (call_lock(r.lock, s_release) < 0) {
 		swallow(h);
+		goto out;
+	}
+	if (!taken) { /* the ring came round to it while it ran: set aside, perhaps (Recorder.end_aside) */
+		PyObject *res = PyObject_CallMethod(g.recorder, "end_aside", "Li", number, 1);
+		ok = res != NULL && PyObject_IsTrue(res) == 1;
+		Py_XDECREF(res);
+		swallow(h);
+		if (ok)
+			*ended = COUNTS->ended; /* (end_aside counted it) */
 		goto out;
 	}
 	if (rc == 1)
@@ -550,9 +560,8 @@ static int end(long long number, PyObject *clock, PyObject *stamp, const Target 
 		if (call_lock(r.lock, s_release) < 0)
 			swallow(h);
 	}
-	if (ok) {
+	if (ok)
 		*ended = ++COUNTS->ended;
-	}
 out:
 	ring_done(&r);
 	return ok;

@@ -279,7 +279,7 @@ class Watchdog:
         now = time.monotonic() if now is None else now
         seen = self._seen
         still = {n: seen.get(n, now) for n in recorder.open_numbers()}
-        for n in registry.open_numbers():  # an async op's record, even one the ring came round to
+        for n in registry.open_numbers():  # an async op's record, even one the ring lost
             still.setdefault(n, seen.get(n, now))
         for span_id, (_, started) in list(open_ops.items()):  # the SDK spans' ops: keyed apart from numbers
             key = -span_id - 1

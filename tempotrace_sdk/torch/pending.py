@@ -138,7 +138,8 @@ class Registry:
 
     def open_numbers(self) -> list[int]:
         """The records of async ops whose work is not yet seen complete, whether the ring still holds them or not
-        (the watchdog's: one the ring came round to is lost to a dump, not to the hang it may be)."""
+        (the watchdog's: one whose record the ring lost, past Recorder.aside, is lost to a dump, not to the hang
+        it may be)."""
         with self._lock:
             return [op.number for op in self._open.values() if op.number >= 0 and not op.done]
 

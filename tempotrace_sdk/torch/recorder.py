@@ -59,6 +59,9 @@ DEFAULT_RING_OPS = 16384
 DEFAULT_HANG_TIMEOUT_S = 300.0
 #: Ended ops (retain="export") after which the recording thread makes their spans itself: bounds what waits.
 RELEASE_AT = 512
+#: Open records the ring came round to (or a resize dropped) kept aside, at most: an async op outstanding
+#: longer than ``ring_ops`` later ops (an early-posted receive) still gets its span, as the SDK path kept it.
+ASIDE_MAX = 1024
 
 #: One record: op number, facts (op index | group index << 16 | start source << 40 | start quality << 48 |
 #: AMBIGUOUS | BATCHED), seq (a point-to-point op's: its p2p seq), bytes (-1: none), root (-1: none; a
@@ -140,7 +143,8 @@ class Recorder:
     DUMPED or ENDED, and into WRITING, is made under ``_slot_lock`` (uncontended on the hot path: one acquire
     per ``begin`` and per ``end``), so a dump and an ending op never both take one op, and a scan that meets a
     slot being written stops there: op numbers are only ever taken by ``begin``, so a slot that does not yet
-    hold its number is one still being written.
+    hold its number is one still being written. A record still open when a begin (or a resize) takes its slot
+    moves to ``aside`` and goes on from there.
     """
 
     def __init__(self, size: int = DEFAULT_RING_OPS) -> None:
@@ -155,6 +159,9 @@ class Recorder:
         self._slot_lock = _slot_lock()
         #: Held while records are taken and made into spans (opspans.py): one maker at a time.
         self.lock = threading.Lock()
+        #: Open records moved out of the ring (ASIDE_MAX at most), by op number: [state, record, context],
+        #: each change under ``_slot_lock`` as a slot's.
+        self.aside: dict[int, list[Any]] = {}
         self.resize(size)
         self.retain = "export"
         #: retain="ring": every N-th step's ops are exported in full as well (0: none).
@@ -197,7 +204,12 @@ class Recorder:
         that were never exported are counted overwritten. Numbering goes on."""
         old = getattr(self, "state", None)
         if old is not None:
-            self._overwritten += sum(1 for s in old if s in (OPEN, ENDED, ENDING, WRITING))
+            with self._slot_lock:
+                for slot, s in enumerate(old):
+                    if s in (OPEN, DUMPED) and self._set_aside(slot, s):
+                        continue
+                    if s in (OPEN, ENDED, ENDING, WRITING):
+                        self._overwritten += 1
         slots = 1 << max(0, int(size) - 1).bit_length()
         self.size = slots
         self.mask = slots - 1
@@ -239,7 +251,7 @@ class Recorder:
             number = next(self.numbers)
             slot = number & self.mask
             held = states[slot]
-            self._overwriting(held, 1)
+            self._overwriting(held, 1, slot)
             states[slot] = WRITING
         base, facts = slot * RECORD_BYTES, op | (gi << 16) | flags
         stamp = state.stamp
@@ -261,9 +273,11 @@ class Recorder:
         slot = number & self.mask
         base = slot * RECORD_BYTES
         with self._slot_lock:
-            if states[slot] not in (OPEN, DUMPED) or _NUMBER.unpack_from(buffer, base)[0] != number:
-                return False  # overwritten while it ran (a ring smaller than the ops in flight)
-            states[slot] = ENDING
+            held = states[slot] in (OPEN, DUMPED) and _NUMBER.unpack_from(buffer, base)[0] == number
+            if held:
+                states[slot] = ENDING
+        if not held:
+            return self.end_aside(number, completion)  # the ring came round to it while it ran
         state = get_state()
         clock = state._clock
         if clock is None:
@@ -300,7 +314,7 @@ class Recorder:
             with self._slot_lock:
                 if self.state[slot] == WRITING:
                     self.state[slot] = held
-                    self._overwriting(held, -1)
+                    self._overwriting(held, -1, slot)
             return False
 
     def _end_words(self, clock: Any, stamp: Any, buffer: bytearray, offset: int, completion: int) -> bool:
@@ -314,10 +328,16 @@ class Recorder:
             state.count_error("torch_clock")
             return False
 
-    def _overwriting(self, held: int, n: int) -> None:
-        """Under ``_slot_lock``: a begin takes (n=1; n=-1: gives back) a slot in state ``held``. Only an op never
-        exported leaves its state set (export and dumps clear it); one a dump exported pending loses its end,
-        counted apart."""
+    def _overwriting(self, held: int, n: int, slot: int = -1) -> None:
+        """Under ``_slot_lock``: a begin takes (n=1; n=-1: gives back, its state restored) ``slot`` in state
+        ``held``. An open op is set aside while there is room (and taken back with the slot); else only an op
+        never exported leaves its state set (export and dumps clear it); one a dump exported pending loses its
+        end, counted apart."""
+        if held in (OPEN, DUMPED) and slot >= 0:
+            if n > 0 and self._set_aside(slot, held):
+                return
+            if n < 0 and self._put_back(slot):
+                return
         if held == DUMPED:
             self.dumped_overwritten += n
             count("ring_overwrote_dumped", n)
@@ -325,22 +345,81 @@ class Recorder:
             self._overwritten += n
             count("ring_overwritten", n)
 
+    # -- records set aside ------------------------------------------------------------------------
+    # Under ``_slot_lock``, from a begin (Python's, or the C call's through ``_overwriting``) or a resize.
+    def _set_aside(self, slot: int, held: int) -> bool:
+        if len(self.aside) >= ASIDE_MAX and not self._make_room():
+            return False
+        base = slot * RECORD_BYTES
+        number = _NUMBER.unpack_from(self.buffer, base)[0]
+        self.aside[number] = [held, self.buffer[base:base + RECORD_BYTES], self.parents[slot]]
+        return True
+
+    def _make_room(self) -> bool:
+        """A full table gives up its oldest ended record (retain="ring" keeps them for a dump: as the ring's own,
+        the oldest goes first, counted overwritten); False when every one is still open."""
+        ended = [n for n, e in self.aside.items() if e[0] == ENDED]
+        if not ended:
+            return False
+        del self.aside[min(ended)]
+        self._overwriting(ENDED, 1)
+        return True
+
+    def _put_back(self, slot: int) -> bool:
+        """A begin gave ``slot`` back (its reading failed, nothing written): the record set aside from it is the
+        slot's again, or, when its op ended meanwhile, stays aside and the slot is emptied."""
+        number = _NUMBER.unpack_from(self.buffer, slot * RECORD_BYTES)[0]
+        entry = self.aside.get(number)
+        if entry is None:
+            return False
+        if entry[0] in (OPEN, DUMPED):
+            del self.aside[number]
+            self.state[slot] = entry[0]
+        else:
+            self.state[slot] = EMPTY
+        return True
+
+    def end_aside(self, number: int, completion: int) -> bool:
+        """``end`` for an op the ring came round to while it ran (native/opcall's end asks too): False when it
+        was not set aside (then lost, counted where it was overwritten)."""
+        with self._slot_lock:
+            entry = self.aside.get(number)
+            if entry is None or entry[0] not in (OPEN, DUMPED):
+                return False
+            entry[0] = ENDING
+        state = get_state()
+        clock = state._clock
+        ok = self._end_words(clock if clock is not None else state.clock, state.stamp, entry[1], _START.size,
+                             completion)
+        with self._slot_lock:
+            if ok:
+                entry[0] = ENDED
+            else:
+                del self.aside[number]
+        if ok:
+            self.ended += 1
+        return ok
+
+    def _take_aside(self, numbers: Any, wanted: tuple[int, ...], dump: bool = False) -> list[OpRecord]:
+        """The records set aside whose number ``numbers`` holds (a range, a set) in a ``wanted`` state, oldest
+        first, taken: ended ones out of the table; with ``dump`` open ones stay, DUMPED."""
+        if not self.aside:
+            return []
+        out = []
+        with self._slot_lock:
+            for number in sorted(n for n, e in self.aside.items() if n in numbers and e[0] in wanted):
+                held, record, context = entry = self.aside[number]
+                out.append(_unpack(record, 0, held == ENDED, context, self.groups))
+                if dump and held == OPEN:
+                    entry[0] = DUMPED
+                elif held == ENDED:
+                    del self.aside[number]
+        return out
+
     # -- reading records back ---------------------------------------------------------------------
     def unpack(self, slot: int, ended: bool | None = None) -> OpRecord:
-        base = slot * RECORD_BYTES
-        number, facts, seq, nbytes, root, ptp, unc, lts = _START.unpack_from(self.buffer, base)
-        group = self.groups[(facts >> 16) & 0xFFFFFF]
-        start = (ptp, unc, (facts >> 40) & 0xFF, (facts >> 48) & 0xFF, lts)
-        end = None
-        completion = 0
-        if ended if ended is not None else self.state[slot] == ENDED:
-            eptp, eunc, elts, efacts = _END.unpack_from(self.buffer, base + _START.size)
-            end = (eptp, eunc, (efacts >> 8) & 0xFF, (efacts >> 16) & 0xFF, elts)
-            completion = efacts & 0xFF
-        context = self.parents[slot]
-        parent = trace.get_current_span(context).get_span_context() if context is not None else None
-        return OpRecord(number, facts & 0xFFFF, group, seq, nbytes, root, start, end, completion,
-                        parent if parent is not None and parent.is_valid else None, facts & (AMBIGUOUS | BATCHED))
+        return _unpack(self.buffer, slot * RECORD_BYTES, ended if ended is not None else self.state[slot] == ENDED,
+                       self.parents[slot], self.groups)
 
     def flag(self, number: int, flag: int) -> bool:
         """Set ``flag`` in op ``number``'s record while the ring still holds it unexported (open, dumped, ending
@@ -348,10 +427,13 @@ class Recorder:
         slot = number & self.mask
         base = slot * RECORD_BYTES
         with self._slot_lock:
-            if self.state[slot] in (EMPTY, WRITING) or _NUMBER.unpack_from(self.buffer, base)[0] != number:
-                return False
-            offset = base + _NUMBER.size
-            _NUMBER.pack_into(self.buffer, offset, _NUMBER.unpack_from(self.buffer, offset)[0] | flag)
+            buffer, offset = self.buffer, base + _NUMBER.size
+            if self.state[slot] in (EMPTY, WRITING) or _NUMBER.unpack_from(buffer, base)[0] != number:
+                entry = self.aside.get(number)
+                if entry is None:
+                    return False
+                buffer, offset = entry[1], _NUMBER.size
+            _NUMBER.pack_into(buffer, offset, _NUMBER.unpack_from(buffer, offset)[0] | flag)
         return True
 
     def discard(self, number: int) -> bool:
@@ -359,7 +441,11 @@ class Recorder:
         slot = number & self.mask
         with self._slot_lock:
             if self.state[slot] != OPEN or _NUMBER.unpack_from(self.buffer, slot * RECORD_BYTES)[0] != number:
-                return False
+                entry = self.aside.get(number)
+                if entry is None or entry[0] != OPEN:
+                    return False
+                del self.aside[number]
+                return True
             self.state[slot] = EMPTY
             self.parents[slot] = None
         return True
@@ -404,6 +490,8 @@ class Recorder:
                 first_waiting = low
         else:
             items, (taken, first_waiting) = [], self._take_ended(low, last)
+        if self.aside:
+            taken[:0] = self._take_aside(range(since or 0, last), (ENDED,))
         if since is None:
             self.next_due = first_waiting if first_waiting >= 0 else last
             self.ended = 0
@@ -436,8 +524,8 @@ class Recorder:
         """Every op in the ring not yet exported, open ones included, oldest first (a dump). Ended ones are
         marked exported; open ones DUMPED: their end is exported when it comes (and no later dump repeats
         them). An op being written or ended right now is left to its ``end`` (and the next take)."""
-        taken: list[OpRecord] = []
         last = self.issued
+        taken = self._take_aside(range(last), (OPEN, ENDED), dump=True)
         states, mask = self.state, self.mask
         for number in range(max(0, last - self.size), last):
             slot = number & mask
@@ -463,7 +551,10 @@ class Recorder:
     def take_one(self, number: int) -> OpRecord | None:
         """Op ``number``'s record if it has ended and was not yet exported, marked exported (a failed op's
         span, made at once)."""
-        return self._take(number & self.mask, number, (ENDED,))
+        record = self._take(number & self.mask, number, (ENDED,))
+        if record is None and number in self.aside:
+            record = next(iter(self._take_aside((number,), (ENDED,))), None)
+        return record
 
     def open_numbers(self) -> list[int]:
         """The op numbers of every op still open, dumped pending or not (the hang watchdog's question; C scans
@@ -476,12 +567,16 @@ class Recorder:
                 if state[slot] == wanted:  # still: not taken and begun again while its number was read
                     out.append(number)
                 slot = state.find(wanted, slot + 1)
+        if self.aside:
+            with self._slot_lock:
+                out.extend(n for n, e in self.aside.items() if e[0] in (OPEN, DUMPED))
         return out
 
     def holding(self) -> bool:
         """Ended ops wait to be made into spans (a flush makes them first: lifecycle.release_before_flush). A
         C scan of the states: an approximate count could miss them."""
-        return self.retain == "export" and self.state.find(ENDED) >= 0
+        return self.retain == "export" and (self.state.find(ENDED) >= 0 or any(
+            e[0] == ENDED for e in list(self.aside.values())))
 
     def after_fork_in_child(self) -> None:
         # The parent's records are the parent's to export; the child starts with an empty ring of the same size
@@ -490,12 +585,28 @@ class Recorder:
         self.lock = threading.Lock()
         self._group_lock = threading.Lock()
         self._slot_lock = _slot_lock()
+        self.aside = {}
         self.resize(self.size)  # (publishes the new ring with the new locks)
         self._overwritten, self._native_base = 0, native_overwritten()
         self.dumped_overwritten = 0
 
 
 _NUMBER = struct.Struct("<q")
+
+
+def _unpack(buffer: Any, base: int, ended: bool, context: Context | None, groups: list[GroupInfo]) -> OpRecord:
+    number, facts, seq, nbytes, root, ptp, unc, lts = _START.unpack_from(buffer, base)
+    group = groups[(facts >> 16) & 0xFFFFFF]
+    start = (ptp, unc, (facts >> 40) & 0xFF, (facts >> 48) & 0xFF, lts)
+    end = None
+    completion = 0
+    if ended:
+        eptp, eunc, elts, efacts = _END.unpack_from(buffer, base + _START.size)
+        end = (eptp, eunc, (efacts >> 8) & 0xFF, (efacts >> 16) & 0xFF, elts)
+        completion = efacts & 0xFF
+    parent = trace.get_current_span(context).get_span_context() if context is not None else None
+    return OpRecord(number, facts & 0xFFFF, group, seq, nbytes, root, start, end, completion,
+                    parent if parent is not None and parent.is_valid else None, facts & (AMBIGUOUS | BATCHED))
 
 #: The variables for instrument()'s flight-recorder arguments (spec/configuration.md).
 RETAIN_ENV = "TEMPOTRACE_TORCH_RETAIN"

@@ -418,7 +418,9 @@ def test_numbers_go_on_across_a_resize(group: None, ring: InMemorySpanExporter) 
     first = recorder.begin(0, group_info(None), 0, 4, -1)
     recorder.end(first)
     tt.instrument(carriage="none", gpu=False, retain="ring", ring_ops=64, hang_timeout=0)
-    assert recorder.begin(0, group_info(None), 1, 4, -1) > first
+    second = recorder.begin(0, group_info(None), 1, 4, -1)
+    assert second > first
+    recorder.end(second)
 
 
 def test_a_clock_that_fails_at_the_end_leaves_no_op_open(group: None, ring: InMemorySpanExporter,
@@ -499,14 +501,79 @@ def test_hang_dumps_come_at_most_once_per_hang_timeout(monkeypatch: pytest.Monke
         open_ops.update(saved)
 
 
-def test_a_dumped_op_overwritten_while_open_is_counted_apart(group: None, ring: InMemorySpanExporter) -> None:
-    """Review finding: an op exported pending whose slot a later op takes loses its end; that is counted, and it
-    is not an op overwritten before it was ever exported."""
+@pytest.mark.parametrize("room", [True, False])
+def test_a_dumped_op_overwritten_while_open_keeps_its_end_or_is_counted_apart(
+        group: None, ring: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch, room: bool) -> None:
+    """An op exported pending whose slot a later op takes is set aside: its end is exported when it comes, under
+    the same span id. With no room aside it loses its end; that is counted (review finding), and it is not an op
+    overwritten before it was ever exported."""
+    from tempotrace_sdk.torch import recorder as recorder_module
+    from tempotrace_sdk.torch.opspans import span_id_of
+
+    if not room:
+        monkeypatch.setattr(recorder_module, "ASIDE_MAX", 0)
     number = recorder.begin(0, group_info(None), 9, 32, -1)
     assert tt.dump("request") == 1
     before, dumped = recorder.overwritten, recorder.dumped_overwritten
     with tt.step():
         for _ in range(recorder.size):
             dist.all_reduce(torch.ones(2))
-    assert recorder.dumped_overwritten - dumped == 1 and recorder.overwritten == before
-    assert not recorder.end(number)  # its slot is another op's now
+    assert recorder.dumped_overwritten - dumped == (0 if room else 1) and recorder.overwritten == before
+    assert recorder.end(number) is room  # its slot is another op's now: ended aside, or lost
+    ring.clear()
+    assert tt.dump("request") == recorder.size + room
+    spans = [s for s in ring.get_finished_spans() if s.context.span_id == span_id_of(number)]
+    assert [(s.attributes or {})["tempotrace.torch.completion"] for s in spans] == (["return"] if room else [])
+
+
+def test_a_full_aside_table_gives_up_its_oldest_ended_record(group: None, ring: InMemorySpanExporter,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under retain="ring" records ended aside wait for a dump: a full table drops the oldest of them (counted
+    overwritten, as the ring's own) to keep a record still open; one of only open records keeps them all."""
+    from tempotrace_sdk.torch import recorder as recorder_module
+
+    monkeypatch.setattr(recorder_module, "ASIDE_MAX", 2)
+    info = group_info(None)
+    first, second = recorder.begin(0, info, 1, 4, -1), recorder.begin(0, info, 2, 4, -1)
+    with tt.step():
+        for _ in range(recorder.size):
+            dist.all_reduce(torch.ones(2))
+    assert sorted(recorder.aside) == [first, second] and recorder.end(first) and recorder.end(second)
+    before = recorder.overwritten
+    third = recorder.begin(0, info, 3, 4, -1)
+    with tt.step():
+        for _ in range(recorder.size):
+            dist.all_reduce(torch.ones(2))
+    # third's begin and 15 all_reduces took the last step's ended ops; the 16th set third aside, first gave way
+    assert sorted(recorder.aside) == [second, third] and recorder.overwritten - before == 1 + 15 + 1
+    fourth, fifth = recorder.begin(0, info, 4, 4, -1), recorder.begin(0, info, 5, 4, -1)
+    with tt.step():
+        for _ in range(recorder.size):
+            dist.all_reduce(torch.ones(2))
+    assert sorted(recorder.aside) == [third, fourth]  # (second gave way; fifth found no room)
+    for number in (third, fourth, fifth):
+        recorder.end(number)
+
+
+def test_a_begin_whose_clock_fails_gives_an_open_records_slot_back(group: None, ring: InMemorySpanExporter,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record set aside when a begin took its slot is the slot's again when that begin's reading fails:
+    still open in the ring, ended there."""
+    from tempotrace_sdk.otel.context import get_state
+
+    info = group_info(None)
+    number = recorder.begin(0, info, 1, 4, -1)
+    for _ in range(recorder.size - 1):
+        recorder.end(recorder.begin(0, info, 2, 4, -1))
+    stamp = get_state().stamp
+
+    def failing(self: Any, clock: Any) -> Any:
+        raise OSError("the clock went away")
+
+    monkeypatch.setattr(type(stamp), "op_start", lambda *a, **k: False, raising=False)
+    monkeypatch.setattr(type(stamp), "tick", failing)
+    assert recorder.begin(0, info, 3, 4, -1) == -1
+    monkeypatch.undo()
+    assert not recorder.aside and recorder.open_numbers() == [number]
+    assert recorder.state[number & recorder.mask] == 1  # OPEN, in its slot
+    assert recorder.end(number) and recorder.open_numbers() == []

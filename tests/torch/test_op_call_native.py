@@ -19,7 +19,7 @@ from tempotrace_sdk import torch as tt  # noqa: E402
 from tempotrace_sdk.otel.context import get_state  # noqa: E402
 from tempotrace_sdk.otel.stamp import NativeStamp  # noqa: E402
 from tempotrace_sdk.torch import wrappers  # noqa: E402
-from tempotrace_sdk.torch.recorder import COMPLETIONS, OpRecord, recorder  # noqa: E402
+from tempotrace_sdk.torch.recorder import COMPLETIONS, ENDED, OpRecord, recorder  # noqa: E402
 
 opcall = pytest.importorskip("tempotrace_sdk._opcall", reason="the C call is not built (not Linux, no compiler)")
 
@@ -255,6 +255,44 @@ def test_a_full_ring_counts_what_the_c_call_overwrote(group: None, native_stamp:
         assert carriage_counts().get("ring_overwritten", 0) - counted == 21 - 8
     finally:
         tt.uninstrument()
+
+
+def test_an_op_the_ring_came_round_to_while_it_ran_keeps_its_span(group: None, native_stamp: None, exporter: Any,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blocking op outlived by more than ``ring_ops`` ops of another thread is set aside at the C call's begin
+    and ended by the C call's end from there (spec/torch.md §8.1): its span is made, nothing counted lost for it."""
+    import threading
+
+    real = dist.all_reduce
+
+    def all_reduce(tensor: Any, op: Any = dist.ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Any:
+        if slow:
+            worker = threading.Thread(target=lambda: [dist.barrier() for _ in range(70)])  # 70 ops meanwhile
+            worker.start()
+            worker.join()
+        return real(tensor, op=op, group=group, async_op=async_op)
+
+    slow = False
+    monkeypatch.setattr(dist, "all_reduce", all_reduce)
+    monkeypatch.setattr(wrappers, "NATIVE_CALL", True)
+    tt.instrument(carriage="none", ring_ops=64)
+    try:
+        t = torch.ones(4)
+        dist.all_reduce(t)  # the group's first op (registered in Python)
+        exporter.get_finished_spans()  # (made now)
+        fast, overwritten = opcall.stats()["fast"], recorder.overwritten
+        slow = True
+        with tt.step(1):
+            dist.all_reduce(t)
+            assert opcall.stats()["fast"] - fast == 71
+            assert [e[0] for e in recorder.aside.values()] == [ENDED]  # set aside, ended there, waiting
+        assert not recorder.aside  # its span made at the step's exit
+        names = [s.name for s in exporter.get_finished_spans()]
+        # 71 ops through 64 slots: the first 7 came round to, the all_reduce set aside, 6 ended barriers lost
+        assert recorder.overwritten - overwritten == 6
+        assert (names.count("torch.all_reduce"), names.count("torch.barrier")) == (2, 70 - 6)
+    finally:
+        tt.instrument(carriage="none", ring_ops=16384)
 
 
 def test_uninstrument_restores_torchs_function(group: None, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -387,24 +387,30 @@ def test_a_marked_receive_keeps_the_sdk_paths_order(group: None, exported: InMem
     assert keys == (["completion", "p2p_ambiguous"] if name == "recv" else ["p2p_ambiguous", "completion"]), keys
 
 
-def test_an_async_receive_the_ring_came_round_to_is_still_a_hang_to_the_watchdog(
-        group: None, exported: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A record lost to the ring (spec/torch.md §8.1: its span with it) still has its work open: the watchdog
-    reads the registry's async records as well as the ring's, so a receive that never completes is a hang."""
-    from tempotrace_sdk.torch import dumps
+def _never_completes(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
+                     group_src: Any = None) -> Work:
+    return Work()
 
+
+@pytest.mark.parametrize("room", [True, False])
+def test_an_async_receive_the_ring_came_round_to_is_still_a_hang_to_the_watchdog(
+        group: None, exported: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch, room: bool) -> None:
+    """A receive outstanding while the ring comes round is set aside, still open (spec/torch.md §8.1); with no
+    room left aside its record is lost, but its work is still open: the watchdog reads the registry's async
+    records as well as the ring's, so a receive that never completes is a hang either way."""
+    from tempotrace_sdk.torch import dumps
+    from tempotrace_sdk.torch import recorder as recorder_module
+
+    if not room:
+        monkeypatch.setattr(recorder_module, "ASIDE_MAX", 0)
     tt.instrument(carriage="none", gpu=False, hang_timeout=0, ring_ops=8)
     try:
-        def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
-                  group_src: Any = None) -> Work:
-            return Work()  # never completes
-
         send = make_wrapper(SPECS[SPEC_INDEX["send"]], Peer().send)
-        make_wrapper(SPECS[SPEC_INDEX["irecv"]], irecv)(torch.ones(2), src=1, tag=5)
+        make_wrapper(SPECS[SPEC_INDEX["irecv"]], _never_completes)(torch.ones(2), src=1, tag=5)
         (number,) = recorder.open_numbers()
         for _ in range(20):
             send(torch.ones(2), dst=1)
-        assert number not in recorder.open_numbers()  # its slot taken by a later op
+        assert (number in recorder.open_numbers()) is room  # its slot taken by a later op: set aside, or lost
         dog = dumps.Watchdog()
         dog.hang_timeout = 10.0
         reasons: list[str] = []
@@ -415,4 +421,67 @@ def test_an_async_receive_the_ring_came_round_to_is_still_a_hang_to_the_watchdog
         assert reasons == ["hang"]
     finally:
         tt.uninstrument()
+        tt.instrument(carriage="none", gpu=False, hang_timeout=0, ring_ops=16384)
+
+
+def _irecv_spans(exp: InMemorySpanExporter) -> list[tuple[int, str]]:
+    return [(s.context.span_id, (s.attributes or {})[T + "completion"]) for s in _ops_named(exp, "torch.irecv")]
+
+
+def test_a_receive_the_ring_came_round_to_keeps_its_span_and_its_dump(group: None,
+                                                                      exported: InMemorySpanExporter) -> None:
+    """Set aside (spec/torch.md §8.1), an outstanding receive is dumped pending like one in the ring, and its end
+    is exported when its work completes, under the same span id, its mark (§2) still set on it; nothing is
+    counted lost for it."""
+    tt.instrument(carriage="none", gpu=False, hang_timeout=0, ring_ops=8)
+    try:
+        works: list[Work] = []
+
+        def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
+                  group_src: Any = None) -> Work:
+            works.append(Work())
+            return works[-1]
+
+        send = make_wrapper(SPECS[SPEC_INDEX["send"]], Peer().send)
+        with tt.step(7):
+            make_wrapper(SPECS[SPEC_INDEX["irecv"]], irecv)(torch.ones(2), src=1, tag=5)
+            (number,) = recorder.open_numbers()
+            before = recorder.overwritten
+            for _ in range(20):
+                send(torch.ones(2), dst=1)
+            assert number in recorder.aside and recorder.flag(number, AMBIGUOUS)
+            # 21 ops through 8 slots: 13 came round to, the 12 ended sends (waiting for the step's exit) lost, not it
+            assert recorder.overwritten - before == 12
+            tt.dump("test")
+            assert _irecv_spans(exported)[-1][1] == "pending"
+            tt.dump("again")
+            assert len(_irecv_spans(exported)) == 1  # a dump shows it once
+            works[0].done = True
+        (pending, ended) = _irecv_spans(exported)
+        assert ended == (pending[0], "sweep") and not recorder.aside and number not in recorder.open_numbers()
+        (op,) = [s for s in _ops_named(exported, "torch.irecv") if s.end_time and s.attributes and
+                 s.attributes[T + "completion"] == "sweep"]
+        assert (op.attributes or {})[T + "p2p_ambiguous"] is True
+    finally:
+        tt.instrument(carriage="none", gpu=False, hang_timeout=0, ring_ops=16384)
+
+
+def test_a_resize_sets_open_records_aside(group: None, exported: InMemorySpanExporter) -> None:
+    """instrument() with another ring_ops drops the old ring: an op open in it keeps its record and its span."""
+    works: list[Work] = []
+
+    def isend(tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0, group_dst: Any = None) -> Work:
+        works.append(Work())
+        return works[-1]
+
+    before = recorder.overwritten
+    make_wrapper(SPECS[SPEC_INDEX["isend"]], isend)(torch.ones(2), dst=1, tag=4)
+    try:
+        tt.instrument(carriage="none", gpu=False, hang_timeout=0, ring_ops=64)
+        assert len(recorder.open_numbers()) == 1 and recorder.overwritten == before
+        works[0].done = True
+        tt.sweep()
+        opspans.release(force=True)
+        assert [(s.attributes or {})[T + "completion"] for s in _ops_named(exported, "torch.isend")] == ["sweep"]
+    finally:
         tt.instrument(carriage="none", gpu=False, hang_timeout=0, ring_ops=16384)
