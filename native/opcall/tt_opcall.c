@@ -505,7 +505,8 @@ static int holds(Ring *r, Py_ssize_t slot, long long number, int a, int b)
  * ring moved on, the clock failed: as there). The end is read with
  * the clock, counter and mapping its start was (an op's two readings from one source); a mapping that expired
  * meanwhile refuses, and the recorder's Python reading takes it from the source as it is now. */
-static int end(long long number, PyObject *clock, PyObject *stamp, const Target *t, Held *h, long long *ended)
+static int end(long long number, int completion, PyObject *clock, PyObject *stamp, const Target *t, Held *h,
+	       long long *ended)
 {
 	*ended = -1;
 	Ring r;
@@ -523,7 +524,7 @@ static int end(long long number, PyObject *clock, PyObject *stamp, const Target 
 		taken = 1;
 		/* the native reading is pure C (no Python, the GIL held): made under the lock, one section, not two */
 		if (t->cmap != NULL)
-			rc = g.end(t->cmap, t->cell, PyByteArray_AS_STRING(r.buffer) + base + START_BYTES, 1);
+			rc = g.end(t->cmap, t->cell, PyByteArray_AS_STRING(r.buffer) + base + START_BYTES, completion);
 		PyByteArray_AS_STRING(r.states)[slot] = rc >= 0 ? ENDED : ENDING;
 	}
 	if (call_lock(r.lock, s_release) < 0) {
@@ -531,7 +532,7 @@ static int end(long long number, PyObject *clock, PyObject *stamp, const Target 
 		goto out;
 	}
 	if (!taken) { /* the ring came round to it while it ran: set aside, perhaps (Recorder.end_aside) */
-		PyObject *res = PyObject_CallMethod(g.recorder, "end_aside", "Li", number, 1);
+		PyObject *res = PyObject_CallMethod(g.recorder, "end_aside", "Li", number, completion);
 		ok = res != NULL && PyObject_IsTrue(res) == 1;
 		Py_XDECREF(res);
 		swallow(h);
@@ -544,7 +545,7 @@ static int end(long long number, PyObject *clock, PyObject *stamp, const Target 
 	ok = rc >= 0;
 	if (!ok) { /* the recorder's own reading, outside the lock (it counts a failure), then the state */
 		PyObject *res = PyObject_CallMethod(g.recorder, "_end_words", "OOOni", clock, stamp, r.buffer,
-						    base + START_BYTES, 1);
+						    base + START_BYTES, completion);
 		ok = res != NULL && PyObject_IsTrue(res) == 1;
 		Py_XDECREF(res);
 		swallow(h);
@@ -813,7 +814,7 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 		return NULL;
 	}
 	long long ended;
-	int ended_ok = end(number, clock, stamp, &t, &h, &ended);
+	int ended_ok = end(number, 1, clock, stamp, &t, &h, &ended);
 	Py_DECREF(clock);
 	Py_DECREF(stamp);
 	Py_DECREF(t.keep);
@@ -1242,6 +1243,71 @@ static PyObject *stats(PyObject *module, PyObject *unused)
 	return Py_BuildValue("{sKsK}", "fast", g.fast, "slow", g.slow);
 }
 
+/* Recorder.begin and .end for the ops Python records (point-to-point, async, a group's first): the C call's own
+ * begin and end, for the recorder it is configured with. None where they do not apply (another recorder, no
+ * ring, a clock without a native mapping): then Python records it. */
+static PyObject *record_begin(PyObject *module, PyObject *const *argv, Py_ssize_t nargs)
+{
+	long long facts, seq, nbytes, root;
+	if (nargs != 5) {
+		PyErr_SetString(PyExc_TypeError, "record_begin(recorder, facts, seq, nbytes, root)");
+		return NULL;
+	}
+	if (argv[0] != g.recorder || g.ring == NULL)
+		Py_RETURN_NONE;
+	facts = PyLong_AsLongLong(argv[1]);
+	seq = PyLong_AsLongLong(argv[2]);
+	nbytes = PyLong_AsLongLong(argv[3]);
+	root = PyLong_AsLongLong(argv[4]);
+	if (PyErr_Occurred())
+		return NULL;
+	PyObject *clock, *stamp;
+	Target t;
+	int rc = resolve(&clock, &stamp, &t);
+	if (rc < 0)
+		return NULL;
+	if (rc == 0)
+		Py_RETURN_NONE;
+	Held h = {NULL, NULL, NULL};
+	long long number = begin(clock, stamp, &t, facts, seq, nbytes, root, &h);
+	Py_DECREF(clock);
+	Py_DECREF(stamp);
+	Py_DECREF(t.keep);
+	return returned(PyLong_FromLongLong(number), &h);
+}
+
+static PyObject *record_end(PyObject *module, PyObject *const *argv, Py_ssize_t nargs)
+{
+	if (nargs != 3) {
+		PyErr_SetString(PyExc_TypeError, "record_end(recorder, number, completion)");
+		return NULL;
+	}
+	if (argv[0] != g.recorder || g.ring == NULL)
+		Py_RETURN_NONE;
+	long long number = PyLong_AsLongLong(argv[1]);
+	long completion = PyLong_AsLong(argv[2]);
+	if (PyErr_Occurred())
+		return NULL;
+	if (completion < 0 || completion > 0xFF) {
+		PyErr_SetString(PyExc_ValueError, "completion must be a code 0..255");
+		return NULL;
+	}
+	PyObject *clock, *stamp;
+	Target t;
+	int rc = resolve(&clock, &stamp, &t);
+	if (rc < 0)
+		return NULL;
+	if (rc == 0)
+		Py_RETURN_NONE;
+	Held h = {NULL, NULL, NULL};
+	long long ended;
+	int ok = end(number, (int)completion, clock, stamp, &t, &h, &ended);
+	Py_DECREF(clock);
+	Py_DECREF(stamp);
+	Py_DECREF(t.keep);
+	return returned(PyBool_FromLong(ok), &h);
+}
+
 static PyObject *overwritten(PyObject *module, PyObject *unused)
 {
 	return PyLong_FromUnsignedLongLong(g.overwritten);
@@ -1256,6 +1322,10 @@ static PyMethodDef methods[] = {
 	{"registered", registered, METH_O, "Whether a process group is registered."},
 	{"ring_published", ring_published, METH_O, "Recorder._publish: the ring the C call reads from now on."},
 	{"stats", stats, METH_NOARGS, "Calls taken by the fast path and handed to the Python wrapper."},
+	{"record_begin", (PyCFunction)(void (*)(void))record_begin, METH_FASTCALL,
+	 "record_begin(recorder, facts, seq, nbytes, root): Recorder.begin's number (-1: none), None: Python's."},
+	{"record_end", (PyCFunction)(void (*)(void))record_end, METH_FASTCALL,
+	 "record_end(recorder, number, completion): Recorder.end's answer, None: Python's."},
 	{"overwritten", overwritten, METH_NOARGS, "Records the C call overwrote never exported, since the process began."},
 	{"settings_changed", settings_changed, METH_NOARGS,
 	 "Copy wrappers.settings' fields the fast path reads (Settings.__setattr__ calls it after each change)."},

@@ -423,6 +423,14 @@ def test_numbers_go_on_across_a_resize(group: None, ring: InMemorySpanExporter) 
     recorder.end(second)
 
 
+def python_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records begun and ended by Python (its stamp's reads, which a test can make fail), not the C call's."""
+    from tempotrace_sdk.torch import recorder as recorder_module
+
+    monkeypatch.setattr(recorder_module, "_record_begin", None)
+    monkeypatch.setattr(recorder_module, "_record_end", None)
+
+
 def test_a_clock_that_fails_at_the_end_leaves_no_op_open(group: None, ring: InMemorySpanExporter,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """An op left open for ever would look like a hang to the watchdog and pin every later scan."""
@@ -435,6 +443,7 @@ def test_a_clock_that_fails_at_the_end_leaves_no_op_open(group: None, ring: InMe
         raise OSError("the clock went away")
 
     # the native read refuses (as for a clock whose read fails), then the source's own read raises
+    python_reads(monkeypatch)
     monkeypatch.setattr(type(stamp), "op_start", lambda *a, **k: False, raising=False)
     monkeypatch.setattr(type(stamp), "op_end", lambda *a, **k: False, raising=False)
     monkeypatch.setattr(type(stamp), "tick", failing)
@@ -459,6 +468,7 @@ def test_a_start_the_clock_cannot_read_costs_the_ring_nothing(group: None, ring:
     def failing(self: Any, clock: Any) -> Any:
         raise OSError("the clock went away")
 
+    python_reads(monkeypatch)
     monkeypatch.setattr(type(stamp), "op_start", lambda *a, **k: False, raising=False)
     monkeypatch.setattr(type(stamp), "tick", failing)
     assert recorder.begin(0, group_info(None), 99, 4, -1) == -1
@@ -570,6 +580,7 @@ def test_a_begin_whose_clock_fails_gives_an_open_records_slot_back(group: None, 
     def failing(self: Any, clock: Any) -> Any:
         raise OSError("the clock went away")
 
+    python_reads(monkeypatch)
     monkeypatch.setattr(type(stamp), "op_start", lambda *a, **k: False, raising=False)
     monkeypatch.setattr(type(stamp), "tick", failing)
     assert recorder.begin(0, info, 3, 4, -1) == -1

@@ -295,6 +295,47 @@ def test_an_op_the_ring_came_round_to_while_it_ran_keeps_its_span(group: None, n
         tt.instrument(carriage="none", ring_ops=16384)
 
 
+def test_recorder_begin_and_end_in_c_write_what_pythons_write(group: None, native_stamp: None,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recorder.begin/end take the C call's begin and end (record_begin, record_end) for the ops Python records:
+    the same words, flags, completion and parent as its own; None (Python's) for a recorder it was not given."""
+    from opentelemetry import trace
+
+    from tempotrace_sdk.torch import recorder as recorder_module
+    from tempotrace_sdk.torch.groups import group_info
+    from tempotrace_sdk.torch.recorder import AMBIGUOUS, BATCHED, Recorder
+
+    monkeypatch.setattr(wrappers, "NATIVE_CALL", True)
+    tt.instrument(carriage="none")
+    try:
+        info = group_info(None)
+        cases = [(3, 5, 16, -1, 0, 1), (7, 0, -1, (9 << 32) | 2, BATCHED, 2), (7, 1, 0, (-4 << 32) | 1, 0, 6)]
+
+        def recorded() -> list[OpRecord]:
+            out = []
+            with trace.get_tracer("test").start_as_current_span("parent"):
+                for op, seq, nbytes, root, flags, completion in cases:
+                    number = recorder.begin(op, info, seq, nbytes, root, flags)
+                    assert recorder.flag(number, AMBIGUOUS) and recorder.end(number, completion)
+                    out.append(recorder.unpack(number & recorder.mask))
+            return out
+
+        c = recorded()
+        monkeypatch.setattr(recorder_module, "_record_begin", None)
+        monkeypatch.setattr(recorder_module, "_record_end", None)
+        python = recorded()
+        strip = [(r.op, r.group.key, r.seq, r.nbytes, r.root, r.start[2:4], r.end is not None and r.end[2:4],
+                  r.completion, r.flags, r.parent is not None) for r in c]
+        assert strip == [(r.op, r.group.key, r.seq, r.nbytes, r.root, r.start[2:4], r.end is not None and
+                          r.end[2:4], r.completion, r.flags, r.parent is not None) for r in python]
+        assert [r.completion for r in c] == [1, 2, 6] and all(r.flags == r.flags | AMBIGUOUS for r in c)
+        assert [r.start[4] < r.end[4] for r in c if r.end is not None] == [True] * 3  # Lamport ticks
+        other = Recorder(8)
+        assert opcall.record_begin(other, 0, 0, -1, -1) is None and opcall.record_end(other, 0, 1) is None
+    finally:
+        tt.uninstrument()
+
+
 def test_uninstrument_restores_torchs_function(group: None, monkeypatch: pytest.MonkeyPatch) -> None:
     original = dist.all_reduce
     monkeypatch.setattr(wrappers, "NATIVE_CALL", True)
