@@ -69,6 +69,10 @@ static struct {
 	 * then, its mask with it), its counters (a Counts), the group entry last found and its key. */
 	PyObject *ring, *counts, *last_key, *last_entry;
 	long long ring_mask;
+	/* configure_p2p(): p2p.native_tail(spec, reader, original, info, seq, args, kwargs), and a recorded
+	 * receive's ambiguity tracking: p2p.native_posted(info, number, tag), p2p._completed(posted),
+	 * p2p.released(posted) */
+	PyObject *p2p_tail, *recv_posted, *recv_completed, *recv_released;
 } g;
 
 /* Recorder.issued and .ended where the extension is built (recorder.py's properties read them): two ints the C
@@ -80,7 +84,7 @@ typedef struct {
 
 static PyObject *s_active, *s_sdk_spans, *s_carriage, *s_retain, *s_clock, *s_stamp, *s_raw_mapping, *s_acquire,
 	*s_release, *s_lamport, *s_saturate, *s_default_pg, *s_nbytes, *s_is_cpu, *s_op_attr,
-	*s_trace_failed, *s_ring, *s_owed_list, *s_payer, *s_global_state, *s_world_pg;
+	*s_trace_failed, *s_ring, *s_owed_list, *s_payer, *s_global_state, *s_world_pg, *s_next_p2p;
 
 /* An interrupt (KeyboardInterrupt, SystemExit: not an Exception) met while tracing, held until the call
  * returns, as the Python wrapper lets one out; any other error is tracing's and is dropped. */
@@ -91,7 +95,7 @@ typedef struct {
 /* wrappers.settings as the C call reads it, copied by settings_changed() (which Settings.__setattr__ calls):
  * an op reads four ints, not four attributes. valid 0: read the attributes (not copied, or a copy failed). */
 static struct {
-	int valid, active, sdk_spans, carriage_op, retain_export;
+	int valid, active, sdk_spans, carriage_op, carriage_side, retain_export;
 } now;
 
 /* True while this thread runs a traced op (wrappers.inside, an Inside): a thread-local flag rather than a
@@ -129,13 +133,16 @@ typedef struct {
 	PyObject_HEAD
 	PyObject *original, *slow, *spec, *reader, *name;
 	PyObject *group_name, *group_default, *data_name, *data_default, *async_name, *async_default;
-	PyObject *root_name, *root_default, *group_root_name, *group_root_default;
-	Py_ssize_t group_pos, data_pos, async_pos, root_pos, group_root_pos;
+	PyObject *root_name, *root_default, *group_root_name, *group_root_default, *tag_name, *tag_default;
+	Py_ssize_t group_pos, data_pos, async_pos, root_pos, group_root_pos, tag_pos;
 	long long op_index;
-	int has_data, data_list, has_async, has_root, has_group_root, root_data_only;
+	int has_data, data_list, has_async, has_root, has_group_root, root_data_only, has_tag;
+	int p2p; /* P2P_SEND, P2P_RECV: a blocking point-to-point op (its root: the peer); 0: a collective */
 	PyObject *dict, *weaklist;
 	vectorcallfunc vectorcall;
 } HostOp;
+
+enum { P2P_SEND = 1, P2P_RECV = 2 };
 
 /* A call as vectorcall passes it: no tuple or dict is made for torch's function (they would be garbage the
  * collector runs for). */
@@ -618,21 +625,38 @@ static int root_of(HostOp *self, const Call *c, PyObject *ranks, long long *root
 	return 1;
 }
 
+/* A point-to-point op's tag, as p2p.send reads it (None: 0); 1 when it and the peer fit a record's root word
+ * (recorder.p2p_word), 0 when not (an any-source receive, a send torch will refuse: the Python wrapper's). */
+static int p2p_tag(HostOp *self, const Call *c, long long peer, long long *tag)
+{
+	*tag = 0;
+	if (peer < 0 || peer >= (1LL << 31))
+		return 0;
+	PyObject *v = self->has_tag ? arg_of(c, self->tag_pos, self->tag_name, self->tag_default) : Py_None;
+	if (v == NULL)
+		return PyErr_Occurred() ? -1 : 0;
+	if (v != Py_None && !as_int(v, tag))
+		return 0;
+	return *tag >= -(1LL << 31) && *tag < (1LL << 31);
+}
+
 /* The fast path's preconditions; 1: take it, with *entry, the bytes, *clock, *stamp and t->keep (new
  * references); 0 or -1 (an error set): not taken, nothing held. */
 static int fast_case(HostOp *self, const Call *c, PyObject **entry, long long *nbytes, long long *root,
-		     PyObject **clock, PyObject **stamp, Target *t)
+		     long long *tag, PyObject **clock, PyObject **stamp, Target *t)
 {
-	if (g.settings == NULL)
+	if (g.settings == NULL || (self->p2p && g.p2p_tail == NULL))
 		return 0;
 	int rc;
 	if (now.valid) {
-		if (!now.active || now.sdk_spans || now.carriage_op)
+		if (!now.active || now.sdk_spans || now.carriage_op || (self->p2p && now.carriage_side))
 			return 0;
 	} else {
 		if ((rc = setting(s_active, NULL)) != 1)
 			return rc;
 		if ((rc = setting(s_sdk_spans, NULL)) != 0 || (rc = setting(s_carriage, "op")) != 0)
+			return rc < 0 ? -1 : 0;
+		if (self->p2p && (rc = setting(s_carriage, "step+p2p")) != 0)
 			return rc < 0 ? -1 : 0;
 	}
 	int is_due = owed_is_due(); /* an owed exchange goes first: the Python body pays it */
@@ -659,6 +683,8 @@ static int fast_case(HostOp *self, const Call *c, PyObject **entry, long long *n
 	rc = root_of(self, c, PyTuple_GET_ITEM(found, 4), root);
 	if (rc == 1 && !as_int(PyTuple_GET_ITEM(found, 3), &rank))
 		rc = 0;
+	if (rc == 1 && self->p2p) /* the peer below the tag in the root's word (recorder.p2p_word): else Python's */
+		rc = p2p_tag(self, c, *root, tag);
 	/* wrappers.op_facts: only the root passes a scatter's data, so another rank's bytes are 0 (and its data
 	 * argument, usually None, is read only for its device) */
 	int others = self->root_data_only && *root != rank;
@@ -737,8 +763,8 @@ static PyObject *call_untraced(HostOp *self, const Call *c, Held *h)
 	return result != NULL ? returned(result, h) : NULL;
 }
 
-/* The rest of the Python body (wrappers._tail), given the call as a tuple and a dict (a rare case); torch's
- * function untraced when even those cannot be made. */
+/* The rest of the Python body (wrappers._tail; a point-to-point op's: p2p.native_tail), given the call as a
+ * tuple and a dict (a rare case); torch's function untraced when even those cannot be made. */
 static PyObject *call_tail(HostOp *self, const Call *c, PyObject *info, PyObject *seq, Held *h)
 {
 	PyObject *args = PyTuple_New(c->nargs), *kwargs = PyDict_New(), *result = NULL;
@@ -750,8 +776,12 @@ static PyObject *call_tail(HostOp *self, const Call *c, PyObject *info, PyObject
 	for (Py_ssize_t i = 0; i < nk; i++)
 		if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(c->kwnames, i), c->argv[c->nargs + i]) < 0)
 			goto untraced;
-	result = PyObject_CallFunctionObjArgs(g.tail, self->spec, self->reader, self->original, info, seq, Py_False,
-					      args, kwargs, NULL);
+	if (self->p2p)
+		result = PyObject_CallFunctionObjArgs(g.p2p_tail, self->spec, self->reader, self->original, info, seq,
+						      args, kwargs, NULL);
+	else
+		result = PyObject_CallFunctionObjArgs(g.tail, self->spec, self->reader, self->original, info, seq,
+						      Py_False, args, kwargs, NULL);
 	Py_DECREF(args);
 	Py_DECREF(kwargs);
 	return returned(result, h);
@@ -762,13 +792,114 @@ untraced:
 	return call_untraced(self, c, h);
 }
 
+/* After torch returned: op ``number``'s end, then its span made once RELEASE_AT ended ops wait (retain="export"),
+ * as opspans.end_op does; the result handed back (or a held interrupt). Takes clock, stamp and t->keep. */
+static PyObject *ended_op(long long number, PyObject *clock, PyObject *stamp, Target *t, Held *h, PyObject *result)
+{
+	long long ended;
+	int ended_ok = end(number, 1, clock, stamp, t, h, &ended);
+	Py_DECREF(clock);
+	Py_DECREF(stamp);
+	Py_DECREF(t->keep);
+	if (ended_ok) {
+		int export = now.valid ? now.retain_export : setting(s_retain, "export");
+		swallow(h);
+		if (export == 1 && ended >= g.release_at) {
+			PyObject *r = PyObject_CallNoArgs(g.release);
+			if (r == NULL && PyErr_ExceptionMatches(PyExc_Exception)) {
+				PyErr_Clear();
+				PyObject *k = PyObject_CallOneArg(g.count, s_trace_failed);
+				Py_XDECREF(k);
+			}
+			Py_XDECREF(r);
+		}
+		swallow(h);
+	}
+	return returned(result, h);
+}
+
+/* fn(arg) for tracing's sake, torch's exception (if one is set) kept as it is; any error of fn's dropped (an
+ * interrupt held). */
+static void call_aside(PyObject *fn, PyObject *arg, Held *h)
+{
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	PyObject *r = PyObject_CallOneArg(fn, arg);
+	Py_XDECREF(r);
+	if (type != NULL) {
+		PyErr_Clear();
+		PyErr_Restore(type, value, tb);
+	} else {
+		swallow(h);
+	}
+}
+
+/* A blocking send or receive with its peer named, on a registered host group, carrying nothing (p2p.send and
+ * p2p.receive's recorded case): the p2p seq taken from the group (GroupInfo.next_p2p), the record's root word
+ * the peer below the tag; a receive tracked for ambiguity (spec/torch.md §2) from before torch posts it until it
+ * returned, by p2p's own calls. Takes entry, clock, stamp and t->keep. */
+static PyObject *p2p_call(HostOp *self, const Call *c, PyObject *entry, long long nbytes, long long peer,
+			  long long tag, PyObject *clock, PyObject *stamp, Target *t, Held *h)
+{
+	PyObject *info = Py_NewRef(PyTuple_GET_ITEM(entry, 0));
+	long long rank = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 3)), gi = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 2));
+	Py_DECREF(entry);
+	int sends = self->p2p == P2P_SEND;
+	PyObject *a[4] = {info, PyLong_FromLongLong(sends ? rank : peer), PyLong_FromLongLong(sends ? peer : rank),
+			  PyLong_FromLongLong(tag)};
+	PyObject *seq_obj = NULL;
+	if (a[1] != NULL && a[2] != NULL && a[3] != NULL && !PyErr_Occurred())
+		seq_obj = PyObject_VectorcallMethod(s_next_p2p, a, 4, NULL);
+	for (int i = 1; i < 4; i++)
+		Py_XDECREF(a[i]);
+	long long seq = seq_obj != NULL ? PyLong_AsLongLong(seq_obj) : -1;
+	if (seq_obj == NULL || PyErr_Occurred()) { /* (no seq: cannot happen short of memory) the op runs untraced */
+		swallow(h);
+		Py_XDECREF(seq_obj);
+		Py_DECREF(info);
+		Py_DECREF(clock);
+		Py_DECREF(stamp);
+		Py_DECREF(t->keep);
+		return call_untraced(self, c, h);
+	}
+	long long word = (long long)(((unsigned long long)tag << 32) | (unsigned long long)peer); /* p2p_word */
+	long long number = begin(clock, stamp, t, self->op_index | (gi << 16), seq, nbytes, word, h);
+	if (number < 0) { /* no record: p2p's body makes the op's span, with this seq */
+		Py_DECREF(clock);
+		Py_DECREF(stamp);
+		Py_DECREF(t->keep);
+		PyObject *result = call_tail(self, c, info, seq_obj, h);
+		Py_DECREF(seq_obj);
+		Py_DECREF(info);
+		return result;
+	}
+	Py_DECREF(seq_obj);
+	PyObject *posted = NULL;
+	if (!sends) { /* before torch posts it (p2p._recorded_receive) */
+		posted = PyObject_CallFunction(g.recv_posted, "OLL", info, number, tag);
+		swallow(h);
+	}
+	Py_DECREF(info);
+	PyObject *result = call_op(self, c, number, h);
+	if (posted != NULL) /* released once it returned, before its record ends (while it can still be marked) */
+		call_aside(result != NULL ? g.recv_completed : g.recv_released, posted, h);
+	Py_XDECREF(posted);
+	if (result == NULL) { /* torch's exception: its span is made */
+		Py_DECREF(clock);
+		Py_DECREF(stamp);
+		Py_DECREF(t->keep);
+		return NULL;
+	}
+	return ended_op(number, clock, stamp, t, h, result);
+}
+
 static PyObject *hostop_call(HostOp *self, const Call *c)
 {
 	PyObject *entry = NULL, *clock = NULL, *stamp = NULL;
 	Target t = {NULL, NULL, NULL};
 	Held h = {NULL, NULL, NULL};
-	long long nbytes = -1, root = -1;
-	int rc = fast_case(self, c, &entry, &nbytes, &root, &clock, &stamp, &t);
+	long long nbytes = -1, root = -1, tag = 0;
+	int rc = fast_case(self, c, &entry, &nbytes, &root, &tag, &clock, &stamp, &t);
 	if (rc != 1) {
 		swallow(&h); /* nothing was taken: the Python wrapper decides, as it would have */
 		if (h.type != NULL)
@@ -777,6 +908,8 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 		return PyObject_Vectorcall(self->slow, c->argv, c->nargsf, c->kwnames);
 	}
 	g.fast++;
+	if (self->p2p)
+		return p2p_call(self, c, entry, nbytes, root, tag, clock, stamp, &t, &h);
 	PyObject *info = Py_NewRef(PyTuple_GET_ITEM(entry, 0));
 	PyObject *seq_obj = PyIter_Next(PyTuple_GET_ITEM(entry, 1)); /* counted traced or not: equal on every rank */
 	long long seq = seq_obj != NULL ? PyLong_AsLongLong(seq_obj) : -1;
@@ -813,26 +946,7 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 		Py_DECREF(t.keep);
 		return NULL;
 	}
-	long long ended;
-	int ended_ok = end(number, 1, clock, stamp, &t, &h, &ended);
-	Py_DECREF(clock);
-	Py_DECREF(stamp);
-	Py_DECREF(t.keep);
-	if (ended_ok) {
-		int export = now.valid ? now.retain_export : setting(s_retain, "export");
-		swallow(&h);
-		if (export == 1 && ended >= g.release_at) {
-			PyObject *r = PyObject_CallNoArgs(g.release);
-			if (r == NULL && PyErr_ExceptionMatches(PyExc_Exception)) {
-				PyErr_Clear();
-				PyObject *k = PyObject_CallOneArg(g.count, s_trace_failed);
-				Py_XDECREF(k);
-			}
-			Py_XDECREF(r);
-		}
-		swallow(&h);
-	}
-	return returned(result, &h);
+	return ended_op(number, clock, stamp, &t, &h, result);
 }
 
 static PyObject *hostop_vectorcall(PyObject *callable, PyObject *const *argv, size_t nargsf, PyObject *kwnames)
@@ -844,16 +958,21 @@ static PyObject *hostop_vectorcall(PyObject *callable, PyObject *const *argv, si
 static int hostop_init(HostOp *self, PyObject *args, PyObject *kwargs)
 {
 	static char *kw[] = {"original", "slow", "spec", "reader", "name", "op_index", "group", "data", "data_list",
-			     "async_op", "root", "group_root", "root_data_only", NULL};
+			     "async_op", "root", "group_root", "root_data_only", "p2p", "tag", NULL};
 	PyObject *original, *slow, *spec, *reader, *name, *group, *data, *async_op, *root = Py_None, *group_root = Py_None;
+	PyObject *tag = Py_None;
 	if (self->original != NULL) {
 		PyErr_SetString(PyExc_TypeError, "HostOp is initialised once");
 		return -1;
 	}
-	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOULOOpO|OOp", kw, &original, &slow, &spec, &reader, &name,
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOULOOpO|OOpiO", kw, &original, &slow, &spec, &reader, &name,
 					 &self->op_index, &group, &data, &self->data_list, &async_op, &root, &group_root,
-					 &self->root_data_only))
+					 &self->root_data_only, &self->p2p, &tag))
 		return -1;
+	if (self->p2p != 0 && self->p2p != P2P_SEND && self->p2p != P2P_RECV) {
+		PyErr_SetString(PyExc_ValueError, "p2p: 0 (a collective), 1 (a send) or 2 (a receive)");
+		return -1;
+	}
 	/* group, data, async_op: (position or -1, keyword name, default) or None for an argument the op lacks */
 	self->original = Py_NewRef(original);
 	self->slow = Py_NewRef(slow);
@@ -870,7 +989,8 @@ static int hostop_init(HostOp *self, PyObject *args, PyObject *kwargs)
 		     {async_op, &self->async_pos, &self->async_name, &self->async_default, &self->has_async},
 		     {root, &self->root_pos, &self->root_name, &self->root_default, &self->has_root},
 		     {group_root, &self->group_root_pos, &self->group_root_name, &self->group_root_default,
-		      &self->has_group_root}};
+		      &self->has_group_root},
+		     {tag, &self->tag_pos, &self->tag_name, &self->tag_default, &self->has_tag}};
 	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
 		*where[i].pos = -1;
 		if (where[i].has != NULL)
@@ -904,6 +1024,7 @@ static int hostop_traverse(HostOp *self, visitproc visit, void *arg)
 	Py_VISIT(self->async_default);
 	Py_VISIT(self->root_default);
 	Py_VISIT(self->group_root_default);
+	Py_VISIT(self->tag_default);
 	return 0;
 }
 
@@ -925,6 +1046,8 @@ static int hostop_clear(HostOp *self)
 	Py_CLEAR(self->root_default);
 	Py_CLEAR(self->group_root_name);
 	Py_CLEAR(self->group_root_default);
+	Py_CLEAR(self->tag_name);
+	Py_CLEAR(self->tag_default);
 	return 0;
 }
 
@@ -1095,13 +1218,15 @@ static PyObject *settings_changed(PyObject *module, PyObject *unused)
 		Py_RETURN_NONE;
 	int active = setting(s_active, NULL), sdk_spans = setting(s_sdk_spans, NULL);
 	int carriage_op = setting(s_carriage, "op"), retain_export = setting(s_retain, "export");
-	if (active < 0 || sdk_spans < 0 || carriage_op < 0 || retain_export < 0) {
+	int carriage_p2p = setting(s_carriage, "step+p2p");
+	if (active < 0 || sdk_spans < 0 || carriage_op < 0 || carriage_p2p < 0 || retain_export < 0) {
 		PyErr_Clear();
 		Py_RETURN_NONE;
 	}
 	now.active = active;
 	now.sdk_spans = sdk_spans;
 	now.carriage_op = carriage_op;
+	now.carriage_side = carriage_op || carriage_p2p; /* p2p.SIDE_MODES: a point-to-point op carries a message */
 	now.retain_export = retain_export;
 	now.valid = 1;
 	Py_RETURN_NONE;
@@ -1184,6 +1309,24 @@ static PyObject *configure(PyObject *module, PyObject *args, PyObject *kwargs)
 		return NULL;
 	Py_DECREF(published);
 	return settings_changed(module, NULL);
+}
+
+/* What a point-to-point op's C call calls (g.p2p_tail and the receive's three): after configure(). */
+static PyObject *configure_p2p(PyObject *module, PyObject *args)
+{
+	PyObject *o[4];
+	if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3]))
+		return NULL;
+	PyObject **slots[] = {&g.p2p_tail, &g.recv_posted, &g.recv_completed, &g.recv_released};
+	for (int i = 0; i < 4; i++) {
+		if (!PyCallable_Check(o[i])) {
+			PyErr_SetString(PyExc_TypeError, "configure_p2p: tail, posted, completed, released are callables");
+			return NULL;
+		}
+	}
+	for (int i = 0; i < 4; i++)
+		Py_XSETREF(*slots[i], Py_NewRef(o[i]));
+	Py_RETURN_NONE;
 }
 
 static PyObject *register_group(PyObject *module, PyObject *args)
@@ -1316,6 +1459,8 @@ static PyObject *overwritten(PyObject *module, PyObject *unused)
 static PyMethodDef methods[] = {
 	{"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
 	 "Hand over what the fast path calls and reads (tempotrace_sdk/torch/wrappers.py native_wrapper)."},
+	{"configure_p2p", configure_p2p, METH_VARARGS,
+	 "configure_p2p(tail, posted, completed, released): what a point-to-point op's C call calls."},
 	{"register", register_group, METH_VARARGS,
 	 "register(pg, info, seq_iterator, group_index, rank, ranks): a host group the fast path may take."},
 	{"forget_groups", forget_groups, METH_NOARGS, "Forget every registered group (uninstrument, fork)."},
@@ -1361,7 +1506,8 @@ PyMODINIT_FUNC PyInit__opcall(void)
 		     {&s_owed_list, "_owed"},
 		     {&s_payer, "_payer"},
 		     {&s_global_state, "_GLOBAL"},
-		     {&s_world_pg, "_default_pg"}};
+		     {&s_world_pg, "_default_pg"},
+		     {&s_next_p2p, "next_p2p"}};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if ((*names[i].s = PyUnicode_InternFromString(names[i].text)) == NULL)
 			return NULL;

@@ -36,7 +36,7 @@ from ..semconv import (
     TORCH_SRC,
     TORCH_TAG,
 )
-from ..torchops import SPEC_INDEX, OpSpec, Reader, tensor_bytes
+from ..torchops import SPEC_INDEX, Kind, OpSpec, Reader, tensor_bytes
 from ..wire.torchrecord import RecordKind
 from .carriage import SIDE_MODES, records
 from .carriage.owed import pay
@@ -62,11 +62,17 @@ from .wrappers import (
     on_device,
     op_facts,
     peer_of,
+    register_native,
     settings,
     unwrap,
 )
 
 __all__ = ["Markable", "OpenReceives", "Posted", "RecordMark", "posted", "receive", "released", "send", "traced_batch"]
+
+try:
+    from .. import _opcall
+except ImportError:  # not built: every op through the Python wrapper
+    _opcall = None
 
 _log = logging.getLogger(__name__)
 
@@ -85,18 +91,21 @@ def _accepting(info: GroupInfo, channel: tuple[str, int, int]) -> bool:
 
 
 def send(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo,
-         args: Any, kwargs: dict[str, Any]) -> Any:
+         args: Any, kwargs: dict[str, Any], seq: int | None = None) -> Any:
+    """A send traced (``seq``: taken already by the C call, whose record failed: an SDK span)."""
     try:
         dst, tag = peer_of(spec, reader, info, args, kwargs), int(reader.get(args, kwargs, "tag") or 0)
     except Exception:  # arguments torch will refuse
         count("untraced")
         return original(*args, **kwargs)
-    seq = info.next_p2p(info.rank, dst, tag)
+    recording = seq is None
+    if seq is None:
+        seq = info.next_p2p(info.rank, dst, tag)
     device = on_device(spec, reader, info, args, kwargs)
     stag = _carried_tag(info, tag, dst)
     if stag is not None and not _accepting(info, (info.key, dst, stag)):
         stag = None
-    if stag is None and not (device or settings.sdk_spans):
+    if recording and stag is None and not (device or settings.sdk_spans):
         number = _record(spec, reader, info, seq, dst, tag, args, kwargs)
         if number >= 0:
             if spec.asynchronous == "always":
@@ -134,16 +143,19 @@ def _post_side_send(info: GroupInfo, record: bytes, dst: int, stag: int) -> None
 
 
 def receive(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo,
-            args: Any, kwargs: dict[str, Any]) -> Any:
+            args: Any, kwargs: dict[str, Any], seq: int | None = None) -> Any:
+    """A receive traced (``seq`` as for ``send``)."""
     try:
         src, tag = peer_of(spec, reader, info, args, kwargs), int(reader.get(args, kwargs, "tag") or 0)
     except Exception:
         count("untraced")
         return original(*args, **kwargs)
-    seq = info.next_p2p(src, info.rank, tag) if src >= 0 else -1
+    recording = seq is None
+    if seq is None:
+        seq = info.next_p2p(src, info.rank, tag) if src >= 0 else -1
     device = on_device(spec, reader, info, args, kwargs)
     stag = side_tag(info, tag) if settings.carriage in SIDE_MODES else None  # any source: once the sender is known
-    if stag is None and src >= 0 and not (device or settings.sdk_spans):
+    if recording and stag is None and src >= 0 and not (device or settings.sdk_spans):
         number = _record(spec, reader, info, seq, src, tag, args, kwargs)
         if number >= 0:
             return _recorded_receive(spec, original, info, number, tag, args, kwargs)
@@ -195,15 +207,35 @@ def _record(spec: OpSpec, reader: Reader, info: GroupInfo, seq: int, peer: int, 
 def _begin_record(name: str, info: GroupInfo, seq: int, nbytes: int, peer: int, tag: int, flags: int = 0) -> int:
     """A point-to-point op's start recorded (recorder.py), its peer and tag in the root's place, with ``flags``
     (BATCHED): its number; -1 where its span is made the SDK's way (a peer or tag no record holds, a record not
-    made)."""
+    made). The group's next blocking ops are the C call's (wrappers.native_wrapper)."""
     word = p2p_word(peer, tag)
     if word is None:
         return -1
     try:
-        return recorder.begin(SPEC_INDEX[name], info, seq, nbytes, word, flags)
+        number = recorder.begin(SPEC_INDEX[name], info, seq, nbytes, word, flags)
     except Exception:
         _log.debug("tempotrace.torch: %s not recorded; its span is made now", name, exc_info=True)
         return -1
+    if number >= 0 and not info.native_registered:
+        register_native(info)
+    return number
+
+
+# -- what the C call of a blocking send or receive calls (native/opcall/tt_opcall.c p2p_call; handed to it at
+# the end of this module): the rest of the Python body where it made no record, and a recorded receive's
+# ambiguity tracking, as ``_recorded_receive`` does it.
+def _native_tail(spec: OpSpec, reader: Reader, original: Callable[..., Any], info: GroupInfo, seq: int,
+                 args: Any, kwargs: dict[str, Any]) -> Any:
+    body = send if spec.kind is Kind.SEND else receive
+    try:
+        return body(spec, reader, original, info, args, kwargs, seq)
+    except BaseException as err:
+        hide_our_frames(err)  # (the C call has no frame of its own to hide ours behind)
+        raise
+
+
+def _native_posted(info: GroupInfo, number: int, tag: int) -> Posted | None:
+    return _outstanding(info, RecordMark(number), tag, False)
 
 
 def _recorded_receive(spec: OpSpec, original: Callable[..., Any], info: GroupInfo, number: int, tag: int,
@@ -600,3 +632,7 @@ def _mark(receive: Posted) -> bool:
     except Exception:  # an SDK span that refused: the same as an ended one
         pass
     return False
+
+
+if _opcall is not None:
+    _opcall.configure_p2p(_native_tail, _native_posted, _completed, released)

@@ -225,8 +225,8 @@ def collective(spec: OpSpec, reader: Reader, original: Callable[..., Any], info:
     if not (asynchronous or settings.sdk_spans or settings.carriage == "op" or info.device.type != "cpu"):
         number = _record_host_op(spec, reader, info, seq, args, kwargs)
         if number >= 0:
-            if not info.native_registered and _opcall is not None:
-                _register(info)  # its next ops are recorded by the C call (native_wrapper)
+            if not info.native_registered:
+                register_native(info)  # its next ops are recorded by the C call (native_wrapper)
             return call_recorded(original, number, spec, args, kwargs)
     return traced(spec, reader, original, info, seq, asynchronous, args, kwargs)
 
@@ -395,10 +395,13 @@ _configured = False
 def native_wrapper(spec: OpSpec, original: Callable[..., Any], slow: Callable[..., Any],
                    reader: Reader) -> Callable[..., Any] | None:
     """The C call wrapping ``original`` (``slow``: the Python wrapper, for every case it does not take), or None
-    when there is none: the op is not a collective that can block, or the module is not built or not wanted
-    (``TEMPOTRACE_PUREPYTHON``)."""
-    if (_opcall is None or not NATIVE_CALL or spec.kind is not Kind.COLLECTIVE or spec.objects
-            or spec.asynchronous == "always" or not _configure()):
+    when there is none: the op is not a collective or point-to-point op that can block, or the module is not
+    built or not wanted (``TEMPOTRACE_PUREPYTHON``)."""
+    if (_opcall is None or not NATIVE_CALL or spec.objects or spec.asynchronous == "always"
+            or not _configure()):
+        return None
+    p2p = _P2P_KINDS.get(spec.kind)
+    if p2p is None:
         return None
 
     def where(name: str | None) -> tuple[int, str, Any] | None:
@@ -407,8 +410,12 @@ def native_wrapper(spec: OpSpec, original: Callable[..., Any], slow: Callable[..
     fast = _opcall.HostOp(
         original, slow, spec, reader, spec.name, SPEC_INDEX[spec.name], where("group"), where(spec.data),
         spec.data_list, where("async_op") if spec.asynchronous == "async_op" else None, where(spec.root),
-        where(spec.group_root), spec.root_data_only)
+        where(spec.group_root), spec.root_data_only, p2p, where("tag") if p2p else None)
     return fast  # type: ignore[no-any-return]
+
+
+#: The C call's kinds of op (native/opcall/tt_opcall.c P2P_SEND, P2P_RECV; 0: a collective).
+_P2P_KINDS = {Kind.COLLECTIVE: 0, Kind.SEND: 1, Kind.RECV: 2}
 
 
 def _configure() -> bool:
@@ -441,7 +448,10 @@ def _configure() -> bool:
     return True
 
 
-def _register(info: GroupInfo) -> None:
+def register_native(info: GroupInfo) -> None:
+    """Hand a host group to the C call (where it is built): from its next op on, it records them."""
+    if _opcall is None:
+        return
     try:
         pg = info.pg
         if pg is not None:
