@@ -36,8 +36,8 @@ here under ``ring``), and the calling thread's below the cost alone when the
 plain op's own time varies more than that, and an op's cost is not met by
 noise. Then where the time of an exported op
 goes, measured apart in the same process: the whole ring path around a torch
-function that does nothing (and around a blocking send that does nothing:
-point-to-point ops are recorded by the Python wrapper), recording (begin + end), writing its span's JSON
+function that does nothing (and around a blocking send that does nothing,
+its seq taken per channel), recording (begin + end), writing its span's JSON
 from the record in C (torch/opspans.py) and the batch's line around it, and,
 for the releases C cannot take, making a ReadableSpan from the record and
 encoding it (the file exporter's OTLP JSON); and how much more the
@@ -209,7 +209,7 @@ def run(quick: bool) -> dict[str, Any]:
         wrapper_alone = _cpu_per(lambda: [wrapped(tensor) for _ in range(n)], n)
     recorder.take_all()
 
-    # a blocking send's (a group of one cannot send: a no-op in its place): the Python wrapper, recorded
+    # a blocking send's (a group of one cannot send: a no-op in its place): the C call, recorded
     def nothing_sent(tensor: Any, dst: Any = None, group: Any = None, tag: int = 0, group_dst: Any = None) -> None:
         return None
 
@@ -269,7 +269,7 @@ def run(quick: bool) -> dict[str, Any]:
     ring_bytes = (sys.getsizeof(recorder.buffer) + sys.getsizeof(recorder.state)
                   + sys.getsizeof(recorder.parents)) / recorder.size
     results["parts_ns"] = {"ring op, torch's call a no-op": wrapper_alone,
-                           "ring send (Python wrapper), torch's a no-op": send_alone,
+                           "ring send, torch's a no-op": send_alone,
                            "record (begin + end)": recording,
                            "span JSON from record (C)": writing, "its batch's line": item_encoding,
                            "ReadableSpan from record (where C cannot)": making,
