@@ -588,3 +588,30 @@ def test_a_begin_whose_clock_fails_gives_an_open_records_slot_back(group: None, 
     assert not recorder.aside and recorder.open_numbers() == [number]
     assert recorder.state[number & recorder.mask] == 1  # OPEN, in its slot
     assert recorder.end(number) and recorder.open_numbers() == []
+
+
+def test_the_aside_tables_bookkeeping_stays_bounded(group: None, ring: InMemorySpanExporter,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records ended aside and exported leave no trace behind (retain="export": a long job with async ops that
+    outlive the ring keeps bounded memory), and a table of open records makes no room: later ones are lost,
+    counted."""
+    from tempotrace_sdk.torch import opspans
+    from tempotrace_sdk.torch import recorder as recorder_module
+
+    monkeypatch.setattr(recorder_module, "ASIDE_MAX", 2)
+    tt.instrument(carriage="none", gpu=False, retain="export", ring_ops=16, hang_timeout=0)
+    info = group_info(None)
+    for _ in range(50):
+        number = recorder.begin(0, info, 1, 4, -1)
+        for _ in range(recorder.size):
+            recorder.end(recorder.begin(0, info, 2, 4, -1))
+        assert number in recorder.aside and recorder.end(number)
+        opspans.release(force=True)
+    assert not recorder.aside and len(recorder._ended_aside) <= 2 * 2
+    stuck = [recorder.begin(0, info, 3, 4, -1) for _ in range(3)]
+    before = recorder.overwritten
+    for _ in range(recorder.size):
+        recorder.end(recorder.begin(0, info, 2, 4, -1))
+    assert sorted(recorder.aside) == stuck[:2] and recorder.overwritten - before == 1  # the third: no room
+    for number in stuck:
+        recorder.end(number)
