@@ -377,10 +377,7 @@ class Recorder:
         each number leaves ``_ended_aside`` once (a table of open records asked at every begin costs nothing)."""
         ended, aside = self._ended_aside, self.aside
         while ended:
-            number = ended.popleft()
-            entry = aside.get(number)
-            if entry is not None and entry[0] == ENDED:
-                del aside[number]
+            if aside.pop(ended.popleft(), None) is not None:  # (an ended record stays ENDED until exported)
                 self._overwriting(ENDED, 1)
                 return True
         return False
