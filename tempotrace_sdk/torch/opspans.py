@@ -320,12 +320,28 @@ def sampled(record: OpRecord, sampler: Any) -> bool:
         # an empty context: the op had no span around it (a ParentBased sampler given None would read the
         # releasing thread's current span instead)
         result = sampler.should_sample(Context(), _trace_id_of(record.number), "torch." + SPECS[record.op].name,
-                                       SpanKind.INTERNAL, op_attributes(record))
+                                       SpanKind.INTERNAL, _start_attributes(record))
         return bool(result.decision.is_sampled())
     except Exception:  # a sampler that raises: the SDK would have failed the span; record it, counted
         count("sampler_failed")
         _log.debug("tempotrace.torch: the sampler failed on a root op", exc_info=True)
         return True
+
+
+#: Completions only an async op's end is seen by (recorder.COMPLETIONS).
+_ASYNC_ENDS = frozenset(("future", "wait", "sweep", "unfinished"))
+
+
+def _start_attributes(record: OpRecord) -> dict[str, Any]:
+    """The attributes the SDK path's ``start_span`` had: no ambiguity mark (set while the op is outstanding), a
+    blocking op's completion as known at its start, an async op's none (an ``async_op=True`` collective that
+    raised or is still pending cannot be told from a blocking one by its record: taken as blocking)."""
+    attrs = op_attributes(record)
+    attrs.pop(TORCH_P2P_AMBIGUOUS, None)
+    completion = attrs.pop(TORCH_COMPLETION)
+    if not (SPECS[record.op].asynchronous == "always" or completion in _ASYNC_ENDS):
+        attrs[TORCH_COMPLETION] = "return"
+    return attrs
 
 
 def _sampler() -> Any:

@@ -268,3 +268,34 @@ def test_root_ops_are_sampled_as_the_sdk_path_samples_them(group: None, monkeypa
     assert 8 < len(ops) < 56  # 64 ops at 1/2: not all, not none
     bound = ratio.get_bound_for_rate(0.5)
     assert all(s.context.trace_id & TraceIdRatioBased.TRACE_ID_LIMIT < bound for s in ops)
+
+
+def test_a_root_ops_sampler_is_asked_with_what_the_op_had_at_its_start(group: None,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """As start_span asked it: a blocking op's completion known up front, an async op's not yet."""
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Sampler, SamplingResult
+
+    asked: list[tuple[str, Any]] = []
+
+    class Asking(Sampler):
+        def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
+                          attributes: Any = None, links: Any = None, trace_state: Any = None) -> SamplingResult:
+            asked.append((name, (attributes or {}).get("tempotrace.torch.completion")))
+            return ALWAYS_ON.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
+
+        def get_description(self) -> str:
+            return "asking"
+
+    provider = TracerProvider(sampler=Asking())
+    provider.add_span_processor(TempoTraceSpanProcessor())
+    monkeypatch.setattr(torch_spans, "tracer", lambda: provider.get_tracer("test"))
+    tt.instrument(carriage="none", gpu=False, hang_timeout=0)
+    try:
+        t = torch.ones(2)
+        dist.all_reduce(t)
+        dist.all_reduce(t, async_op=True).wait()
+        assert provider.force_flush()
+    finally:
+        tt.uninstrument()
+        provider.shutdown()
+    assert asked == [("torch.all_reduce", "return"), ("torch.all_reduce", None)], asked
