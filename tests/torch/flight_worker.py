@@ -47,6 +47,16 @@ class SeenP2P(SpanProcessor):
             SeenP2P.seen += 1
 
 
+def fast_calls() -> int:
+    """Ops the C call took (native/opcall), since the process began; 0 where it is not built."""
+    try:
+        from tempotrace_sdk import _opcall
+    except ImportError:
+        return 0
+    return int(_opcall.stats()["fast"])
+
+
+P2P_IN_C = 0  # blocking sends and receives the C call took
 handle = configure(service_name="flight", export_path=OUT / f"spans-{RANK}.jsonl")
 handle.provider.add_span_processor(SeenP2P())
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("TT_PG_TIMEOUT", "60"))))
@@ -82,12 +92,16 @@ try:
             if P2P:
                 world = dist.get_world_size()
                 if RANK > 0:
+                    in_c = fast_calls()
                     dist.recv(torch.zeros(8), src=RANK - 1, tag=3)
+                    P2P_IN_C += fast_calls() - in_c
                     dist.irecv(torch.zeros(8), src=RANK - 1, tag=4).wait()
                     for work in dist.batch_isend_irecv([dist.P2POp(dist.irecv, torch.zeros(8), RANK - 1, tag=6)]):
                         work.wait()
                 if RANK < world - 1:
+                    in_c = fast_calls()
                     dist.send(t, dst=RANK + 1, tag=3)
+                    P2P_IN_C += fast_calls() - in_c
                     dist.isend(t, dst=RANK + 1, tag=4).wait()
                     for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, t, RANK + 1, tag=6)]):
                         work.wait()
@@ -108,4 +122,5 @@ dist.destroy_process_group()
 handle.shutdown()
 if P2P:
     print(f"p2p spans seen by the user's processor: {SeenP2P.seen}", flush=True)
+    print(f"blocking p2p ops the C call took: {P2P_IN_C}", flush=True)
 print("done", flush=True)
