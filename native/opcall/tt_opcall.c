@@ -394,6 +394,29 @@ static void ring_done(Ring *r)
 	Py_DECREF(r->ring);
 }
 
+/* The ring read, its lock taken, and the ring still the one published (a resize replaces it under the lock:
+ * a caller that read the old one reads again). 0 held; -1 not (nothing held). */
+static int ring_locked(Ring *r, Held *h)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		if (ring_of(r) < 0) {
+			swallow(h);
+			return -1;
+		}
+		if (call_lock(r->lock, s_acquire) < 0) {
+			swallow(h);
+			ring_done(r);
+			return -1;
+		}
+		if (r->ring == g.ring)
+			return 0;
+		if (call_lock(r->lock, s_release) < 0)
+			swallow(h);
+		ring_done(r);
+	}
+	return -1;
+}
+
 /* Under the lock: a slot this begin marked WRITING goes back to the op it held (Recorder._start_words). */
 static void give_back(Ring *r, Py_ssize_t slot, int held, Held *h)
 {
@@ -417,14 +440,8 @@ static long long begin(PyObject *clock, PyObject *stamp, const Target *t, long l
 {
 	Ring r;
 	long long number = -1;
-	if (ring_of(&r) < 0) {
-		swallow(h);
+	if (ring_locked(&r, h) < 0)
 		return -1;
-	}
-	if (call_lock(r.lock, s_acquire) < 0) {
-		swallow(h);
-		goto out;
-	}
 	PyObject *num = PyIter_Next(r.numbers);
 	if (num != NULL) {
 		number = PyLong_AsLongLong(num);
@@ -518,15 +535,9 @@ static int end(long long number, int completion, PyObject *clock, PyObject *stam
 	*ended = -1;
 	Ring r;
 	int ok = 0, taken = 0, rc = -EAGAIN;
-	if (ring_of(&r) < 0) {
-		swallow(h);
+	if (ring_locked(&r, h) < 0)
 		return 0;
-	}
 	Py_ssize_t slot = (Py_ssize_t)(number & r.mask), base = slot * RECORD_BYTES;
-	if (call_lock(r.lock, s_acquire) < 0) {
-		swallow(h);
-		goto out;
-	}
 	if (holds(&r, slot, number, OPEN, DUMPED)) {
 		taken = 1;
 		/* the native reading is pure C (no Python, the GIL held): made under the lock, one section, not two */
@@ -1416,6 +1427,11 @@ static PyObject *record_begin(PyObject *module, PyObject *const *argv, Py_ssize_
 	Py_DECREF(clock);
 	Py_DECREF(stamp);
 	Py_DECREF(t.keep);
+	if (h.type != NULL && number >= 0) { /* the interrupt goes out, the number not: the record with it */
+		PyObject *r = PyObject_CallMethod(g.recorder, "discard", "L", number);
+		Py_XDECREF(r);
+		PyErr_Clear();
+	}
 	return returned(PyLong_FromLongLong(number), &h);
 }
 

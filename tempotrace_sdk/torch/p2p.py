@@ -216,7 +216,7 @@ def _begin_record(name: str, info: GroupInfo, seq: int, nbytes: int, peer: int, 
     except Exception:
         _log.debug("tempotrace.torch: %s not recorded; its span is made now", name, exc_info=True)
         return -1
-    if number >= 0 and not info.native_registered:
+    if number >= 0 and not info.native_registered and info.device.type == "cpu":  # (a host group, as collective())
         register_native(info)
     return number
 

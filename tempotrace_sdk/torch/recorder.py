@@ -167,6 +167,8 @@ class Recorder:
         #: Open records moved out of the ring (ASIDE_MAX at most), by op number: [state, record, context],
         #: each change under ``_slot_lock`` as a slot's.
         self.aside: dict[int, list[Any]] = {}
+        #: slot -> the number a begin set aside from it, until that begin's reading is known (``_put_back``)
+        self._aside_from: dict[int, int] = {}
         #: Their op numbers in the order they ended aside (some since exported: skipped), for ``_make_room``.
         self._ended_aside: collections.deque[int] = collections.deque()
         self.resize(size)
@@ -210,13 +212,21 @@ class Recorder:
         """A new, empty ring of at least ``size`` slots (instrument() with another ``ring_ops``); ops it held
         that were never exported are counted overwritten. Numbering goes on."""
         old = getattr(self, "state", None)
-        if old is not None:
-            with self._slot_lock:
-                for slot, s in enumerate(old):
-                    if s in (OPEN, DUMPED) and self._set_aside(slot, s):
-                        continue
-                    if s in (OPEN, ENDED, ENDING, WRITING):
-                        self._overwritten += 1
+        if old is None:
+            self._replace(size)
+            return
+        with self._slot_lock:  # (a begin or end waiting meanwhile reads the new ring: see ``_holding``)
+            for slot, s in enumerate(old):
+                if s in (OPEN, DUMPED) and self._set_aside(slot, s):
+                    continue
+                if s in (OPEN, ENDED, ENDING, WRITING, DUMPED):
+                    self._overwriting(s, 1)
+            old[:] = bytes(len(old))  # a stale reader of the old ring finds nothing there
+            self._aside_from.clear()
+            self._replace(size)
+
+    def _replace(self, size: int) -> None:
+        old = getattr(self, "state", None)
         slots = 1 << max(0, int(size) - 1).bit_length()
         self.size = slots
         self.mask = slots - 1
@@ -257,8 +267,8 @@ class Recorder:
         clock = state._clock
         if clock is None:
             clock = state.clock
-        states, buffer = self.state, self.buffer
-        with self._slot_lock:
+        with self._slot_lock:  # (the ring read under the lock: a resize replaces it under the lock)
+            states, buffer = self.state, self.buffer
             number = next(self.numbers)
             slot = number & self.mask
             held = states[slot]
@@ -285,15 +295,26 @@ class Recorder:
             ended = _record_end(self, number, completion)
             if ended is not None:
                 return ended  # type: ignore[no-any-return]
-        states, buffer = self.state, self.buffer
-        slot = number & self.mask
-        base = slot * RECORD_BYTES
+        return self.end_aside(number, completion)
+
+    def end_aside(self, number: int, completion: int) -> bool:
+        """``end`` in Python, for the ring or for the records set aside (the C call's end asks when its ring check
+        missed): which of the two holds the op is decided in one section, so a record put back meanwhile
+        (``_put_back``) is ended where it is."""
         with self._slot_lock:
-            held = states[slot] in (OPEN, DUMPED) and _NUMBER.unpack_from(buffer, base)[0] == number
-            if held:
+            states, buffer = self.state, self.buffer
+            slot = number & self.mask
+            base = slot * RECORD_BYTES
+            entry = None
+            if states[slot] in (OPEN, DUMPED) and _NUMBER.unpack_from(buffer, base)[0] == number:
                 states[slot] = ENDING
-        if not held:
-            return self.end_aside(number, completion)  # the ring came round to it while it ran
+            else:
+                entry = self.aside.get(number)
+                if entry is None or entry[0] not in (OPEN, DUMPED):
+                    return False  # overwritten while it ran and not set aside: lost, counted there
+                entry[0] = ENDING
+        if entry is not None:
+            return self._ended_aside_now(number, entry, completion)
         state = get_state()
         clock = state._clock
         if clock is None:
@@ -365,10 +386,12 @@ class Recorder:
     # Under ``_slot_lock``, from a begin (Python's, or the C call's through ``_overwriting``) or a resize.
     def _set_aside(self, slot: int, held: int) -> bool:
         if len(self.aside) >= ASIDE_MAX and not self._make_room():
+            self._aside_from.pop(slot, None)
             return False
         base = slot * RECORD_BYTES
         number = _NUMBER.unpack_from(self.buffer, base)[0]
         self.aside[number] = [held, self.buffer[base:base + RECORD_BYTES], self.parents[slot]]
+        self._aside_from[slot] = number  # (one int a slot at most: replaced at the slot's next set-aside)
         return True
 
     def _make_room(self) -> bool:
@@ -383,31 +406,34 @@ class Recorder:
         return False
 
     def _put_back(self, slot: int) -> bool:
-        """A begin gave ``slot`` back (its reading failed, nothing written): the record set aside from it is the
-        slot's again, or, when its op ended meanwhile, stays aside and the slot is emptied."""
-        number = _NUMBER.unpack_from(self.buffer, slot * RECORD_BYTES)[0]
-        entry = self.aside.get(number)
-        if entry is None:
+        """A begin gave ``slot`` back (its reading failed, nothing written; its state restored): the record it set
+        aside is the slot's again, a flag set meanwhile with it; when that op ended, was exported, discarded or
+        given up meanwhile, it is not: the slot is emptied (an end in progress goes on aside). False: this begin
+        set nothing aside (counted)."""
+        number = self._aside_from.pop(slot, None)
+        if number is None:
             return False
-        if entry[0] in (OPEN, DUMPED):
+        entry = self.aside.get(number)
+        if entry is not None and entry[0] in (OPEN, DUMPED):
             del self.aside[number]
+            base = slot * RECORD_BYTES
+            self.buffer[base:base + RECORD_BYTES] = entry[1]
             self.state[slot] = entry[0]
         else:
             self.state[slot] = EMPTY
         return True
 
-    def end_aside(self, number: int, completion: int) -> bool:
-        """``end`` for an op the ring came round to while it ran (native/opcall's end asks too): False when it
-        was not set aside (then lost, counted where it was overwritten)."""
-        with self._slot_lock:
-            entry = self.aside.get(number)
-            if entry is None or entry[0] not in (OPEN, DUMPED):
-                return False
-            entry[0] = ENDING
+    def _ended_aside_now(self, number: int, entry: list[Any], completion: int) -> bool:
+        """The end of an op set aside, its entry marked ENDING by ``end_aside``."""
         state = get_state()
         clock = state._clock
-        ok = self._end_words(clock if clock is not None else state.clock, state.stamp, entry[1], _START.size,
-                             completion)
+        try:
+            ok = self._end_words(clock if clock is not None else state.clock, state.stamp, entry[1], _START.size,
+                                 completion)
+        except BaseException:  # (an interrupt: not left ENDING for ever, holding a place aside)
+            with self._slot_lock:
+                self.aside.pop(number, None)
+            raise
         with self._slot_lock:
             if ok:
                 entry[0] = ENDED
@@ -426,16 +452,17 @@ class Recorder:
         first, taken: ended ones out of the table; with ``dump`` open ones stay, DUMPED."""
         if not self.aside:
             return []
-        out = []
-        with self._slot_lock:
+        taken = []
+        with self._slot_lock:  # (the records copied under the lock, unpacked outside it: begins wait for neither)
             for number in sorted(n for n, e in self.aside.items() if n in numbers and e[0] in wanted):
                 held, record, context = entry = self.aside[number]
-                out.append(_unpack(record, 0, held == ENDED, context, self.groups))
+                taken.append((bytes(record), held == ENDED, context))
                 if dump and held == OPEN:
                     entry[0] = DUMPED
                 elif held == ENDED:
                     del self.aside[number]
-        return out
+        groups = self.groups
+        return [_unpack(record, 0, ended, context, groups) for record, ended, context in taken]
 
     # -- reading records back ---------------------------------------------------------------------
     def unpack(self, slot: int, ended: bool | None = None) -> OpRecord:
@@ -545,8 +572,8 @@ class Recorder:
         """Every op in the ring not yet exported, open ones included, oldest first (a dump). Ended ones are
         marked exported; open ones DUMPED: their end is exported when it comes (and no later dump repeats
         them). An op being written or ended right now is left to its ``end`` (and the next take)."""
+        taken: list[OpRecord] = []
         last = self.issued
-        taken = self._take_aside(range(last), (OPEN, ENDED), dump=True)
         states, mask = self.state, self.mask
         for number in range(max(0, last - self.size), last):
             slot = number & mask
@@ -559,7 +586,8 @@ class Recorder:
                 continue
             if record is not None:
                 taken.append(record)
-        return taken
+        # then those set aside (older): one the ring hands aside during the scan is DUMPED already, or found here
+        return self._take_aside(range(last), (OPEN, ENDED), dump=True) + taken
 
     def _dump_open(self, slot: int, number: int) -> OpRecord | None:
         with self._slot_lock:
@@ -608,6 +636,7 @@ class Recorder:
         self._slot_lock = _slot_lock()
         self.aside = {}
         self._ended_aside = collections.deque()
+        self._aside_from = {}
         self.resize(self.size)  # (publishes the new ring with the new locks)
         self._overwritten, self._native_base = 0, native_overwritten()
         self.dumped_overwritten = 0
