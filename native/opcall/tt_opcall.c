@@ -1400,6 +1400,16 @@ static PyObject *stats(PyObject *module, PyObject *unused)
 /* Recorder.begin and .end for the ops Python records (point-to-point, async, a group's first): the C call's own
  * begin and end, for the recorder it is configured with. None where they do not apply (another recorder, no
  * ring, a clock without a native mapping): then Python records it. */
+static int resolved_for(PyObject *recorder, PyObject **clock, PyObject **stamp, Target *t)
+{
+	if (recorder != g.recorder || g.ring == NULL)
+		return 0;
+	int rc = resolve(clock, stamp, t);
+	if (rc < 0) /* (dropped: the Python path reads the clock itself, and counts what fails) */
+		PyErr_Clear();
+	return rc == 1;
+}
+
 static PyObject *record_begin(PyObject *module, PyObject *const *argv, Py_ssize_t nargs)
 {
 	long long facts, seq, nbytes, root;
@@ -1407,8 +1417,6 @@ static PyObject *record_begin(PyObject *module, PyObject *const *argv, Py_ssize_
 		PyErr_SetString(PyExc_TypeError, "record_begin(recorder, facts, seq, nbytes, root)");
 		return NULL;
 	}
-	if (argv[0] != g.recorder || g.ring == NULL)
-		Py_RETURN_NONE;
 	facts = PyLong_AsLongLong(argv[1]);
 	seq = PyLong_AsLongLong(argv[2]);
 	nbytes = PyLong_AsLongLong(argv[3]);
@@ -1417,10 +1425,7 @@ static PyObject *record_begin(PyObject *module, PyObject *const *argv, Py_ssize_
 		return NULL;
 	PyObject *clock, *stamp;
 	Target t;
-	int rc = resolve(&clock, &stamp, &t);
-	if (rc < 0)
-		return NULL;
-	if (rc == 0)
+	if (!resolved_for(argv[0], &clock, &stamp, &t))
 		Py_RETURN_NONE;
 	Held h = {NULL, NULL, NULL};
 	long long number = begin(clock, stamp, &t, facts, seq, nbytes, root, &h);
@@ -1441,8 +1446,6 @@ static PyObject *record_end(PyObject *module, PyObject *const *argv, Py_ssize_t 
 		PyErr_SetString(PyExc_TypeError, "record_end(recorder, number, completion)");
 		return NULL;
 	}
-	if (argv[0] != g.recorder || g.ring == NULL)
-		Py_RETURN_NONE;
 	long long number = PyLong_AsLongLong(argv[1]);
 	long completion = PyLong_AsLong(argv[2]);
 	if (PyErr_Occurred())
@@ -1453,10 +1456,7 @@ static PyObject *record_end(PyObject *module, PyObject *const *argv, Py_ssize_t 
 	}
 	PyObject *clock, *stamp;
 	Target t;
-	int rc = resolve(&clock, &stamp, &t);
-	if (rc < 0)
-		return NULL;
-	if (rc == 0)
+	if (!resolved_for(argv[0], &clock, &stamp, &t))
 		Py_RETURN_NONE;
 	Held h = {NULL, NULL, NULL};
 	long long ended;
