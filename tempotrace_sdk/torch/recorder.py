@@ -215,7 +215,7 @@ class Recorder:
         if old is None:
             self._replace(size)
             return
-        with self._slot_lock:  # (a begin or end waiting meanwhile reads the new ring: see ``_holding``)
+        with self._slot_lock:  # (a begin or end waiting meanwhile reads the new ring: both read it under the lock)
             for slot, s in enumerate(old):
                 if s in (OPEN, DUMPED) and self._set_aside(slot, s):
                     continue
