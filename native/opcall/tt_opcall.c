@@ -355,6 +355,14 @@ out:
 	return rc;
 }
 
+/* What resolve() handed out, given back. */
+static void resolved_done(PyObject *clock, PyObject *stamp, Target *t)
+{
+	Py_DECREF(clock);
+	Py_DECREF(stamp);
+	Py_DECREF(t->keep);
+}
+
 static void saturated(PyObject *stamp, Held *h)
 {
 	PyObject *lamport = PyObject_GetAttr(stamp, s_lamport);
@@ -809,9 +817,7 @@ static PyObject *ended_op(long long number, PyObject *clock, PyObject *stamp, Ta
 {
 	long long ended;
 	int ended_ok = end(number, 1, clock, stamp, t, h, &ended);
-	Py_DECREF(clock);
-	Py_DECREF(stamp);
-	Py_DECREF(t->keep);
+	resolved_done(clock, stamp, t);
 	if (ended_ok) {
 		int export = now.valid ? now.retain_export : setting(s_retain, "export");
 		swallow(h);
@@ -868,17 +874,13 @@ static PyObject *p2p_call(HostOp *self, const Call *c, PyObject *entry, long lon
 		swallow(h);
 		Py_XDECREF(seq_obj);
 		Py_DECREF(info);
-		Py_DECREF(clock);
-		Py_DECREF(stamp);
-		Py_DECREF(t->keep);
+		resolved_done(clock, stamp, t);
 		return call_untraced(self, c, h);
 	}
 	long long word = (long long)(((unsigned long long)tag << 32) | (unsigned long long)peer); /* p2p_word */
 	long long number = begin(clock, stamp, t, self->op_index | (gi << 16), seq, nbytes, word, h);
 	if (number < 0) { /* no record: p2p's body makes the op's span, with this seq */
-		Py_DECREF(clock);
-		Py_DECREF(stamp);
-		Py_DECREF(t->keep);
+		resolved_done(clock, stamp, t);
 		PyObject *result = call_tail(self, c, info, seq_obj, h);
 		Py_DECREF(seq_obj);
 		Py_DECREF(info);
@@ -896,9 +898,7 @@ static PyObject *p2p_call(HostOp *self, const Call *c, PyObject *entry, long lon
 		call_aside(result != NULL ? g.recv_completed : g.recv_released, posted, h);
 	Py_XDECREF(posted);
 	if (result == NULL) { /* torch's exception: its span is made */
-		Py_DECREF(clock);
-		Py_DECREF(stamp);
-		Py_DECREF(t->keep);
+		resolved_done(clock, stamp, t);
 		return NULL;
 	}
 	return ended_op(number, clock, stamp, t, h, result);
@@ -932,17 +932,13 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 		swallow(&h);
 		Py_XDECREF(seq_obj);
 		Py_DECREF(info);
-		Py_DECREF(clock);
-		Py_DECREF(stamp);
-		Py_DECREF(t.keep);
+		resolved_done(clock, stamp, &t);
 		return call_untraced(self, c, &h);
 	}
 	number = begin(clock, stamp, &t, self->op_index | (gi << 16), seq, nbytes, root, &h);
 	if (number < 0) { /* no record: the rest of the Python body makes the op's span, with this seq (the op runs
 			     even when an interrupt is held: its seq is taken, the other ranks count on it) */
-		Py_DECREF(clock);
-		Py_DECREF(stamp);
-		Py_DECREF(t.keep);
+		resolved_done(clock, stamp, &t);
 		PyObject *result = call_tail(self, c, info, seq_obj, &h);
 		Py_DECREF(seq_obj);
 		Py_DECREF(info);
@@ -952,9 +948,7 @@ static PyObject *hostop_call(HostOp *self, const Call *c)
 	Py_DECREF(info);
 	PyObject *result = call_op(self, c, number, &h);
 	if (result == NULL) { /* torch's exception: its span is made */
-		Py_DECREF(clock);
-		Py_DECREF(stamp);
-		Py_DECREF(t.keep);
+		resolved_done(clock, stamp, &t);
 		return NULL;
 	}
 	return ended_op(number, clock, stamp, &t, &h, result);
@@ -1429,9 +1423,7 @@ static PyObject *record_begin(PyObject *module, PyObject *const *argv, Py_ssize_
 		Py_RETURN_NONE;
 	Held h = {NULL, NULL, NULL};
 	long long number = begin(clock, stamp, &t, facts, seq, nbytes, root, &h);
-	Py_DECREF(clock);
-	Py_DECREF(stamp);
-	Py_DECREF(t.keep);
+	resolved_done(clock, stamp, &t);
 	if (h.type != NULL && number >= 0) { /* the interrupt goes out, the number not: the record with it */
 		PyObject *r = PyObject_CallMethod(g.recorder, "discard", "L", number);
 		Py_XDECREF(r);
@@ -1461,9 +1453,7 @@ static PyObject *record_end(PyObject *module, PyObject *const *argv, Py_ssize_t 
 	Held h = {NULL, NULL, NULL};
 	long long ended;
 	int ok = end(number, (int)completion, clock, stamp, &t, &h, &ended);
-	Py_DECREF(clock);
-	Py_DECREF(stamp);
-	Py_DECREF(t.keep);
+	resolved_done(clock, stamp, &t);
 	return returned(PyBool_FromLong(ok), &h);
 }
 
