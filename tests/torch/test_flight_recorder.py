@@ -435,30 +435,29 @@ def test_numbers_go_on_across_a_resize(group: None, ring: InMemorySpanExporter) 
     recorder.end(second)
 
 
-def python_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Records begun and ended by Python (its stamp's reads, which a test can make fail), not the C call's."""
+def clock_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on (until ``monkeypatch.undo()``) records are begun and ended by Python, not the C call, and
+    every reading fails there: the native read refuses (as for a clock whose read fails), then the source's own
+    read raises."""
+    from tempotrace_sdk.otel.context import get_state
     from tempotrace_sdk.torch import recorder as recorder_module
+
+    def failing(self: Any, clock: Any) -> Any:
+        raise OSError("the clock went away")
 
     monkeypatch.setattr(recorder_module, "_record_begin", None)
     monkeypatch.setattr(recorder_module, "_record_end", None)
+    stamp = type(get_state().stamp)
+    monkeypatch.setattr(stamp, "op_start", lambda *a, **k: False, raising=False)
+    monkeypatch.setattr(stamp, "op_end", lambda *a, **k: False, raising=False)
+    monkeypatch.setattr(stamp, "tick", failing)
 
 
 def test_a_clock_that_fails_at_the_end_leaves_no_op_open(group: None, ring: InMemorySpanExporter,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """An op left open for ever would look like a hang to the watchdog and pin every later scan."""
-    from tempotrace_sdk.otel.context import get_state
-
     number = recorder.begin(0, group_info(None), 0, 4, -1)
-    stamp = get_state().stamp
-
-    def failing(self: Any, clock: Any) -> Any:
-        raise OSError("the clock went away")
-
-    # the native read refuses (as for a clock whose read fails), then the source's own read raises
-    python_reads(monkeypatch)
-    monkeypatch.setattr(type(stamp), "op_start", lambda *a, **k: False, raising=False)
-    monkeypatch.setattr(type(stamp), "op_end", lambda *a, **k: False, raising=False)
-    monkeypatch.setattr(type(stamp), "tick", failing)
+    clock_fails(monkeypatch)
     assert not recorder.end(number)
     assert recorder.begin(0, group_info(None), 1, 4, -1) == -1  # a start it cannot read is not recorded
     monkeypatch.undo()
@@ -468,21 +467,12 @@ def test_a_clock_that_fails_at_the_end_leaves_no_op_open(group: None, ring: InMe
 def test_a_start_the_clock_cannot_read_costs_the_ring_nothing(group: None, ring: InMemorySpanExporter,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A failed reading records nothing, and overwrites nothing: a full ring keeps every op for the dump."""
-    from tempotrace_sdk.otel.context import get_state
-
     t = torch.ones(2)
     with tt.step():
         for _ in range(recorder.size):
             dist.all_reduce(t)
     before = recorder.overwritten
-    stamp = get_state().stamp
-
-    def failing(self: Any, clock: Any) -> Any:
-        raise OSError("the clock went away")
-
-    python_reads(monkeypatch)
-    monkeypatch.setattr(type(stamp), "op_start", lambda *a, **k: False, raising=False)
-    monkeypatch.setattr(type(stamp), "tick", failing)
+    clock_fails(monkeypatch)
     assert recorder.begin(0, group_info(None), 99, 4, -1) == -1
     monkeypatch.undo()
     assert recorder.overwritten == before
@@ -581,20 +571,11 @@ def test_a_begin_whose_clock_fails_gives_an_open_records_slot_back(group: None, 
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The record set aside when a begin took its slot is the slot's again when that begin's reading fails:
     still open in the ring, ended there."""
-    from tempotrace_sdk.otel.context import get_state
-
     info = group_info(None)
     number = recorder.begin(0, info, 1, 4, -1)
     for _ in range(recorder.size - 1):
         recorder.end(recorder.begin(0, info, 2, 4, -1))
-    stamp = get_state().stamp
-
-    def failing(self: Any, clock: Any) -> Any:
-        raise OSError("the clock went away")
-
-    python_reads(monkeypatch)
-    monkeypatch.setattr(type(stamp), "op_start", lambda *a, **k: False, raising=False)
-    monkeypatch.setattr(type(stamp), "tick", failing)
+    clock_fails(monkeypatch)
     assert recorder.begin(0, info, 3, 4, -1) == -1
     monkeypatch.undo()
     assert not recorder.aside and recorder.open_numbers() == [number]
