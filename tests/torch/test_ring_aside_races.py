@@ -42,7 +42,8 @@ def _set_aside_then(info: Any) -> int:
 
 
 def _failing_reading(monkeypatch: pytest.MonkeyPatch, meanwhile: Any) -> None:
-    """The next begin's reading fails (in Python, so a test can make it fail), ``meanwhile`` run first."""
+    """The next begin's reading fails (in Python, so a test can make it fail), ``meanwhile`` run first: the
+    other thread's step, inside the reading (test_flight_recorder's ``clock_fails`` fails every reading)."""
     monkeypatch.setattr(recorder_module, "_record_begin", None)
     stamp = get_state().stamp
     real = type(stamp).tick
