@@ -30,11 +30,18 @@ __all__ = ["BOOT_ID_PATH", "MAX_EPOCH_WIDTH_NS", "Epoch", "HostDomain", "boot_id
 
 #: The kernel's id of this boot: readings of one clock are comparable only within one boot.
 BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
-#: A measurement of the epoch wider than this is repeated (a preemption between the reads); the
-#: narrowest of the tries is kept. A step smaller than twice the width could go unseen, so the
-#: relative bound every reading carries includes it (``read_ns``).
+#: A measurement of the epoch wider than a domain's width (``HostDomain.max_width_ns``: this, or more
+#: where the clock is slow to read) is repeated (a preemption between the reads); the narrowest of the
+#: tries is kept. A step smaller than twice the width could go unseen, so the relative bound every
+#: reading carries includes it (``read_ns``).
 MAX_EPOCH_WIDTH_NS = 1_000
+#: The width a domain accepts is at least this many times its clock's median sandwich: where one read
+#: of CLOCK_TAI and two of CLOCK_MONOTONIC take 500 ns (a VM's clock source), a fixed 1 µs would call
+#: every sandwich a thread woken from sleep takes too wide to tell, and each such check a change.
+WIDTH_PER_MEDIAN = 4
 _TRIES = 5
+#: Tries of a measurement that the first tries found too wide (rare: a preempted or cold thread).
+_RETRIES = 20
 _READ_SAMPLES = 32
 
 _CLOCK_TAI: int = getattr(time, "CLOCK_TAI", 11)
@@ -69,11 +76,11 @@ class Epoch:
         return abs(self.mid_ns - other.mid_ns) <= self.half_ns + other.half_ns
 
 
-def _measure(read: Callable[[], int]) -> Epoch:
-    """The narrowest of a few sandwiches ``monotonic, read, monotonic``: the constant lies between
-    ``read − second`` and ``read − first``."""
+def _measure(read: Callable[[], int], width_ns: int = MAX_EPOCH_WIDTH_NS, tries: int = _TRIES) -> Epoch:
+    """The narrowest of a few sandwiches ``monotonic, read, monotonic`` (up to ``tries``, fewer once one is
+    no wider than ``width_ns``): the constant lies between ``read − second`` and ``read − first``."""
     best: Epoch | None = None
-    for _ in range(_TRIES):
+    for _ in range(tries):
         m1 = _mono()
         t = read()
         m2 = _mono()
@@ -81,10 +88,26 @@ def _measure(read: Callable[[], int]) -> Epoch:
         got = Epoch((lo + hi) // 2, (hi - lo + 1) // 2)
         if best is None or got.half_ns < best.half_ns:
             best = got
-        if 2 * best.half_ns <= MAX_EPOCH_WIDTH_NS:
+        if 2 * best.half_ns <= width_ns:
             break
     assert best is not None
     return best
+
+
+def _half(epoch: Epoch) -> int:
+    return epoch.half_ns
+
+
+def _width_limit(read: Callable[[], int]) -> int:
+    """The widest epoch measurement a domain accepts: ``WIDTH_PER_MEDIAN`` times the median of its clock's
+    sandwiches, never below ``MAX_EPOCH_WIDTH_NS``."""
+    widths = []
+    for _ in range(_READ_SAMPLES):
+        m1 = _mono()
+        read()
+        widths.append(_mono() - m1)
+    widths.sort()
+    return max(MAX_EPOCH_WIDTH_NS, WIDTH_PER_MEDIAN * widths[len(widths) // 2])
 
 
 def _read_delay(read: Callable[[], int]) -> int:
@@ -121,10 +144,12 @@ class HostDomain:
         self._read = read
         self._lock = threading.Lock()
         made = _mono()
-        self.start = _measure(read)
+        #: The widest epoch measurement a check accepts (ns): a wider one is too wide to tell a step by.
+        self.max_width_ns = _width_limit(read)
+        self.start = _measure(read, self.max_width_ns, _TRIES + _RETRIES)
         #: The relative bound of one reading (ns): the read delay, plus the widest epoch measurement a
         #: check accepts (a step below it could go unseen) and the start's.
-        self.read_ns = _read_delay(read) + MAX_EPOCH_WIDTH_NS + 2 * self.start.half_ns
+        self.read_ns = _read_delay(read) + self.max_width_ns + 2 * self.start.half_ns
         #: (epoch, from, until): CLOCK_MONOTONIC bounds of when the epoch held (until None: it still does).
         self._epochs: list[tuple[Epoch, int, int | None]] = [(self.start, made, None)]
         self._seen_at = made  #: the first CLOCK_MONOTONIC read of the last check that saw the current epoch
@@ -145,12 +170,13 @@ class HostDomain:
                 m2 = _mono()
             except Exception:  # a clock that cannot be read now: nothing can be said since the last check
                 m1 = m2 = _mono()
-                t = cur.mid_ns + m1 + 2 * MAX_EPOCH_WIDTH_NS
+                t = cur.mid_ns + m1 + 2 * self.max_width_ns
             lo, hi = t - m2, t - m1
+            width = self.max_width_ns
             # The common case, one sandwich: narrow enough and meeting the current epoch's interval.
             # (A current epoch too wide to tell, after an unsure check, is measured again until one is not.)
-            if (hi - lo > MAX_EPOCH_WIDTH_NS or hi < cur.mid_ns - cur.half_ns or lo > cur.mid_ns + cur.half_ns
-                    or 2 * cur.half_ns > MAX_EPOCH_WIDTH_NS):
+            if (hi - lo > width or hi < cur.mid_ns - cur.half_ns or lo > cur.mid_ns + cur.half_ns
+                    or 2 * cur.half_ns > width):
                 m2 = self._changed(m1)
             else:
                 self._seen_at = m1
@@ -159,14 +185,19 @@ class HostDomain:
     def _changed(self, m1: int) -> int:
         """The first sandwich did not match: measure carefully; a different epoch (or none narrow enough
         to tell) is a change, which happened after the last check that saw the current epoch and before
-        this measurement's end."""
+        this measurement's end. Too wide after the usual tries, it tries more before taking it as a change:
+        a thread just woken from sleep reads the clock slowly for a while, and every change seen spends one
+        of ``MAX_EPOCHS``."""
+        width = self.max_width_ns
         try:
-            now = _measure(self._read)
+            now = _measure(self._read, width)
+            if 2 * now.half_ns > width:
+                now = min(now, _measure(self._read, width, _RETRIES), key=_half)
         except Exception:
-            now = Epoch(self.current.mid_ns, MAX_EPOCH_WIDTH_NS + 1)
+            now = Epoch(self.current.mid_ns, width + 1)
         end = _mono()
-        wide = 2 * now.half_ns > MAX_EPOCH_WIDTH_NS
-        if wide or 2 * self.current.half_ns > MAX_EPOCH_WIDTH_NS or not now.same(self.current):
+        wide = 2 * now.half_ns > width
+        if wide or 2 * self.current.half_ns > width or not now.same(self.current):
             epoch, since, _ = self._epochs[-1]
             self._epochs[-1] = (epoch, since, end)
             self._epochs.append((now, self._seen_at, None))

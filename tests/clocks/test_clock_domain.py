@@ -101,6 +101,52 @@ def test_many_steps_stop_the_labels_rather_than_guess() -> None:
     assert d.label((clock.read(),)) is None
 
 
+class SlowClock(SteppableClock):
+    """A clock that takes ``read_s`` to read (a VM's clock source), and ``cold_s`` for the next ``cold`` reads
+    (a thread just woken from sleep)."""
+
+    def __init__(self, read_s: float) -> None:
+        super().__init__()
+        self.read_s, self.cold, self.cold_s = read_s, 0, 0.0
+
+    def read(self) -> int:
+        took = self.read_s
+        if self.cold:
+            self.cold -= 1
+            took = self.cold_s
+        end = time.perf_counter() + took
+        while time.perf_counter() < end:
+            pass
+        return super().read()
+
+
+def test_a_clock_slow_to_read_widens_what_a_check_accepts_not_the_epochs() -> None:
+    """Where one sandwich takes longer than 1 µs, every check would be too wide to tell by a fixed limit: a
+    change each, and after MAX_EPOCHS no labels at all. The domain takes its limit from its clock."""
+    from tempotrace_sdk.clocks.domain import MAX_EPOCHS
+
+    clock = SlowClock(2e-6)
+    d = HostDomain("kernel:test:tai", clock.read)
+    for _ in range(MAX_EPOCHS + 1):
+        d.check()
+    assert d.label((clock.read(),)) is d.start
+    assert d.max_width_ns > 2 * MAX_EPOCH_WIDTH_NS
+    assert d.read_ns >= d.max_width_ns  # what a check cannot see is in the relative bound
+    clock.offset += 2 * d.max_width_ns + 1  # a step beyond what the wider limit hides is still seen
+    d.check()
+    assert not d.current.same(d.start) and d.label((clock.read(),)) is d.current
+
+
+def test_a_few_cold_reads_are_tried_past_not_taken_as_a_change() -> None:
+    """A check made just after sleep meets a few slow reads: it tries on rather than spend an epoch."""
+    clock = SlowClock(0.0)
+    d = HostDomain("kernel:test:tai", clock.read)
+    clock.cold, clock.cold_s = 8, 5e-6  # the check's sandwich and the usual five tries, and two more
+    d.check()
+    assert clock.cold == 0 and len(d._epochs) == 1
+    assert d.label((clock.read(),)) is d.start
+
+
 def test_a_clock_that_fails_to_read_is_taken_as_a_change() -> None:
     clock = SteppableClock()
     d = clock.domain()
