@@ -18,6 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import torch.distributed as dist  # noqa: E402
+from p2p_standins import OpenRecv, Peer  # noqa: E402  # tests/torch is on sys.path (no package: it would be torch)
 
 from tempotrace_sdk import torch as tt  # noqa: E402
 from tempotrace_sdk.otel.context import get_state  # noqa: E402
@@ -30,30 +31,6 @@ from tempotrace_sdk.torch.recorder import AMBIGUOUS, COMPLETIONS, OpRecord, peer
 opcall = pytest.importorskip("tempotrace_sdk._opcall", reason="the C call is not built (not Linux, no compiler)")
 
 T = "tempotrace.torch."
-
-
-class Peer:
-    """Stand-ins for dist.send / dist.recv: what they were asked; ``during`` runs inside, ``fail`` raises."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, Any, Any]] = []
-        self.during: Callable[[], None] | None = None
-        self.fail: BaseException | None = None
-
-    def send(self, tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0,
-             group_dst: int | None = None) -> None:
-        self.calls.append(("send", dst, tag))
-        if self.fail is not None:
-            raise self.fail
-
-    def recv(self, tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
-             group_src: int | None = None) -> int:
-        self.calls.append(("recv", src, tag))
-        if self.during is not None:
-            self.during()
-        if self.fail is not None:
-            raise self.fail
-        return 0 if src is None else src
 
 
 @pytest.fixture
@@ -154,18 +131,9 @@ def test_a_receive_in_c_is_marked_when_an_any_source_one_overlaps_it(
     info = group_info(None)
     other = None
 
-    class Open:
-        marked = False
-
-        def is_recording(self) -> bool:
-            return True
-
-        def set_attribute(self, key: str, value: Any) -> None:
-            self.marked = True
-
     def any_source_posted() -> None:
         nonlocal other
-        other = posted(info.open_recvs, Open(), 5, True)[0]
+        other = posted(info.open_recvs, OpenRecv(), 5, True)[0]
 
     fast = opcall.stats()["fast"]
     peer.during = any_source_posted

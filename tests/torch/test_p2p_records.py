@@ -20,6 +20,7 @@ import torch.distributed as dist  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from p2p_standins import OpenRecv, Peer  # noqa: E402  # tests/torch is on sys.path (no package: it would be torch)
 
 from tempotrace_sdk import torch as tt  # noqa: E402
 from tempotrace_sdk.otel.processor import TempoTraceSpanProcessor  # noqa: E402
@@ -45,30 +46,6 @@ def exported(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
     yield exp
     tt.uninstrument()
     provider.shutdown()
-
-
-class Peer:
-    """Stand-ins for dist.send / dist.recv (their signatures): what they were asked, and what they do."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, int, int]] = []
-        self.fail: BaseException | None = None
-        self.during: Any = None  # called inside the op (another thread's receive posted meanwhile)
-
-    def send(self, tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0,
-             group_dst: int | None = None) -> None:
-        self.calls.append(("send", int(dst or 0), tag))
-        if self.fail is not None:
-            raise self.fail
-
-    def recv(self, tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
-             group_src: int | None = None) -> int:
-        self.calls.append(("recv", int(src or 0), tag))
-        if self.during is not None:
-            self.during()
-        if self.fail is not None:
-            raise self.fail
-        return int(src or 0)
 
 
 def _wrapped(peer: Peer) -> tuple[Any, Any]:
@@ -116,21 +93,9 @@ def test_a_receive_overlapping_an_any_source_one_is_marked_on_its_record(
     info = group_info(None)
     other = None
 
-    class Open:
-        """An any-source receive's open span (what posted() marks)."""
-
-        def __init__(self) -> None:
-            self.marked = False
-
-        def is_recording(self) -> bool:
-            return True
-
-        def set_attribute(self, key: str, value: Any) -> None:
-            self.marked = True
-
     def any_source_posted() -> None:
         nonlocal other
-        other = posted(info.open_recvs, Open(), 5, True)[0]
+        other = posted(info.open_recvs, OpenRecv(), 5, True)[0]
 
     peer.during = any_source_posted
     with tt.step(1):
