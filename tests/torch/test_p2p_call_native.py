@@ -174,3 +174,32 @@ def test_a_receive_torch_refuses_leaves_the_c_call_as_raised_released(
     seqs = [(s.attributes or {})[T + "p2p_seq"] for s in exporter.get_finished_spans() if s.name == "torch.recv"]
     assert seqs == [0, 1]
     tt.uninstrument()
+
+
+def test_an_op_set_aside_while_it_ran_is_released_at_its_end_like_one_in_the_ring(
+        peer: Peer, exporter: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ring came round to a receive's record while torch ran it: its end is made aside (end_aside), and
+    counts towards the release as any end does (here one ended op releases)."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    monkeypatch.setattr(wrappers, "RELEASE_AT", 1)
+    _instrument(True, monkeypatch, exporter, gpu=False, retain="export", ring_ops=16, hang_timeout=0)
+    info = group_info(None)
+
+    def ring_comes_round() -> None:
+        for _ in range(recorder.size):
+            recorder.end(recorder.begin(0, info, 2, 4, -1))
+        recorder.take_ended()
+
+    fast = opcall.stats()["fast"]
+    peer.during = ring_comes_round
+    try:
+        with tt.step(1):
+            dist.recv(torch.ones(2), src=1, tag=5)
+            assert opcall.stats()["fast"] - fast == 1  # the C call took it
+            # exported at its end, before the step's exit (the fixture's reading would release first)
+            made = [s.name for s in InMemorySpanExporter.get_finished_spans(exporter)]
+            assert made == ["torch.recv"], made
+            assert not recorder.aside
+    finally:
+        tt.uninstrument()
