@@ -349,7 +349,9 @@ class Recorder:
             get_state().count_error("torch_clock")
             _log.debug("tempotrace.torch: clock read failed", exc_info=True)
             with self._slot_lock:
-                if self.state[slot] == WRITING:
+                # (in the ring the begin took the slot in: a resize since then left it, and another begin may
+                # be writing that slot of the new one)
+                if buffer is self.buffer and self.state[slot] == WRITING:
                     self.state[slot] = held
                     self._overwriting(held, -1, slot)
             return False

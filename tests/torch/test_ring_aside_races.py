@@ -166,3 +166,48 @@ def test_an_interrupt_inside_a_begin_leaves_no_record_open(ring: Any, monkeypatc
     assert issued not in recorder.open_numbers()  # its own record went with the interrupt
     assert recorder.open_numbers() == [number]  # the op it set aside goes on
     assert recorder.end(number)
+
+
+def test_a_begin_whose_reading_fails_after_a_resize_leaves_the_new_ring_alone(
+        ring: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Op A's reading fails after instrument() replaced the ring and op B began in A's slot of the new one: A
+    gives nothing back there (B's slot stays B's, the count of what the resize dropped stays as it is)."""
+    info = group_info(None)
+    for _ in range(recorder.size):  # every slot holds an ended op not yet exported: A's begin overwrites one
+        recorder.end(recorder.begin(0, info, 1, 4, -1))
+    monkeypatch.setattr(recorder_module, "_record_begin", None)
+    stamp = get_state().stamp
+    real = type(stamp).tick
+    monkeypatch.setattr(type(stamp), "op_start", lambda *a, **k: False, raising=False)
+    writing, go = threading.Event(), threading.Event()
+    seen: dict[str, Any] = {"ticks": 0}
+
+    def tick(self: Any, clock: Any) -> Any:
+        seen["ticks"] += 1
+        if seen["ticks"] == 2:  # B's reading: B holds its slot WRITING until let go
+            writing.set()
+            go.wait(5)
+            return real(self, clock)
+        if seen["ticks"] > 2:
+            return real(self, clock)
+        a = recorder.issued  # A's reading: the resize, then B in A's slot of the new ring
+        recorder.resize(recorder.size)
+        seen["dropped"] = recorder.overwritten
+        for _ in range(recorder.size - 1):
+            next(recorder.numbers)
+        seen["b"] = threading.Thread(target=lambda: seen.setdefault("b_number", recorder.begin(0, info, 3, 4, -1)))
+        seen["b"].start()
+        assert writing.wait(5) and recorder.state[a & recorder.mask] != 0
+        seen["a"] = a
+        raise OSError("the clock went away")
+
+    monkeypatch.setattr(type(stamp), "tick", tick)
+    assert recorder.begin(0, info, 2, 4, -1) == -1
+    slot = seen["a"] & recorder.mask
+    assert recorder.state[slot] == recorder_module.WRITING  # B's, still
+    assert recorder.overwritten == seen["dropped"]
+    go.set()
+    seen["b"].join(5)
+    monkeypatch.undo()
+    assert seen["b_number"] == seen["a"] + recorder.size and recorder.open_numbers() == [seen["b_number"]]
+    assert recorder.end(seen["b_number"])
