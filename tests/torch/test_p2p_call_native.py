@@ -182,7 +182,9 @@ def test_an_op_set_aside_while_it_ran_is_released_at_its_end_like_one_in_the_rin
     counts towards the release as any end does (here one ended op releases)."""
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+    release_at = wrappers.RELEASE_AT
     monkeypatch.setattr(wrappers, "RELEASE_AT", 1)
+    monkeypatch.setattr(wrappers, "_configured", False)  # (the C call is configured once a process)
     _instrument(True, monkeypatch, exporter, gpu=False, retain="export", ring_ops=16, hang_timeout=0)
     info = group_info(None)
 
@@ -203,3 +205,5 @@ def test_an_op_set_aside_while_it_ran_is_released_at_its_end_like_one_in_the_rin
             assert not recorder.aside
     finally:
         tt.uninstrument()
+        wrappers.RELEASE_AT, wrappers._configured = release_at, False
+        assert wrappers._configure()  # the C call as every other test has it
