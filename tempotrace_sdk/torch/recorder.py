@@ -268,7 +268,7 @@ class Recorder:
         if clock is None:
             clock = state.clock
         with self._slot_lock:  # (the ring read under the lock: a resize replaces it under the lock)
-            states, buffer = self.state, self.buffer
+            states, buffer, parents = self.state, self.buffer, self.parents  # (one ring: a resize swaps all three)
             number = next(self.numbers)
             slot = number & self.mask
             held = states[slot]
@@ -280,7 +280,7 @@ class Recorder:
         if start is None or not start(clock, buffer, base, number, facts, seq, nbytes, root):
             if not self._start_words(clock, stamp, buffer, base, number, facts, seq, nbytes, root, slot, held):
                 return -1
-        self.parents[slot] = get_current()  # the span is looked up when the record becomes one (cheaper here)
+        parents[slot] = get_current()  # the span is looked up when the record becomes one (cheaper here)
         states[slot] = OPEN
         if number >= self.issued:
             self.issued = number + 1
