@@ -94,32 +94,33 @@ def _measure(read: Callable[[], int], width_ns: int = MAX_EPOCH_WIDTH_NS, tries:
     return best
 
 
-def _half(epoch: Epoch) -> int:
-    return epoch.half_ns
+def _median(sample: Callable[[], int]) -> int:
+    """The median of ``_READ_SAMPLES`` samples."""
+    values = sorted(sample() for _ in range(_READ_SAMPLES))
+    return values[len(values) // 2]
 
 
 def _width_limit(read: Callable[[], int]) -> int:
     """The widest epoch measurement a domain accepts: ``WIDTH_PER_MEDIAN`` times the median of its clock's
     sandwiches, never below ``MAX_EPOCH_WIDTH_NS``."""
-    widths = []
-    for _ in range(_READ_SAMPLES):
+
+    def sandwich() -> int:
         m1 = _mono()
         read()
-        widths.append(_mono() - m1)
-    widths.sort()
-    return max(MAX_EPOCH_WIDTH_NS, WIDTH_PER_MEDIAN * widths[len(widths) // 2])
+        return _mono() - m1
+
+    return max(MAX_EPOCH_WIDTH_NS, WIDTH_PER_MEDIAN * _median(sandwich))
 
 
 def _read_delay(read: Callable[[], int]) -> int:
     """The median time between two back-to-back readings: how close to each other two events can be and
     still be told apart by this process's reads."""
-    gaps = []
-    for _ in range(_READ_SAMPLES):
+
+    def gap() -> int:
         a = read()
-        b = read()
-        gaps.append(b - a)
-    gaps.sort()
-    return max(1, gaps[len(gaps) // 2])
+        return read() - a
+
+    return max(1, _median(gap))
 
 
 class HostDomain:
@@ -190,9 +191,7 @@ class HostDomain:
         of ``MAX_EPOCHS``."""
         width = self.max_width_ns
         try:
-            now = _measure(self._read, width)
-            if 2 * now.half_ns > width:
-                now = min(now, _measure(self._read, width, _RETRIES), key=_half)
+            now = _measure(self._read, width, _TRIES + _RETRIES)
         except Exception:
             now = Epoch(self.current.mid_ns, width + 1)
         end = _mono()
