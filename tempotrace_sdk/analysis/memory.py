@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from .events import Sends, SpanRecord
 
@@ -55,6 +56,11 @@ class TraceMemory:
         old = self._traces.pop(trace_id, None)
         self._traces[trace_id] = head + (old[_POS:] + ids if earlier and old is not None else ids)
 
+    def remember_ids(self, trace_id: str, ids: bytes, last_pos: int) -> None:
+        """``remember`` of a new trace's first part, its span ids as 8 octets each (plainlane.py)."""
+        self._traces.pop(trace_id, None)
+        self._traces[trace_id] = last_pos.to_bytes(_POS, "big", signed=True) + ids
+
     def forget_before(self, limit: int) -> None:
         """Drop traces whose last span lies before ``limit`` (oldest first; the order is close to that)."""
         traces = self._traces
@@ -83,8 +89,20 @@ class Senders:
         self._by_key[s.trace_id + s.span_id] = sender
         return sender
 
+    def put_rows(self, keys: list[str], rows: list[tuple[int, Any, int]]) -> None:
+        """``add`` of spans the plain lane holds as arrays (plainlane.py): each kept as (position, its block, its
+        row) until a hop asks for it (most are never asked: their receivers were in their own part)."""
+        self._by_key.update(zip(keys, rows, strict=True))  # type: ignore[arg-type]
+
     def get(self, trace_id: str, span_id: str) -> Sender | None:
-        return self._by_key.get(trace_id + span_id)
+        return self.get_key(trace_id + span_id)
+
+    def get_key(self, key: str) -> Sender | None:
+        sender = self._by_key.get(key)
+        if sender is not None and len(sender) == 3:  # a plain row's: made now
+            pos, block, row = sender
+            sender = self._by_key[key] = block.sender(row, pos)
+        return sender
 
     def forget_before(self, limit: int) -> None:
         by_key = self._by_key
@@ -112,6 +130,9 @@ class Waiting:
 
     def take(self, trace_id: str, span_id: str) -> list[SpanRecord] | None:
         return self._by_key.pop(trace_id + span_id, None)
+
+    def take_key(self, key: str) -> list[SpanRecord] | None:
+        return self._by_key.pop(key, None)
 
     def take_before(self, limit: int | None) -> Iterator[SpanRecord]:
         """Receivers that waited since before ``limit`` (all of them with None): no client can match them."""

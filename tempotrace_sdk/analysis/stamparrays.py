@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..wire.layout import UNCERTAINTY_SATURATED
-from .events import Stamp
+from .events import QUALITIES, Stamp
 
 try:
     from .. import _columns
@@ -26,6 +26,7 @@ __all__ = ["SAFE", "StampArrays", "times"]
 #: readings and times from here on (or negative ones) are not put through int64 sums
 SAFE = 1 << 62
 _UNKNOWN = "UNKNOWN"
+_UNKNOWN_NUMBER = QUALITIES.index(_UNKNOWN)
 #: the flags column's bits (native/columns/tt_stampfields.h)
 _HAVE, _UNKNOWN_BIT, _DEGRADED, _DOMAIN = 1, 2, 4, 8
 
@@ -71,6 +72,21 @@ class StampArrays:
         else:
             self.domain, self.domains = [None] * n, False
 
+    @classmethod
+    def of_arrays(cls, ptp: np.ndarray, unc: np.ndarray, quality: np.ndarray, lts: np.ndarray,
+                  degraded: np.ndarray) -> StampArrays:
+        """Stamps that are all readings with a Lamport value and no domain (a stamps text's, plainlane.py), from
+        their fields: ``quality`` as the number events.QUALITIES names."""
+        self = cls.__new__(cls)
+        n = len(ptp)
+        self.stamps = _Readings(unc)
+        self.have = np.ones(n, dtype=bool)
+        self.ptp, self.unc, self.lts = ptp, unc, lts
+        self.unknown = quality == _UNKNOWN_NUMBER
+        self.degraded = degraded
+        self.domain, self.domains = [None] * n, False
+        return self
+
     def _gather(self, stamps: Sequence[Stamp]) -> None:
         ptp = [s.ptp_ns for s in stamps]
         self.have = np.array([p is not None for p in ptp], dtype=bool)
@@ -94,6 +110,28 @@ class StampArrays:
         """Every reading in [0, 2^62) ns."""
         readings = self.ptp[self.have]
         return not len(readings) or (int(readings.min()) >= 0 and int(readings.max()) < SAFE)
+
+
+class _Readings(Sequence[Any]):
+    """What the rules read of single stamps of ``of_arrays``' (a violation's claimed bounds): the bound, no
+    domain."""
+
+    def __init__(self, unc: np.ndarray) -> None:
+        self._unc = unc
+
+    def __len__(self) -> int:
+        return len(self._unc)
+
+    def __getitem__(self, k: Any) -> Any:
+        return _Reading(int(self._unc[k]))
+
+
+class _Reading:
+    __slots__ = ("uncertainty_ns",)
+    domain = None
+
+    def __init__(self, uncertainty_ns: int) -> None:
+        self.uncertainty_ns = uncertainty_ns
 
 
 def times(values: Sequence[int | None]) -> np.ndarray | None:

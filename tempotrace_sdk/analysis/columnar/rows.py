@@ -202,7 +202,7 @@ class Records:
     refuses is no longer clean (``clean`` is updated in place: the caller hands such a row to the reference)."""
 
     def __init__(self, table: pa.Table, clean: np.ndarray, shard: tuple[int, int] | None, stamps: StampsSource,
-                 fields: SpanFields | None = None) -> None:
+                 fields: SpanFields | None = None, plain: np.ndarray | None = None) -> None:
         self.shard = shard
         n = table.num_rows
         # the OTLP fields: decoded with the table's lines (decode.SpanFields), else a span table's columns
@@ -216,10 +216,14 @@ class Records:
         # the rows whose records stretch() makes: clean, and of the owned traces (the values of others are not read)
         made = clean if shard is None else clean & _owned(self.trace_id, clean, shard)
         readings: list[Any] = [None] * n  # (start, end, remote, recv lts, sends, sketch, remote sketch)
-        stamps.fill(np.flatnonzero(has_text & made), span_id, parent, degraded, readings)
+        # the plain lane's rows (columnar/plain.py) are read from the stamps' arrays: their readings are made
+        # only for a row it hands back (``records_at``)
+        self._stamps, self._degraded, self._readings = stamps, degraded, readings
+        stamps.fill(np.flatnonzero(has_text & made & (True if plain is None else ~plain)), span_id, parent,
+                    degraded, readings)
         self._plain(table, np.flatnonzero(~has_text & made), degraded, readings, clean)
         self._in_domains(table, np.flatnonzero(made), readings)
-        ident = identity(table)
+        ident = self.ident = identity(table)
         job_id, restart = _shared(ident["job_id"]), ident["restart"].to_pylist()
         jobs = [None if j is None else _job_key(j, r) for j, r in zip(job_id, restart, strict=True)]
         torch: list[TorchOp | None] = [None] * n
@@ -316,6 +320,25 @@ class Records:
             "reason", "ops", "pending", "overwritten", "requested_by"))
         for k, i in enumerate(rows.tolist()):
             out[i] = DumpInfo(reason[k], ops[k], pending[k], overwritten[k], by[k])
+
+    def records_at(self, rows: list[int], positions: list[int]) -> list[SpanRecord]:
+        """The records of the plain lane's ``rows`` at ``positions`` (rows it hands back to the per-span stages),
+        their readings made now: equal to the ones ``stretch`` makes."""
+        readings = self._readings
+        todo = [i for i in rows if readings[i] is None]
+        if todo:
+            _, span_id, parent, *_ = self.columns
+            self._stamps.fill(np.array(todo, dtype=np.int64), span_id, parent, self._degraded, readings)
+        return [self._record(i, p) for i, p in zip(rows, positions, strict=True)]
+
+    def _record(self, i: int, pos: int) -> SpanRecord:
+        (trace_id, span_id, parent, name, kind, host, stamps, start_ns, end_ns, rank, source, profile, number,
+         degraded, clock, torch, step, occurrence, job, dump) = self.columns
+        start, end, remote, recv, sends, sketch, rsketch = stamps[i]
+        return SpanRecord(
+            trace_id[i], span_id[i], parent[i], name[i], kind[i], host[i], start, end, start_ns[i], end_ns[i],
+            sketch, rank[i], source[i], profile[i], sends, remote, rsketch, recv, number[i], pos, degraded[i],
+            clock[i], torch[i], step[i], occurrence[i], job[i], None, dump[i])
 
     def stretch(self, first: int, n: int, pos: int) -> list[SpanRecord]:
         """The records of rows first..first+n-1 (a line, or a stretch of a span table's rows; the first at
