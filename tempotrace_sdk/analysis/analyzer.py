@@ -34,6 +34,7 @@ from .events import SpanRecord
 from .hopbatch import HopBatch
 from .memory import Sender, Senders, TraceMemory, Waiting
 from .p2p import Messages
+from .plainlane import PlainLane, PlainRun
 from .report import AnalysisReport
 from .stepgather import StepGatherer
 from .stepparent import is_virtual_step_parent
@@ -51,6 +52,12 @@ MIN_REMEMBER = 4096
 
 
 _JOB = attrgetter("job")
+
+
+def _first(part: list[SpanRecord | int]) -> int:
+    """The position of a part's first span (a plain row stands as its position)."""
+    x = part[0]
+    return x if type(x) is int else x.pos  # type: ignore[union-attr]
 
 
 def _completes(span: SpanRecord, held: SpanRecord) -> bool:
@@ -90,6 +97,8 @@ class Analyzer:
         # hopbatch.py: the same counts)
         self.pairs = ParentChildBatch(self.judge) if batch_edges else None
         self.hops = HopBatch(self.judge) if batch_edges else None
+        # the columnar engine's plain lane: parts of plain rows (columnar/plain.py) counted a batch at a time
+        self.lane = PlainLane(self) if batch_edges else None
         self.traces = TraceMemory(dedup_spans)
         self.senders = Senders()
         self.waiting = Waiting()
@@ -97,8 +106,9 @@ class Analyzer:
         self.steps = StepGatherer(self.report, self.horizon)
         self.collectives = Collectives(self.judge, self.report, topology, self.horizon, keep, self.steps)
         self.messages = Messages(self.judge, self.report, self.horizon, keep)
-        # trace id -> open part, in order of first position (an OrderedDict: memory.TraceMemory says why)
-        self._open: OrderedDict[str, list[SpanRecord]] = OrderedDict()
+        # trace id -> open part, in order of first position (an OrderedDict: memory.TraceMemory says why); a
+        # plain row (PlainRun) stands in a part as its position, an int
+        self._open: OrderedDict[str, list[SpanRecord | int]] = OrderedDict()
         self._pos = -1  # the last position seen
         self._step = max(1, self.window // 16)  # how often (positions) to analyse parts that can grow no more
         self._next_sweep = self._step
@@ -112,13 +122,20 @@ class Analyzer:
         """Buffer spans into parts (module doc); spans with ``pos`` -1 are numbered here, in order."""
         self.add_batches((spans,))
 
-    def add_batches(self, batches: Iterable[Iterable[SpanRecord]]) -> None:
+    def add_batches(self, batches: Iterable[Iterable[SpanRecord] | PlainRun]) -> None:
         """``add_all`` for batches of spans (the reader's lines)."""
         rep, open_, window = self.report, self._open, self.window
         get = open_.get
         pos = self._pos
         n = 0
         for spans in batches:
+            if isinstance(spans, PlainRun):
+                self._pos = pos
+                rep.spans += n
+                n = 0
+                self._add_plain(spans)
+                pos = self._pos
+                continue
             for span in spans:
                 n += 1
                 p = span.pos
@@ -131,9 +148,9 @@ class Analyzer:
                 part = get(tid)
                 if part is None:
                     open_[tid] = [span]
-                elif p - part[0].pos >= window:  # the part has lasted a window: it is complete
+                elif p - _first(part) >= window:  # the part has lasted a window: it is complete
                     del open_[tid]
-                    self._analyse(part)
+                    self._close(tid, part)
                     open_[tid] = [span]
                 else:
                     part.append(span)
@@ -142,6 +159,33 @@ class Analyzer:
         self._pos = pos
         rep.spans += n
 
+    def _add_plain(self, run: PlainRun) -> None:
+        """``add_batches`` for a line of plain rows: each stands in its part as its position."""
+        assert self.lane is not None, "plain rows reach only an analyzer with the plain lane"
+        self.lane.add_run(run)
+        open_, window = self._open, self.window
+        get = open_.get
+        pos = self._pos
+        trace_id, first, at = run.block.trace_id, run.first, run.pos
+        for i in run.rows:
+            p = at + i - first
+            if p > pos:
+                pos = p
+            tid = trace_id[i]
+            part = get(tid)
+            if part is None:
+                open_[tid] = [p]
+            elif p - _first(part) >= window:
+                del open_[tid]
+                self._close(tid, part)
+                open_[tid] = [p]
+            else:
+                part.append(p)
+            if pos >= self._next_sweep:
+                self._sweep(pos)
+        self._pos = pos
+        self.report.spans += len(run.rows)
+
     def _sweep(self, pos: int) -> None:
         """Analyse the parts no span can join any more; forget what is out of every horizon."""
         limit = pos - self.window
@@ -149,10 +193,13 @@ class Analyzer:
         while open_:
             tid = next(iter(open_))
             part = open_[tid]
-            if part[0].pos > limit:
+            if _first(part) > limit:
                 break
             del open_[tid]
-            self._analyse(part)
+            self._close(tid, part)
+        if self.lane is not None:  # (before the waiting receivers are given up: a queued sender may be theirs)
+            self.lane.flush()
+            self.lane.forget_before(_first(open_[next(iter(open_))]) if open_ else pos + 1)
         # Every part analysed from now on starts after `limit`: nothing before these can match it.
         self.traces.forget_before(limit - self.traces.horizon)
         self.senders.forget_before(limit - self.horizon)
@@ -168,7 +215,9 @@ class Analyzer:
         """Analyse what is left and return the report."""
         open_ = self._open
         while open_:
-            self._analyse(open_.popitem(last=False)[1])
+            self._close(*open_.popitem(last=False))
+        if self.lane is not None:
+            self.lane.flush()
         for receiver in self.waiting.take_before(None):  # senders that never showed up: blame nobody
             self._hop(receiver, None)
         self.collectives.expire(None)  # ranks that never joined: incomplete
@@ -185,6 +234,21 @@ class Analyzer:
         return rep
 
     # -- one part of one trace ------------------------------------------------------
+    def _close(self, tid: str, part: list[SpanRecord | int]) -> None:
+        """A part is complete: queued in the plain lane when all its rows are plain and the lane may take it,
+        else analysed here, its plain rows made into records first."""
+        lane = self.lane
+        if lane is None:
+            self._analyse(part)  # type: ignore[arg-type]  # (only records without the lane)
+            return
+        if tid in lane.tids:  # an earlier part of the trace is queued: it is counted first (every sweep empties the
+            lane.flush()  # queue, and a trace's next part completes a window later: a guard, not a path)
+        plain = [x for x in part if type(x) is int]
+        if len(plain) == len(part) and lane.takes(tid, plain):
+            lane.queue(tid, plain)
+            return
+        self._analyse(lane.records(part) if plain else part)  # type: ignore[arg-type]
+
     def _analyse(self, spans: list[SpanRecord]) -> None:
         rep = self.report
         tid = spans[0].trace_id

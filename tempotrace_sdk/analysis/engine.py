@@ -77,7 +77,7 @@ def run(sources: list[Source], topology: Topology | None, options: Options, shar
                         dedup_spans=options.dedup, batch_edges=options.columnar)
     analyzer.report.inputs = len(sources)
     reader = TraceReader(sources, analyzer.report, strict=options.strict, max_line=options.max_line, shard=shard,
-                         progress=progress, columnar=options.columnar)
+                         progress=progress, columnar=options.columnar, plain=options.columnar)
     analyzer.add_batches(reader.batches())
     report = analyzer.finish()
     return Outcome((report, analyzer.ledger), reader.trace_lines, reader.positions)

@@ -70,10 +70,13 @@ class TraceReader:
         shard: tuple[int, int] | None = None,
         progress: Progress | None = None,
         columnar: bool = False,
+        plain: bool = False,
     ) -> None:
         self.sources = sources
         #: decode lines a block at a time as columns (the records are the same: columnar/lines.py)
         self.columnar = columnar
+        #: hand a line of plain rows on as a PlainRun, not records (columnar/plain.py: an Analyzer with a lane)
+        self.plain = plain
         self.report = report
         self.strict = strict
         self.max_line = max_line
@@ -123,7 +126,7 @@ class TraceReader:
 
         def flush() -> Iterator[list[SpanRecord]]:
             lines = [(number, item) for _, number, item in pending if isinstance(item, bytes) and item]
-            results = iter(decode_block(lines, self.positions, self.shard)) if lines else iter(())
+            results = iter(decode_block(lines, self.positions, self.shard, plain=self.plain)) if lines else iter(())
             for source, number, item in pending:
                 data = self._line(source, number, item)
                 if data is None:

@@ -26,6 +26,7 @@ from ... import semconv as S
 from ..otlp import BadLine, LineResult, decode_line
 from .arrow import scalar
 from .decode import ATTRIBUTE_PREFIX, SpanColumns, SpanFields
+from .plain import PlainRows, plain_candidates, plain_run
 from .records import torch_refusals
 from .rows import Records, TextStamps
 from .rules import may_break
@@ -38,9 +39,10 @@ _LOSS = b'"tempotrace.export.'
 
 
 def decode_block(lines: Sequence[tuple[int, bytes]], pos: int, shard: tuple[int, int] | None = None,
-                 native: bool = True) -> list[LineResult | BadLine]:
+                 native: bool = True, plain: bool = False) -> list[LineResult | BadLine]:
     """``[decode_line(data, number, p, shard) ...]`` for the (line number, bytes) ``lines``, each line's first
-    position ``p`` following from ``pos`` as the reference's would (a BadLine takes none), as values."""
+    position ``p`` following from ``pos`` as the reference's would (a BadLine takes none), as values; with
+    ``plain``, a line whose rows are all plain holds a ``PlainRun`` (plain.py) in place of its records."""
     cols = SpanColumns(native)
     rows: list[tuple[int, int]] = []  # each line's rows in the table (start, count); count 0: the reference's
     for number, data in lines:
@@ -49,13 +51,26 @@ def decode_block(lines: Sequence[tuple[int, bytes]], pos: int, shard: tuple[int,
         rows.append((first, n if n and _resources_plain(cols, first, resources) else 0))
     table = cols.table() if cols.line else None
     clean = _clean_rows(cols.fields(), table) if table is not None else np.zeros(0, dtype=bool)
-    made = Records(table, clean, shard, TextStamps(table, native), cols.fields()) \
-        if table is not None and clean.any() else None
+    made = lane = None
+    if table is not None and clean.any():
+        stamps = TextStamps(table, native)
+        taken = _plain_lines(table, clean, stamps, rows) if plain else None
+        if taken is not None and not taken.any():
+            taken = None
+        made = Records(table, clean, shard, stamps, cols.fields(), taken)
+        if taken is not None:
+            lane = PlainRows(made, stamps)
+            if not lane.usable():  # (the rows' records are made as the others' are)
+                made = Records(table, clean, shard, stamps, cols.fields())
+                lane = taken = None
     out: list[LineResult | BadLine] = []
     for (number, data), (first, n) in zip(lines, rows, strict=True):
         if n and clean[first:first + n].all():
             assert made is not None
-            out.append(LineResult(made.stretch(first, n, pos), n))
+            if lane is not None and taken is not None and taken[first]:
+                out.append(LineResult(plain_run(lane, first, n, pos, shard), n))  # type: ignore[arg-type]
+            else:
+                out.append(LineResult(made.stretch(first, n, pos), n))
             pos += n
             continue
         try:
@@ -66,6 +81,16 @@ def decode_block(lines: Sequence[tuple[int, bytes]], pos: int, shard: tuple[int,
         out.append(result)
         pos += result.spans
     return out
+
+
+def _plain_lines(table: pa.Table, clean: np.ndarray, stamps: TextStamps, rows: list[tuple[int, int]]) -> np.ndarray:
+    """The rows of the lines whose rows are all plain (plain.py; a line is taken whole or not at all)."""
+    candidates = plain_candidates(table, clean & ~stamps.refused, stamps)
+    taken = np.zeros(len(clean), dtype=bool)
+    for first, n in rows:
+        if n and candidates[first:first + n].all():
+            taken[first:first + n] = True
+    return taken
 
 
 def _resources_plain(cols: SpanColumns, first_row: int, first: int) -> bool:
