@@ -59,6 +59,9 @@ class RowsResult(msgspec.Struct, gc=False):
     records: list[SpanRecord]
     bad: list[tuple[int, str, int, str]] | None = None
     loss: list[tuple[str, int]] | None = None
+    #: the stretch in input order as the analyzer takes it: lists of records and plain runs (columnar/parquet.py,
+    #: asked for plain rows); None: ``records`` is all of it
+    batches: list[Any] | None = None
 
 
 def _any(kind: str, value: Any) -> AnyValue:

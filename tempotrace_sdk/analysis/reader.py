@@ -227,9 +227,12 @@ class TraceReader:
         """Rows lo..hi-1 of the piece's file, read as one line: a position per row, refusals counted."""
         if hi <= lo or piece.table is None:
             return
-        group = piece.columnar_view() if self.columnar else piece.rows_view()
         self.lines += 1
-        result = group.records(lo - piece.first, hi - piece.first, self.positions, self.shard)
+        if self.columnar:
+            result = piece.columnar_view().records(lo - piece.first, hi - piece.first, self.positions, self.shard,
+                                                   self.plain)
+        else:
+            result = piece.rows_view().records(lo - piece.first, hi - piece.first, self.positions, self.shard)
         self.positions += hi - lo
         rep = self.report
         for index, path, line, reason in result.bad or ():
@@ -238,7 +241,12 @@ class TraceReader:
             rep.note_bad(path, line, reason, True, (self.lines, index))
         for writer, dropped in result.loss or ():
             rep.note_loss(writer, dropped)
-        if result.records:
+        if result.batches is not None:
+            for batch in result.batches:
+                if batch:
+                    self.kept += len(batch)
+                    yield batch
+        elif result.records:
             self.kept += len(result.records)
             yield result.records
 

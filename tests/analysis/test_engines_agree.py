@@ -39,9 +39,10 @@ def _partitions(path: str, window: int, n: int, columnar: bool = False, keep: in
     return comparable(merge_reports([o.partial for o in outcomes], options.keep).to_dict())
 
 
-def _parquet(path: str, window: int, engine: str = "reference") -> dict[str, Any]:
+def _parquet(path: str, window: int, engine: str = "reference", keep: int | None = None) -> dict[str, Any]:
     table = converted([path], path + ".parquet")
-    return comparable(analyze(table, window_spans=window, engine=engine).to_dict())
+    kept = {} if keep is None else {"keep": keep}
+    return comparable(analyze(table, window_spans=window, engine=engine, **kept).to_dict())
 
 
 WAYS = {
@@ -60,6 +61,7 @@ NOTHING_KEPT = {
     "columnar, nothing kept": lambda path, window: comparable(
         analyze(path, window_spans=window, keep=0, engine="columnar").to_dict()),
     "columnar, two partitions, nothing kept": lambda path, window: _partitions(path, window, 2, True, 0),
+    "columnar, from a span table, nothing kept": lambda path, window: _parquet(path, window, "columnar", 0),
     "columnar, five kept": lambda path, window: comparable(
         analyze(path, window_spans=window, keep=5, engine="columnar").to_dict()),
 }

@@ -20,7 +20,7 @@ from tempotrace_sdk.analysis.inputs import expand
 from tempotrace_sdk.analysis.reader import TraceReader
 
 from .enginegen import http_trace
-from .parquetgen import comparable
+from .parquetgen import comparable, converted
 
 pytest.importorskip("pyarrow")
 
@@ -66,11 +66,14 @@ def test_the_plain_lane_gives_the_reference_report(drawn: tuple[list[str], dict[
     assert got == want, "the columnar engine (its plain lane) differs from the reference"
     split = comparable(analyze(str(path), engine="columnar", jobs=2, **options).to_dict())
     assert split == want, "the columnar engine split in two partitions differs from the reference"
+    table = converted([str(path)], str(tmp_path / "plain.parquet"))
+    from_table = comparable(analyze(table, engine="columnar", **options).to_dict())
+    assert from_table == want, "the columnar engine reading the span table (its plain lane) differs from the reference"
 
 
 def test_the_lane_counts_http_parts_itself(tmp_path: Path) -> None:
-    """Not a lane that hands everything back: on HTTP traces with nothing kept it counts the parts itself (and
-    the report is still the reference's)."""
+    """Not a lane that hands everything back: on HTTP traces with nothing kept it counts the parts itself, from the
+    OTLP JSON and from the span table converted from it (and the report is still the reference's)."""
     from .enginegen import _http
 
     lines = _http({"h0": "sim:ptp", "h1": "sim:liar", "h2": "sim:ntp"}, 3, 7)
@@ -81,6 +84,8 @@ def test_the_lane_counts_http_parts_itself(tmp_path: Path) -> None:
     assert counted >= 3
     assert report == comparable(analyze(str(path), engine="reference", **options).to_dict())
     assert report["hops"]["total"] > 0 and report["edges"]["total"] > 0
+    from_table, counted = _lane(converted([str(path)], str(tmp_path / "http.parquet")), **options)  # a span table's
+    assert counted >= 3 and from_table == report
 
 
 def _edited(lines: list[str], edit: Any) -> list[str]:

@@ -59,7 +59,8 @@ def decode_block(lines: Sequence[tuple[int, bytes]], pos: int, shard: tuple[int,
             taken = None
         made = Records(table, clean, shard, stamps, cols.fields(), taken)
         if taken is not None:
-            lane = PlainRows(made, stamps)
+            assert stamps.block is not None  # (plain rows have a decoded text)
+            lane = PlainRows(made, stamps.block, taken)
             if not lane.usable():  # (the rows' records are made as the others' are)
                 made = Records(table, clean, shard, stamps, cols.fields())
                 lane = taken = None
@@ -85,7 +86,9 @@ def decode_block(lines: Sequence[tuple[int, bytes]], pos: int, shard: tuple[int,
 
 def _plain_lines(table: pa.Table, clean: np.ndarray, stamps: TextStamps, rows: list[tuple[int, int]]) -> np.ndarray:
     """The rows of the lines whose rows are all plain (plain.py; a line is taken whole or not at all)."""
-    candidates = plain_candidates(table, clean & ~stamps.refused, stamps)
+    if stamps.block is None:  # (no text the C decoder read)
+        return np.zeros(len(clean), dtype=bool)
+    candidates = plain_candidates(table, clean & stamps.present & ~stamps.refused)
     taken = np.zeros(len(clean), dtype=bool)
     for first, n in rows:
         if n and candidates[first:first + n].all():

@@ -15,6 +15,7 @@ whose columns are not of the schema's types (a file another tool wrote) is read 
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -33,16 +34,21 @@ from ..values import RESOURCE, SPAN
 from .arrow import scalar
 from .decode import ATTRIBUTE_COLUMNS, ATTRIBUTE_PREFIX, RESOURCE_COLUMNS, RESOURCE_PREFIX
 from .pivot import ARROW_TYPES
+from .plain import PlainRows, plain_candidates, plain_run
 from .records import torch_refusals
 from .rows import Records
 from .rules import may_break
 from .sketchmask import own_sketches
+from .stamps import StampsBlock
 
 __all__ = ["ParquetRows"]
 
 assert QUALITIES == QUALITY_NAMES  # (a quality's name is its reading's)
 _LUT = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _STATUS_ERROR = 2
+_QUALITY_SET = pa.array(QUALITIES, pa.string())
+# the slots of a decoded stamps text (native/stamp tt_stamps_read.h), which the plain lane reads
+_SLOTS, _START, _HAS_END, _HAS_REMOTE, _REMOTE_LTS, _MERGED, _HAS_SKETCH = 22, 2, 6, 11, 17, 18, 20
 #: Runs of rows for RowGroup a group reads over a slice each (a few ms a run), up to this or one a this many rows;
 #: beyond, one RowGroup of the whole group (about 20 us a row) reads them all.
 _FEW_RUNS, _ROWS_A_RUN = 8, 512
@@ -209,6 +215,62 @@ class _TableStamps:
         out[parents[each]] = True
         return out
 
+    def exact(self) -> np.ndarray:
+        """The rows whose stamps the plain lane reads as slots (plain.py): present and not refused, each reading
+        with its value (a reading the table left null makes a Stamp without one, which the lane does not take)."""
+        cols = self.cols
+        out: np.ndarray = self.present & ~self.refused & cols.valid(L.STAMPS_START[0])
+        for has, fields in ((L.STAMPS_END[3], L.STAMPS_END[:3]), (L.STAMPS_REMOTE[5], L.STAMPS_REMOTE[:3])):
+            there = cols.valid(has)
+            for name in fields:
+                out &= ~there | cols.valid(name)
+        return out
+
+    def block(self) -> StampsBlock:
+        """The stamps as the JSON path's decoded texts' slots (stamps.StampsBlock), for the rows ``exact`` takes."""
+        cols, shaped, n = self.cols, self.shaped, self.cols.n
+        slots = np.zeros((n, _SLOTS), dtype=np.int64)
+
+        def ints(column: Any, fill: int = 0) -> np.ndarray:
+            values: np.ndarray = pc.fill_null(column, scalar(fill, column.type)).to_numpy(zero_copy_only=False)
+            return values.astype(np.int64)
+
+        def quality(column: Any) -> np.ndarray:
+            index = pc.index_in(pc.cast(column, pa.string()), value_set=_QUALITY_SET)
+            return ints(index, QUALITIES.index("UNKNOWN"))
+
+        slots[:, _START] = ints(cols(L.STAMPS_START[0]))
+        slots[:, _START + 1] = ints(shaped.column(ATTRIBUTE_PREFIX + S.UNCERTAINTY_NS), UNCERTAINTY_SATURATED)
+        slots[:, _START + 2] = quality(shaped.column(ATTRIBUTE_PREFIX + S.CLK_QUALITY))
+        slots[:, _START + 3] = ints(cols(L.STAMPS_START[3]))
+        for has, at, fields in ((_HAS_END, _HAS_END + 1, L.STAMPS_END),
+                                (_HAS_REMOTE, _HAS_REMOTE + 1, (*L.STAMPS_REMOTE[:3], L.STAMPS_REMOTE[5]))):
+            slots[:, has] = cols.valid(fields[3])
+            slots[:, at], slots[:, at + 1] = ints(cols(fields[0])), ints(cols(fields[1]))
+            slots[:, at + 2] = quality(cols(fields[2]))
+            slots[:, at + 3 if has == _HAS_END else _REMOTE_LTS] = ints(cols(fields[3]))
+        slots[:, _MERGED] = cols.valid(L.STAMPS_RECV_LTS)
+        slots[:, _MERGED + 1] = ints(cols(L.STAMPS_RECV_LTS))
+        sketch = np.zeros((n, 32), dtype=np.uint8)
+        written = cols.valid(L.STAMPS_SKETCH)
+        slots[:, _HAS_SKETCH] = written
+        if written.any():
+            array = cols(L.STAMPS_SKETCH).combine_chunks()  # (fixed-size binary: its values' octets in one buffer)
+            data = array.buffers()[1]
+            octets = np.frombuffer(data, dtype=np.uint8)[array.offset * 32:(array.offset + n) * 32].reshape(n, 32)
+            sketch[written] = octets[written]
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        sends = np.zeros((0, 4), dtype=np.int64)
+        if cols.valid(L.STAMPS_SENDS).any():
+            column = cols(L.STAMPS_SENDS).combine_chunks()
+            lengths = ints(pc.list_value_length(column))
+            offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+            flat = pc.list_flatten(column)  # (a null list's values are not among them: its length counts 0)
+            sends = np.zeros((len(flat), 4), dtype=np.int64)
+            for k, name in enumerate(("lts", "ptp_ns", "uncertainty_ns")):
+                sends[:, k] = ints(pc.struct_field(flat, name))
+        return StampsBlock(slots, sketch, sends, offsets)
+
     def fill(self, rows: np.ndarray, span_id: list[str], parent: list[str], degraded: list[bool],
              out: list[Any]) -> None:
         """values._from_stamps of each row's decoded stamps (a SpanStamps, as parquet_records builds it)."""
@@ -242,13 +304,15 @@ class _TableStamps:
 
 
 class ParquetRows:
-    """One row group's rows, read stretch by stretch as ``RowGroup.records`` reads them (module doc)."""
+    """One row group's rows, read stretch by stretch as ``RowGroup.records`` reads them (module doc); with
+    ``plain``, a stretch of plain rows (plain.py) comes as a PlainRun, not as records."""
 
     def __init__(self, table: pa.Table, path: str, first: int = 0) -> None:
         self.table = table
         self.path = path
         self.first = first
         self._made: dict[tuple[int, int] | None, Records] = {}
+        self._lane: dict[tuple[int, int] | None, tuple[Records, PlainRows | None, np.ndarray]] = {}
         self._whole: RowGroup | None = None
         self.plain = _conforms(table)
         if not self.plain:
@@ -275,24 +339,50 @@ class ParquetRows:
             made = self._made[shard] = Records(self._shaped, self.clean, shard, self._stamps)
         return made
 
-    def records(self, lo: int, hi: int, pos: int, shard: tuple[int, int] | None) -> RowsResult:
-        """The records of rows lo..hi-1, the first at input position ``pos`` (``RowGroup.records``)."""
+    def _plain(self, shard: tuple[int, int] | None) -> tuple[Records, PlainRows | None, np.ndarray]:
+        """Records whose plain rows' readings are left to the lane, the rows as arrays, and which rows are plain."""
+        got = self._lane.get(shard)
+        if got is None:
+            stamps = self._stamps
+            plain = plain_candidates(self._shaped, self.clean & stamps.exact())
+            made = Records(self._shaped, self.clean, shard, stamps, None, plain)
+            lane = PlainRows(made, stamps.block(), plain) if plain.any() else None
+            if lane is not None and not lane.usable():
+                made, lane = self._records(shard), None
+            got = self._lane[shard] = (made, lane, plain if lane is not None else np.zeros(len(plain), bool))
+        return got
+
+    def records(self, lo: int, hi: int, pos: int, shard: tuple[int, int] | None, plain: bool = False) -> RowsResult:
+        """The records of rows lo..hi-1, the first at input position ``pos`` (``RowGroup.records``); with ``plain``,
+        the stretches of plain rows as PlainRuns, all of it in ``batches``."""
         if not self.plain:
             return self._whole_group().records(lo, hi, pos, shard)
-        made = self._records(shard)  # (clean is final once Records has taken the stamps' refusals)
-        clean = self.clean
-        out = RowsResult([])
-        i = lo
-        while i < hi:
-            j = i
-            run = clean[i]
-            while j < hi and clean[j] == run:
-                j += 1
-            if run:
-                out.records.extend(made.stretch(i, j - i, pos + i - lo))
+        # (clean is final once Records has taken the stamps' refusals)
+        made, lane, taken = self._plain(shard) if plain else (self._records(shard), None, None)
+        out = RowsResult([], batches=[] if plain else None)
+        if hi <= lo:
+            return out
+        # each row's way: 0 the reference's, 1 records from the columns, 2 the plain lane; stretches of one way
+        way = self.clean[lo:hi].astype(np.int8)
+        if lane is not None and taken is not None:
+            way[taken[lo:hi]] = 2
+        cuts = [0, *(np.flatnonzero(np.diff(way)) + 1).tolist(), hi - lo]
+        batches: list[Any] = []
+        for a, b in pairwise(cuts):
+            i, j, kind = lo + a, lo + b, int(way[a])
+            if kind == 2:
+                assert lane is not None
+                batches.append(plain_run(lane, i, j - i, pos + i - lo, shard))
+            elif kind == 1:
+                records = made.stretch(i, j - i, pos + i - lo)
+                out.records.extend(records)
+                batches.append(records)
             else:
+                before = len(out.records)
                 self._by_reference(i, j, pos + i - lo, i - lo, shard, out)
-            i = j
+                batches.append(out.records[before:])
+        if plain:
+            out.batches = batches
         return out
 
     def _whole_group(self) -> RowGroup:

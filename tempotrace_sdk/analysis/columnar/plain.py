@@ -21,7 +21,8 @@ from ... import semconv as S
 from ..events import SpanRecord
 from ..plainlane import PlainRun
 from .decode import ATTRIBUTE_PREFIX, RESOURCE_PREFIX
-from .rows import Records, TextStamps
+from .rows import Records
+from .stamps import StampsBlock
 
 __all__ = ["PlainRows", "plain_candidates", "plain_run"]
 
@@ -32,12 +33,10 @@ _SAFE = 1 << 62
 _SERVER, _CONSUMER = 2, 5
 
 
-def plain_candidates(table: pa.Table, clean: np.ndarray, stamps: TextStamps) -> np.ndarray:
-    """The clean rows that may be plain (module doc): a stamps text the C decoder read, none of the values the
-    per-span stages read."""
-    out: np.ndarray = clean & stamps.present & ~stamps.refused
-    if stamps.block is None:
-        return np.zeros(len(clean), dtype=bool)
+def plain_candidates(table: pa.Table, read: np.ndarray) -> np.ndarray:
+    """The rows that may be plain (module doc) among ``read``, the clean rows whose stamps the lane can read as
+    slots: none of the values the per-span stages read."""
+    out: np.ndarray = read.copy()
     columns = [ATTRIBUTE_PREFIX + k for k in (*_SPAN_ONLY, *_DOMAIN)] + [RESOURCE_PREFIX + k for k in _DOMAIN]
     for name in columns:
         if name in table.column_names:
@@ -50,28 +49,26 @@ class PlainRows:
     integers, kinds, times, the stamps slots, and the strings the rules name clocks and hosts by; ``records``
     makes the record of any of them."""
 
-    def __init__(self, records: Records, stamps: TextStamps) -> None:
+    def __init__(self, records: Records, block: StampsBlock, plain: np.ndarray) -> None:
         (trace_id, span_id, parent, _, kind, host, _, start_ns, end_ns, _, _, _, _, degraded, clock, _, _, _,
          job, _) = records.columns
-        block = stamps.block
-        assert block is not None
         self.records = records
         self.trace_id: list[str] = trace_id
         self.span_hex: list[str] = span_id
         self.parent_hex: list[str] = parent
         n = len(span_id)
-        self.span = _ids(span_id)
-        self.has_parent = np.fromiter(map(bool, parent), dtype=bool, count=n)
-        self.parent = _ids([p or "0" * 16 for p in parent])
+        # (the values of the plain rows only: another row's may be anything its rules refuse)
+        rows = np.flatnonzero(plain).tolist()
+        self.span = _ids([span_id[i] for i in rows], rows, n)
+        self.has_parent = np.zeros(n, dtype=bool)
+        self.has_parent[rows] = [bool(parent[i]) for i in rows]
+        self.parent = _ids([parent[i] or "0" * 16 for i in rows], rows, n)
         #: SERVER or CONSUMER (edges.end_edge): a kind written as its enum name is neither, as the reference reads it
-        try:
-            kinds = np.array(kind, dtype=np.int64)
-            self.receiving = (kinds == _SERVER) | (kinds == _CONSUMER)
-        except (TypeError, ValueError, OverflowError):
-            self.receiving = np.fromiter((k == _SERVER or k == _CONSUMER for k in kind), dtype=bool, count=n)
+        self.receiving = np.zeros(n, dtype=bool)
+        self.receiving[rows] = [kind[i] == _SERVER or kind[i] == _CONSUMER for i in rows]
         self.degraded = np.array(degraded, dtype=bool)
-        self.start_ns = _times(start_ns)
-        self.end_ns = _times(end_ns)
+        self.start_ns = _times([start_ns[i] for i in rows], rows, n)
+        self.end_ns = _times([end_ns[i] for i in rows], rows, n)
         self.clock = np.array(clock, dtype=object)
         self.host = np.array(host, dtype=object)
         # (job, rank) and host as integer codes, for the counts per job and per rank (plainlane.py)
@@ -125,8 +122,11 @@ def _sorted_codes(values: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     return renumber[codes] if len(names) else codes, [names[i] for i in order]
 
 
-def _ids(hex_ids: list[str]) -> np.ndarray | None:
-    """64-bit ids as unsigned integers; None unless every one is 16 hex digits."""
+def _ids(hex_ids: list[str], rows: list[int], n: int) -> np.ndarray | None:
+    """The 64-bit ids of ``rows`` as unsigned integers, in an array of ``n`` (0 elsewhere); None unless every one
+    is 16 hex digits."""
+    if not all(type(x) is str for x in hex_ids):
+        return None
     joined = "".join(hex_ids)
     if len(joined) != 16 * len(hex_ids):
         return None
@@ -136,13 +136,20 @@ def _ids(hex_ids: list[str]) -> np.ndarray | None:
         return None
     if len(octets) != 8 * len(hex_ids):  # (fromhex skips whitespace)
         return None
-    return np.frombuffer(octets, dtype=">u8").astype(np.uint64)
+    out = np.zeros(n, dtype=np.uint64)
+    out[rows] = np.frombuffer(octets, dtype=">u8")
+    return out
 
 
-def _times(values: list[Any]) -> np.ndarray | None:
-    """OpenTelemetry times as int64; None when one is missing or at or beyond 2^62 ns."""
+def _times(values: list[Any], rows: list[int], n: int) -> np.ndarray | None:
+    """The OpenTelemetry times of ``rows`` as int64, in an array of ``n``; None when one is missing or at or
+    beyond 2^62 ns."""
     try:
-        out = np.array(values, dtype=np.uint64)
+        got = np.array(values, dtype=np.uint64)
     except (OverflowError, TypeError, ValueError):
         return None
-    return None if len(out) and int(out.max()) >= _SAFE else out.astype(np.int64)
+    if len(got) and int(got.max()) >= _SAFE:
+        return None
+    out = np.zeros(n, dtype=np.int64)
+    out[rows] = got
+    return out
