@@ -529,8 +529,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['columnar_peak_rss_mb']:>6} {'yes' if r['columnar_report_identical'] else 'NO':>4}")
     print("  (ours: --engine reference. decode/json: the columnar decode alone, skeleton + C attribute pivot into one "
           "Arrow table. columnar/json: --engine columnar end to end, its peak RSS, and whether its report is the "
-          "reference's; its records are made from columns, its parent -> child edges counted a batch at a time as "
-          "arrays, its other analysis stages the reference's: spec/analysis.md §5.6)")
+          "reference's; spans with nothing but ids, times and a stamps text are counted from arrays by its plain lane "
+          "(no record made), other spans' records made from columns, their parent -> child edges counted a batch "
+          "at a time as arrays, their other analysis stages the reference's: spec/analysis.md §5.6)")
     for r in rows:
         if r["profile"] == STEP and r["collectives"]:  # complete on an honest, whole step, unless the horizon cut it
             print(f"  {STEP} at {r['spans']:,} spans: {r['collectives']:,} collective instances, "
