@@ -64,22 +64,16 @@ _EPOCH = frozenset((CLOCK_EPOCH_NS, CLOCK_EPOCH_BOUND_NS, CLOCK_READ_NS))
 
 
 def _same_epoch(carried: types.Attributes, attrs: dict[str, types.AttributeValue]) -> bool:
-    """Does the Resource say this process's clock epoch (clocks/domain.py: both measurements meet) with a
-    read bound no narrower than ours?
-
-    Each state measures its own read bound; a Resource whose bound is narrower than this state's would
-    let the analysis order this process's readings more tightly than they were measured.
-    """
+    """Does the Resource say this process's clock epoch (clocks/domain.py: both measurements meet)?"""
     if CLOCK_EPOCH_NS not in attrs:
         return not any(k in (carried or {}) for k in _EPOCH)
     try:
         theirs = int(carried[CLOCK_EPOCH_NS]), int(carried[CLOCK_EPOCH_BOUND_NS])  # type: ignore[index,arg-type]
         ours = int(attrs[CLOCK_EPOCH_NS]), int(attrs[CLOCK_EPOCH_BOUND_NS])  # type: ignore[arg-type]
-        their_read = int(carried[CLOCK_READ_NS])  # type: ignore[index,arg-type]
-        our_read = int(attrs[CLOCK_READ_NS])  # type: ignore[arg-type]
+        int(carried[CLOCK_READ_NS])  # type: ignore[index,arg-type]
     except (KeyError, TypeError, ValueError):
         return False
-    return abs(theirs[0] - ours[0]) <= theirs[1] + ours[1] and their_read >= our_read
+    return abs(theirs[0] - ours[0]) <= theirs[1] + ours[1]
 
 
 class ProcessAttributes:

@@ -89,25 +89,6 @@ def test_a_resource_that_carries_the_process_attributes_keeps_them_off_the_spans
     assert exporter.get_finished_spans()[0].attributes[S.HOST] == "node-s"
 
 
-def test_a_resource_with_a_narrower_read_bound_does_not_speak_for_this_process() -> None:
-    """§1.2: a Resource made by another state of this process (the distro's, then configure()'s) says
-    the same epoch; it speaks for this state only where its read bound is at least this state's, else
-    the spans carry their own (a narrower bound would order this process's readings too tightly)."""
-    from opentelemetry.sdk.resources import Resource
-
-    from tempotrace_sdk.clocks.cpu import CpuClock
-    from tempotrace_sdk.otel.process import ProcessAttributes, process_attributes
-
-    state = TempoTraceState(clock=CpuClock(), tenant=4, host="node-r")
-    if state.domain is None:
-        pytest.skip("no boot id here: the CPU clock has no host domain")
-    ours = process_attributes(state)
-    read_ns = int(ours[S.CLOCK_READ_NS])  # type: ignore[arg-type]
-    for carried_read, speaks in ((read_ns, True), (read_ns + 1, True), (read_ns - 1, False)):
-        resource = Resource({**ours, S.CLOCK_READ_NS: carried_read})
-        assert (ProcessAttributes().for_span(state, resource) is None) is speaks, carried_read
-
-
 def test_sketches_hold_every_ancestor(pipe: Pipeline) -> None:
     with pipe.tracer.start_as_current_span("root") as root:
         with pipe.tracer.start_as_current_span("mid") as mid:
