@@ -241,13 +241,16 @@ class Analyzer:
         if lane is None:
             self._analyse(part)  # type: ignore[arg-type]  # (only records without the lane)
             return
-        if tid in lane.tids:  # an earlier part of the trace is queued: it is counted first (every sweep empties the
-            lane.flush()  # queue, and a trace's next part completes a window later: a guard, not a path)
+        if tid in lane.tids:  # an earlier part of the trace is queued: it is counted first (a sweep empties the queue,
+            lane.flush()  # but the positions of another partition's spans trigger none)
         plain = [x for x in part if type(x) is int]
         if len(plain) == len(part) and lane.takes(tid, plain):
             lane.queue(tid, plain)
             return
-        self._analyse(lane.records(part) if plain else part)  # type: ignore[arg-type]
+        spans: list[SpanRecord] = lane.records(part) if plain else part  # type: ignore[assignment]
+        if lane.queued and lane.new_job(spans):  # (the job table takes new keys in the order parts complete)
+            lane.flush()
+        self._analyse(spans)
 
     def _analyse(self, spans: list[SpanRecord]) -> None:
         rep = self.report
@@ -303,6 +306,8 @@ class Analyzer:
                     self._hop(s, (parent.pos, parent.clock, parent.host, parent.sends, parent.degraded))
                 else:
                     sender = self.senders.get(tid, pid) if pid else None
+                    if sender is not None and abs(sender[0] - s.pos) > self.horizon:
+                        sender = None  # (remembered past the horizon, not yet forgotten: as if it were)
                     if sender is not None or not pid:
                         self._hop(s, sender)
                     else:

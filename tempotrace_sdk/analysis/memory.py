@@ -12,7 +12,12 @@ dask``) is the same as one process's.
   dedup horizon: a later part of the trace drops spans it already holds
   (at-least-once delivery) and does not count as a new trace.
 - ``Senders``: what a hop needs of each analysed client span (clock, host,
-  sends, policy), within the hop horizon.
+  sends, policy), within the hop horizon. A sender further than the horizon
+  from a receive span is none, whether or not it is still held (what is held
+  past it depends on the order senders were added). A plain row's sender
+  (plainlane.py) is held as its row, which keeps its decode block (up to
+  8 MiB of lines) until the sender is forgotten: the lane's memory is the
+  hop horizon's spans plus a block.
 - ``Waiting``: receive spans whose client span has not been analysed yet.
 """
 

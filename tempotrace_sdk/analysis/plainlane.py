@@ -2,15 +2,19 @@
 
 A part all of whose rows are plain (columnar/plain.py: no torch op, step, dump or host clock domain) asks of
 the analysis only what analyzer._analyse does for any part -- duplicates, parent -> child edges, hops, lost
-parents, the trace memory, senders, job and rank counts -- and every one of those is a sum, a tally or a
-table keyed by the part's own trace. So the analyzer queues such parts as they complete and this counts a
-batch of them with joins and array rules (edgebatch.count_pairs), the report unchanged. A part the arrays
-cannot take exactly is handed back whole to ``_analyse``, its rows made into records: one with a span id
-twice, or a receive span whose client is in no part of its own (the senders and waiting receivers decide
-it); a batch whose readings lie outside the int64 rules' range is counted pair by pair by the judge. The
-lane takes a part only once the kept spans and hops are all kept (their order is the reference's), and
-only when no earlier part of its trace is remembered; the analyzer empties the queue before anything
-another part could read of a queued one (a later part of its trace, the waiting receivers given up).
+parents, the trace memory, senders, job and rank counts -- and each of those is a sum, a tally, a table
+keyed by the part's own trace, or looked up by position (a sender further than the hop horizon is none,
+however long the memory holds it). One is not: the job table tells its first MAX_JOBS keys apart, so it
+takes keys in the order the parts complete in -- a batch adds them in that order, and a part the analyzer
+analyses itself that names a new job empties the queue first. So the analyzer queues plain parts as they
+complete and this counts a batch of them with joins and array rules (edgebatch.count_pairs), the report
+unchanged. A part the arrays cannot take exactly is handed back whole to ``_analyse`` in its place among
+the others, its rows made into records: one with a span id twice, or a receive span whose client is in no
+part of its own (the senders and waiting receivers decide it); a batch whose readings lie outside the
+int64 rules' range is counted pair by pair by the judge. The lane takes a part only once the kept spans and
+hops are all kept (their order is the reference's), and only when no earlier part of its trace is
+remembered; the analyzer empties the queue before anything another part could read of a queued one (a
+later part of its trace, the waiting receivers given up, the job table's next new key).
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ from .edgebatch import PairSides, count_pairs, in_sketches
 from .edges import UNKNOWN_SENDER
 from .events import SpanRecord
 from .hopbatch import _tai_as_utc
-from .jobs import MAX_JOBS
 from .stamparrays import StampArrays
 
 if TYPE_CHECKING:
@@ -119,6 +122,15 @@ class PlainLane:
             return False
         return a.traces.earlier(tid, part[0]) is None
 
+    @property
+    def queued(self) -> bool:
+        return bool(self._queued)
+
+    def new_job(self, spans: list[SpanRecord]) -> bool:
+        """Whether a part the analyzer analyses itself names a job its job table does not hold yet."""
+        held = self.analyzer.report.jobs.spans
+        return any(s.job not in held for s in spans)
+
     def queue(self, tid: str, part: list[int]) -> None:
         self._queued.append((tid, part))
         self.tids.add(tid)
@@ -134,22 +146,29 @@ class PlainLane:
         self._queued, self.tids, self._rows = [], set(), 0
         batch = _Batch(self, parts)
         a = self.analyzer
-        if not batch.jobs_fit(a.report.jobs.spans):
-            self.handed_back += len(parts)
-            for _, part in parts:  # (which job keys are told apart depends on the parts' order: the reference's)
-                a._analyse(self.records(part))
+        bad = batch.find_bad()
+        if not bad.any():
+            batch.count(a)
+            self.counted += len(parts)
             return
-        batch.count(a)
-        bad = np.flatnonzero(batch.bad).tolist()
-        self.counted += len(parts) - len(bad)
-        self.handed_back += len(bad)
-        for k in bad:
-            a._analyse(self.records(parts[k][1]))
+        # A part handed back is analysed in its place among the others: the job table takes new keys in the
+        # order the parts completed (and refuses them, once full, in that order).
+        start = 0
+        for k in [*np.flatnonzero(bad).tolist(), len(parts)]:
+            if k > start:
+                run = _Batch(self, parts[start:k])
+                run.find_bad()
+                run.count(a)
+                self.counted += k - start
+            if k < len(parts):
+                self.handed_back += 1
+                a._analyse(self.records(parts[k][1]))
+            start = k + 1
 
 
 class _Batch:
-    """The queued parts' rows gathered from their blocks, grouped by block (any order serves: every count is
-    a sum or keyed by the part)."""
+    """The queued parts' rows gathered from their blocks, grouped by block (any order serves but the job table's,
+    which is taken in the parts' order)."""
 
     def __init__(self, lane: PlainLane, parts: list[tuple[str, list[int]]]) -> None:
         self.lane = lane
@@ -194,16 +213,6 @@ class _Batch:
         bk, row = self.bk[rows].tolist(), self.row[rows].tolist()
         return [getattr(self.blocks[b], name)[i] for b, i in zip(bk, row, strict=True)]
 
-    def jobs_fit(self, spans: Counter[Any]) -> bool:
-        """Whether the job counts can be merged as one (no key the job table would refuse in one order and take
-        in another)."""
-        keys: set[Any] = set()
-        for b, lo, hi in self.segments:
-            block = self.blocks[b]
-            keys.update(block.jobs[c] for c in np.unique(block.job_code[self.row[lo:hi]]).tolist())
-        new = keys.difference(spans)
-        return not new or len(spans) + len(new) <= MAX_JOBS
-
     def records(self, rows: list[int]) -> list[SpanRecord]:
         """The records of batch indices ``rows`` (for the one-at-a-time rules)."""
         out: list[SpanRecord] = []
@@ -213,11 +222,11 @@ class _Batch:
         return out
 
     # -- counting ------------------------------------------------------------------------------------
-    def count(self, a: Analyzer) -> None:
-        rep, judge = a.report, a.judge
+    def find_bad(self) -> np.ndarray:
+        """Each row's parent in its part, and the parts the arrays cannot take (module doc): which parts."""
         n = self.n
         span, parent, has_parent = self.gather("span"), self.gather("parent"), self.gather("has_parent")
-        slots = self.gather("slots")
+        slots = self.slots = self.gather("slots")
         part = self.part
         # each row's parent in its part, and the parts with a span id twice
         uniq, inv = np.unique(np.concatenate([span, parent]), return_inverse=True)
@@ -228,14 +237,21 @@ class _Batch:
         twice = np.flatnonzero(keys[1:] == keys[:-1])
         self.bad[part[by_key[twice]]] = True
         j = np.minimum(np.searchsorted(keys, theirs), max(n - 1, 0))
-        found = has_parent & (keys[j] == theirs)
-        parent_at = by_key[j]
+        self.found = has_parent & (keys[j] == theirs)
+        self.parent_at = by_key[j]
+        self.span, self.has_parent = span, has_parent
         remote = slots[:, _HAS_REMOTE] != 0
-        self.bad[part[remote & has_parent & ~found]] = True  # (its client is the senders' or waiting receivers')
-        good = ~self.bad[part]
-        if not good.any():
-            return
-        goods = int(np.count_nonzero(~self.bad))
+        self.bad[part[remote & has_parent & ~self.found]] = True  # (its client is the senders' or waiting receivers')
+        return self.bad
+
+    def count(self, a: Analyzer) -> None:
+        """Count every part (``find_bad`` found none it cannot take)."""
+        rep, judge = a.report, a.judge
+        span, has_parent, found, parent_at, slots = self.span, self.has_parent, self.found, self.parent_at, self.slots
+        remote = slots[:, _HAS_REMOTE] != 0
+        good = ~self.bad[self.part]
+        assert good.all()
+        goods = self.parts
         rep.trace_parts += goods
         rep.traces += goods
         degraded = self.gather("degraded")
@@ -392,16 +408,25 @@ class _Batch:
                             a._hop(r, sender)
 
     def _jobs_and_ranks(self, a: Analyzer, good: np.ndarray) -> None:
-        """The spans per job (JobSpans.merge_counts), and HangFacts.saw: spans and the least host name per (job,
-        rank)."""
+        """The spans per job (JobSpans.merge_counts: its keys in the order the parts name them first, as one part
+        after another would add them), and HangFacts.saw: spans and the least host name per (job, rank)."""
+        keys: dict[Any, int] = {}
+        code = np.empty(self.n, dtype=np.int64)
+        for b, lo, hi in self.segments:
+            block = self.blocks[b]
+            table = np.array([keys.setdefault(j, len(keys)) for j in block.jobs], dtype=np.int64)
+            code[lo:hi] = table[block.job_code[self.row[lo:hi]]]
+        in_order = code[np.lexsort((self.pos, self.part))]
+        named, first = np.unique(in_order, return_index=True)
+        counts = np.bincount(code, minlength=len(keys)).tolist()
+        names = list(keys)
         jobs: Counter[Any] = Counter()
+        for c in named[np.argsort(first)].tolist():
+            jobs[names[c]] = counts[c]
         ranks: dict[Any, tuple[int, str]] = {}
         for b, lo, hi in self.segments:
             block = self.blocks[b]
             rows = self.row[lo:hi][good[lo:hi]]
-            job = block.job_code[rows]
-            for code, count in zip(*np.unique(job, return_counts=True), strict=True):
-                jobs[block.jobs[int(code)]] += int(count)
             ranked = rows[block.has_rank[rows]]
             if not len(ranked):
                 continue

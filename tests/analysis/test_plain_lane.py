@@ -180,3 +180,101 @@ def test_a_queued_sender_takes_its_waiting_receiver_before_the_horizon_gives_it_
     got, counted = _lane(str(path), **options)
     assert counted > window
     assert got == want
+
+
+def _span(trace: str, sid: str, parent: str = "", kind: int = 1, stamps: str | None = "s1,0 e1") -> dict[str, Any]:
+    """One span of one host, with a stamps text (plain) or without (its line goes to the records)."""
+    attrs = [{"key": "tempotrace.host", "value": {"stringValue": "h"}}]
+    if stamps is not None:
+        attrs.append({"key": "tempotrace.stamps", "value": {"stringValue": stamps}})
+    return {"traceId": trace, "spanId": sid, "parentSpanId": parent, "name": "s", "kind": kind,
+            "startTimeUnixNano": "1799999970000000000", "endTimeUnixNano": "1799999970000100000",
+            "attributes": attrs}
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_job_keys_past_the_cap_are_told_apart_in_the_order_parts_complete(tmp_path: Path, jobs: int) -> None:
+    """The job table tells MAX_JOBS keys apart, the first ones named, and counts the rest together (jobs.py): which
+    those are depends on the order parts complete in, plain or not, and on the order each partition took them."""
+    from tempotrace_sdk.analysis.jobs import MAX_JOBS
+
+    from .otlpgen import line
+
+    lines = [line([_span(f"{k + 2:032x}", f"{k + 2:016x}", stamps=None if k % 3 == 2 else "s1,0 e1")],
+                  {"tempotrace.job_id": f"j{k:04d}"}) for k in range(MAX_JOBS + 200)]
+    path = tmp_path / "jobs.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    options = {"keep": 0, "jobs": jobs}
+    want = comparable(analyze(str(path), engine="reference", **options).to_dict())
+    assert want["jobs"]["beyond_limit_spans"] == 200
+    assert comparable(analyze(str(path), engine="columnar", **options).to_dict()) == want
+
+
+def test_a_sender_remembered_past_the_horizon_is_as_if_forgotten(tmp_path: Path) -> None:
+    """A client span analysed more than a hop horizon before its receive span is not its sender, whether or not
+    the memory has let go of it yet (which depends on what else it holds, in what order): the receive waits, and
+    the client delivered again within the horizon matches it (memory.py; spec/analysis.md §5.2)."""
+    import json
+
+    from .otlpgen import line
+
+    def records_line(span: dict[str, Any]) -> str:  # (a Resource without spans: the line is read as records)
+        doc = json.loads(line([span]))
+        doc["resourceSpans"].append({"resource": {"attributes": []}, "scopeSpans": []})
+        return json.dumps(doc, separators=(",", ":"))
+
+    fillers = iter(range(1, 10_000))
+
+    def filler() -> str:
+        k = next(fillers)
+        return line([_span(f"{k:032x}", f"{k:016x}")])
+
+    trace, other, horizon = "77" * 16, "88" * 16, 4096
+    client = _span(trace, "00000000000000bb", kind=3, stamps="s2,0 e3 x1,500")
+    lines = [filler() for _ in range(101)]
+    lines += [line([client]), records_line(_span(other, "00000000000000cc", kind=3, stamps="s2,0 e3 x1,500"))]
+    lines += [filler() for _ in range(horizon + 1)]
+    lines.append(line([_span(trace, "00000000000000aa", "00000000000000bb", 2, "s5,0 e1 r3,-1000,220,0,0,0,1")]))
+    lines += [filler() for _ in range(39)] + [line([client])] + [filler() for _ in range(200)]
+    path = tmp_path / "stale.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    options = {"window_spans": 32, "dedup_spans": 0, "keep": 0}
+    want = comparable(analyze(str(path), engine="reference", **options).to_dict())
+    assert want["hops"] == {"total": 1, "matched": 1}
+    for engine, jobs in (("columnar", 1), ("reference", 2), ("columnar", 2)):
+        got = comparable(analyze(str(path), engine=engine, jobs=jobs, **options).to_dict())
+        assert got == want, (engine, jobs)
+
+
+def test_job_keys_are_taken_in_the_order_parts_complete_not_the_order_they_began(tmp_path: Path) -> None:
+    """Two parts counted in one batch, the later-begun one completed first (a span of its trace came a window
+    after it): its job key is the one the full table still takes, as one part after another would have it. The
+    two lie in two decode blocks, the earlier-begun one's first."""
+    from tempotrace_sdk.analysis.jobs import MAX_JOBS
+    from tempotrace_sdk.analysis.reader import BLOCK_LINES
+
+    from .otlpgen import line
+
+    window, n = 64, iter(range(1, 20_000))
+
+    def one(job: str, trace: str | None = None) -> str:
+        k = next(n)
+        return line([_span(trace or f"{k:032x}", f"{k:016x}")], {"tempotrace.job_id": job})
+
+    lines = [one(f"j{k:04d}") for k in range(MAX_JOBS - 1)]  # positions 0..1022: the table one short of full
+    at = BLOCK_LINES - 1  # (a line a span: the first block's last line)
+    assert at % 4 == 3
+    lines += [one("j0000") for _ in range(at - len(lines))]
+    # sweeps come every window // 16 = 4 positions: the first part (at) completes at the sweep at at + 65, after
+    # the second (at + 1) has, at at + 65, by its trace's next span
+    first, second = "a1" * 16, "b2" * 16
+    lines += [one("first", first), one("second", second)]
+    lines += [one("j0000") for _ in range(at + 65 - len(lines))] + [one("second", second)]
+    lines += [one("j0000") for _ in range(300)]
+    path = tmp_path / "order.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    options = {"window_spans": window, "keep": 0}
+    want = comparable(analyze(str(path), engine="reference", **options).to_dict())
+    named = {row["job_id"] for row in want["jobs"]["by_job"]}
+    assert "second" in named and "first" not in named
+    assert comparable(analyze(str(path), engine="columnar", **options).to_dict()) == want
