@@ -278,3 +278,25 @@ def test_job_keys_are_taken_in_the_order_parts_complete_not_the_order_they_began
     named = {row["job_id"] for row in want["jobs"]["by_job"]}
     assert "second" in named and "first" not in named
     assert comparable(analyze(str(path), engine="columnar", **options).to_dict()) == want
+
+
+def test_a_trace_completing_twice_between_sweeps_is_counted_once(tmp_path: Path) -> None:
+    """A partition's sweeps come with its own spans' positions; another partition's spans move the positions on
+    without one. So a trace's part can complete while its previous part is still queued: the queue is counted
+    first, and the later part is the same trace's (one trace, two parts), not a new one."""
+    from .otlpgen import line
+
+    mine_a, mine_b, theirs = "00" * 15 + "02", "00" * 15 + "04", "00" * 15 + "01"  # shard 0 of 2 owns the first two
+    others = iter(range(1, 1000))
+
+    def unowned(n: int) -> list[dict[str, Any]]:
+        return [_span(theirs, f"{next(others):016x}") for _ in range(n)]
+
+    spans = [_span(mine_a, "00000000000000a1"), *unowned(30), _span(mine_b, "00000000000000b1"),
+             _span(mine_a, "00000000000000a2"), *unowned(31), _span(mine_a, "00000000000000a3")]
+    path = tmp_path / "twice.jsonl"
+    path.write_text(line(spans) + "\n")
+    options = {"window_spans": 32, "keep": 0, "jobs": 2}
+    want = comparable(analyze(str(path), engine="reference", **options).to_dict())
+    assert (want["traces"], want["trace_parts"]) == (3, 6)  # (the other partition's trace: two parts)
+    assert comparable(analyze(str(path), engine="columnar", **options).to_dict()) == want
