@@ -124,8 +124,8 @@ class Analyzer:
 
     def add_batches(self, batches: Iterable[Iterable[SpanRecord] | PlainRun]) -> None:
         """``add_all`` for batches of spans (the reader's lines)."""
-        rep, open_, window = self.report, self._open, self.window
-        get = open_.get
+        rep = self.report
+        place = self._place
         pos = self._pos
         n = 0
         for spans in batches:
@@ -144,16 +144,7 @@ class Analyzer:
                     span.pos = p = pos
                 elif p > pos:
                     pos = p
-                tid = span.trace_id
-                part = get(tid)
-                if part is None:
-                    open_[tid] = [span]
-                elif p - _first(part) >= window:  # the part has lasted a window: it is complete
-                    del open_[tid]
-                    self._close(tid, part)
-                    open_[tid] = [span]
-                else:
-                    part.append(span)
+                place(span.trace_id, span, p)
                 if pos >= self._next_sweep:
                     self._sweep(pos)
         self._pos = pos
@@ -163,28 +154,32 @@ class Analyzer:
         """``add_batches`` for a line of plain rows: each stands in its part as its position."""
         assert self.lane is not None, "plain rows reach only an analyzer with the plain lane"
         self.lane.add_run(run)
-        open_, window = self._open, self.window
-        get = open_.get
+        place = self._place
         pos = self._pos
         trace_id, first, at = run.block.trace_id, run.first, run.pos
         for i in run.rows:
             p = at + i - first
             if p > pos:
                 pos = p
-            tid = trace_id[i]
-            part = get(tid)
-            if part is None:
-                open_[tid] = [p]
-            elif p - _first(part) >= window:
-                del open_[tid]
-                self._close(tid, part)
-                open_[tid] = [p]
-            else:
-                part.append(p)
+            place(trace_id[i], p, p)
             if pos >= self._next_sweep:
                 self._sweep(pos)
         self._pos = pos
         self.report.spans += len(run.rows)
+
+    def _place(self, tid: str, item: SpanRecord | int, p: int) -> None:
+        """Put a span (or a plain row, as its position) read at position ``p`` in its trace's open part; a part that
+        has lasted a window is complete, and ``item`` opens the next."""
+        open_ = self._open
+        part = open_.get(tid)
+        if part is None:
+            open_[tid] = [item]
+        elif p - _first(part) >= self.window:
+            del open_[tid]
+            self._close(tid, part)
+            open_[tid] = [item]
+        else:
+            part.append(item)
 
     def _sweep(self, pos: int) -> None:
         """Analyse the parts no span can join any more; forget what is out of every horizon."""
