@@ -255,15 +255,8 @@ class HangFacts:
     def saw_counts(self, ranks: dict[RankId, tuple[int, str]]) -> None:
         """``saw`` of spans counted per rank: how many, and the least host name among them (plainlane.py)."""
         self.revision += 1
-        seen, counts = self.seen, self.seen_spans
         for key, (n, host) in ranks.items():
-            have = seen.get(key)
-            if have is None:
-                self._saw(key, host, n)
-                continue
-            counts[key] += n
-            if host < have:
-                seen[key] = host
+            self._saw(key, host, n)
         if _over(len(self.seen), MAX_SEEN_RANKS):
             self._trim_seen()
 

@@ -134,7 +134,7 @@ class Waiting:
         self._by_key.setdefault(s.trace_id + s.parent_id, []).append(s)
 
     def take(self, trace_id: str, span_id: str) -> list[SpanRecord] | None:
-        return self._by_key.pop(trace_id + span_id, None)
+        return self.take_key(trace_id + span_id)
 
     def take_key(self, key: str) -> list[SpanRecord] | None:
         return self._by_key.pop(key, None)

@@ -215,11 +215,7 @@ class _Batch:
 
     def records(self, rows: list[int]) -> list[SpanRecord]:
         """The records of batch indices ``rows`` (for the one-at-a-time rules)."""
-        out: list[SpanRecord] = []
-        for k in rows:
-            block = self.blocks[int(self.bk[k])]
-            out.extend(block.record([int(self.row[k])], [int(self.pos[k])]))
-        return out
+        return self.lane.records(self.pos[rows].tolist())
 
     # -- counting ------------------------------------------------------------------------------------
     def find_bad(self) -> np.ndarray:
@@ -249,20 +245,18 @@ class _Batch:
         rep, judge = a.report, a.judge
         span, has_parent, found, parent_at, slots = self.span, self.has_parent, self.found, self.parent_at, self.slots
         remote = slots[:, _HAS_REMOTE] != 0
-        good = ~self.bad[self.part]
-        assert good.all()
-        goods = self.parts
-        rep.trace_parts += goods
-        rep.traces += goods
+        assert not self.bad.any()
+        rep.trace_parts += self.parts
+        rep.traces += self.parts
         degraded = self.gather("degraded")
-        rep.degraded_spans += int(np.count_nonzero(degraded & good))
-        rep.unresolved_parents += int(np.count_nonzero(good & has_parent & ~found))
+        rep.degraded_spans += int(np.count_nonzero(degraded))
+        rep.unresolved_parents += int(np.count_nonzero(has_parent & ~found))
         clock, host = self.gather("clock"), self.gather("host")
         start_ns = self.gather("start_ns")
         receiving = self.gather("receiving")
         starts = _stamps(slots, _START, 3, degraded)
         # parent start -> child start; child end -> parent end where end_edge says it is known
-        child = np.flatnonzero(good & found)
+        child = np.flatnonzero(found)
         par = parent_at[child]
         unmerged = remote & (slots[:, _MERGED] == 0)
         if len(child):
@@ -283,10 +277,10 @@ class _Batch:
                 if not count_pairs(judge, "child_end", stamps.take(ce), stamps.take(pe), sides):
                     for p, c in zip(self.records(pe.tolist()), self.records(ce.tolist()), strict=True):
                         judge.child_end(p, c)
-        self._hops(a, np.flatnonzero(good & remote), found, parent_at, slots, degraded, clock, host, start_ns, starts)
-        self._remember(a, good, span)
-        self._senders(a, good)
-        self._jobs_and_ranks(a, good)
+        self._hops(a, np.flatnonzero(remote), found, parent_at, slots, degraded, clock, host, start_ns, starts)
+        self._remember(a, span)
+        self._senders(a)
+        self._jobs_and_ranks(a)
 
     def _start_svc(self, par: np.ndarray, child: np.ndarray, span: np.ndarray) -> Any:
         """edgebatch._span_svc over batch indices: a start whose span id is in the other's sketch, both ways."""
@@ -370,10 +364,9 @@ class _Batch:
             out[with_client[at]] = hit > 0
         return out
 
-    def _remember(self, a: Analyzer, good: np.ndarray, span: np.ndarray) -> None:
+    def _remember(self, a: Analyzer, span: np.ndarray) -> None:
         """TraceMemory.remember of each part: its span ids, its last position."""
-        rows = np.flatnonzero(good)
-        by_part = rows[np.argsort(self.part[rows], kind="stable")]
+        by_part = np.argsort(self.part, kind="stable")
         parts = self.part[by_part]
         ids = span[by_part].astype(">u8").tobytes()
         edges = np.flatnonzero(np.diff(parts)) + 1
@@ -384,7 +377,7 @@ class _Batch:
         for k, (x, y) in enumerate(zip(lo, hi, strict=True)):
             memory.remember_ids(tids[int(parts[x])], ids[8 * x:8 * y], last[k])
 
-    def _senders(self, a: Analyzer, good: np.ndarray) -> None:
+    def _senders(self, a: Analyzer) -> None:
         """Senders.add of each span that injected a header (held as its row until a part asks for it), and the
         receivers waiting for it."""
         waiting, senders = a.waiting, a.senders
@@ -392,7 +385,7 @@ class _Batch:
         for b, lo, hi in self.segments:
             block = self.blocks[b]
             rows = self.row[lo:hi]
-            sending = np.flatnonzero((block.send_offsets[rows + 1] > block.send_offsets[rows]) & good[lo:hi])
+            sending = np.flatnonzero(block.send_offsets[rows + 1] > block.send_offsets[rows])
             if not len(sending):
                 continue
             at = rows[sending].tolist()
@@ -407,7 +400,7 @@ class _Batch:
                         for r in receivers:
                             a._hop(r, sender)
 
-    def _jobs_and_ranks(self, a: Analyzer, good: np.ndarray) -> None:
+    def _jobs_and_ranks(self, a: Analyzer) -> None:
         """The spans per job (JobSpans.merge_counts: its keys in the order the parts name them first, as one part
         after another would add them), and HangFacts.saw: spans and the least host name per (job, rank)."""
         keys: dict[Any, int] = {}
@@ -426,7 +419,7 @@ class _Batch:
         ranks: dict[Any, tuple[int, str]] = {}
         for b, lo, hi in self.segments:
             block = self.blocks[b]
-            rows = self.row[lo:hi][good[lo:hi]]
+            rows = self.row[lo:hi]
             ranked = rows[block.has_rank[rows]]
             if not len(ranked):
                 continue

@@ -79,7 +79,7 @@ class StampArrays:
         their fields: ``quality`` as the number events.QUALITIES names."""
         self = cls.__new__(cls)
         n = len(ptp)
-        self.stamps = _Readings(unc)
+        self.stamps = _Readings(ptp, unc, quality, lts, degraded)
         self.have = np.ones(n, dtype=bool)
         self.ptp, self.unc, self.lts = ptp, unc, lts
         self.unknown = quality == _UNKNOWN_NUMBER
@@ -112,26 +112,19 @@ class StampArrays:
         return not len(readings) or (int(readings.min()) >= 0 and int(readings.max()) < SAFE)
 
 
-class _Readings(Sequence[Any]):
-    """What the rules read of single stamps of ``of_arrays``' (a violation's claimed bounds): the bound, no
-    domain."""
+class _Readings(Sequence[Stamp]):
+    """``of_arrays``' stamps, each made when a rule reads one alone (a violation's claimed bounds)."""
 
-    def __init__(self, unc: np.ndarray) -> None:
-        self._unc = unc
+    def __init__(self, ptp: np.ndarray, unc: np.ndarray, quality: np.ndarray, lts: np.ndarray,
+                 degraded: np.ndarray) -> None:
+        self._fields = ptp, unc, quality, lts, degraded
 
     def __len__(self) -> int:
-        return len(self._unc)
+        return len(self._fields[0])
 
     def __getitem__(self, k: Any) -> Any:
-        return _Reading(int(self._unc[k]))
-
-
-class _Reading:
-    __slots__ = ("uncertainty_ns",)
-    domain = None
-
-    def __init__(self, uncertainty_ns: int) -> None:
-        self.uncertainty_ns = uncertainty_ns
+        ptp, unc, quality, lts, degraded = self._fields
+        return Stamp(int(ptp[k]), int(unc[k]), QUALITIES[int(quality[k])], int(lts[k]), bool(degraded[k]))
 
 
 def times(values: Sequence[int | None]) -> np.ndarray | None:
